@@ -1,0 +1,267 @@
+/*
+ * Configuration from the environment, then the command line.  One table
+ * names each option, its variable, its default and its help line, so the
+ * three can never disagree.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "xmalloc.h"
+
+enum opt_type { OPT_STR, OPT_LONG, OPT_DOUBLE, OPT_BOOL, OPT_LABEL };
+
+struct opt {
+	const char *name;
+	const char *env;
+	enum opt_type type;
+	size_t off;
+	const char *def;
+	long min, max;
+	const char *help;
+};
+
+#define O(f) offsetof(struct config, f)
+static const struct opt opts[] = {
+    {"image", "MCP_SANDBOXD_IMAGE", OPT_STR, O(default_image),
+	"python:3.12-slim-bookworm", 0, 0, "default image of new sandboxes"},
+    {"docker-host", "DOCKER_HOST", OPT_STR, O(docker_host),
+	"unix:///var/run/docker.sock", 0, 0, "Docker engine (unix:// or tcp://)"},
+    {"log-level", "MCP_SANDBOXD_LOG_LEVEL", OPT_STR, O(log_level), "info", 0,
+	0, "stderr log level: error, warn, info, debug"},
+    {"memory-mb", "MCP_SANDBOXD_MEMORY_MB", OPT_LONG, O(memory_mb), "512", 16,
+	1 << 20, "default memory limit per sandbox (MiB, swap off)"},
+    {"max-memory-mb", "MCP_SANDBOXD_MAX_MEMORY_MB", OPT_LONG, O(max_memory_mb),
+	"4096", 16, 1 << 20, "ceiling for memory_mb a client may ask for"},
+    {"cpus", "MCP_SANDBOXD_CPUS", OPT_DOUBLE, O(cpus), "1", 0, 0,
+	"default CPU quota per sandbox"},
+    {"max-cpus", "MCP_SANDBOXD_MAX_CPUS", OPT_DOUBLE, O(max_cpus), "2", 0, 0,
+	"ceiling for cpus"},
+    {"pids", "MCP_SANDBOXD_PIDS", OPT_LONG, O(pids), "128", 8, 1 << 22,
+	"default process limit per sandbox"},
+    {"max-pids", "MCP_SANDBOXD_MAX_PIDS", OPT_LONG, O(max_pids), "1024", 8,
+	1 << 22, "ceiling for pids"},
+    {"ttl", "MCP_SANDBOXD_TTL", OPT_LONG, O(ttl), "3600", 1, 1L << 31,
+	"default lifetime of a sandbox (seconds)"},
+    {"max-ttl", "MCP_SANDBOXD_MAX_TTL", OPT_LONG, O(max_ttl), "86400", 1,
+	1L << 31, "ceiling for ttl_seconds"},
+    {"workdir-mb", "MCP_SANDBOXD_WORKDIR_MB", OPT_LONG, O(workdir_mb), "256",
+	1, 1 << 20, "size of the writable workdir (MiB)"},
+    {"tmp-mb", "MCP_SANDBOXD_TMP_MB", OPT_LONG, O(tmp_mb), "64", 1, 1 << 20,
+	"size of the writable /tmp (MiB)"},
+    {"nofile", "MCP_SANDBOXD_NOFILE", OPT_LONG, O(nofile), "1024", 16,
+	1 << 20, "open-file limit inside sandboxes"},
+    {"fsize-mb", "MCP_SANDBOXD_FSIZE_MB", OPT_LONG, O(fsize_mb), "128", 1,
+	1 << 20, "largest file a sandbox may write (MiB)"},
+    {"allow-network", "MCP_SANDBOXD_ALLOW_NETWORK", OPT_BOOL, O(allow_network),
+	"0", 0, 0, "let clients ask for a network other than none"},
+    {"exec-timeout", "MCP_SANDBOXD_EXEC_TIMEOUT", OPT_LONG, O(exec_timeout),
+	"60", 1, 1L << 31, "default timeout of a sandbox_exec call (seconds)"},
+    {"max-exec-timeout", "MCP_SANDBOXD_MAX_EXEC_TIMEOUT", OPT_LONG,
+	O(max_exec_timeout), "3600", 1, 1L << 31,
+	"ceiling for timeout_seconds"},
+    {"output-cap", "MCP_SANDBOXD_OUTPUT_CAP", OPT_LONG, O(output_cap),
+	"1048576", 1024, 1L << 30,
+	"bytes of output per call before the command is killed"},
+    {"max-sandboxes", "MCP_SANDBOXD_MAX_SANDBOXES", OPT_LONG, O(max_sandboxes),
+	"32", 1, 100000, "most sandboxes alive at once"},
+    {"max-line", "MCP_SANDBOXD_MAX_LINE", OPT_LONG, O(max_line), "16777216",
+	1024, 1L << 30, "largest JSON-RPC message accepted (bytes)"},
+    {"max-json-depth", "MCP_SANDBOXD_MAX_JSON_DEPTH", OPT_LONG,
+	O(max_json_depth), "64", 4, 1000, "deepest JSON nesting accepted"},
+    {"label", "MCP_SANDBOXD_LABELS", OPT_LABEL, 0, NULL, 0, 0,
+	"KEY=VALUE label added to every container (repeatable; "
+	"the variable takes a comma-separated list)"},
+};
+#undef O
+
+static int
+opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
+{
+	char *end, *dup, *p, *tok, **sp;
+	long l;
+	double d;
+
+	switch (o->type) {
+	case OPT_STR:
+		sp = (char **)((char *)c + o->off);
+		free(*sp);
+		*sp = xstrdup(val);
+		return 0;
+	case OPT_LONG:
+		errno = 0;
+		l = strtol(val, &end, 10);
+		if (errno != 0 || end == val || *end != '\0' || l < o->min ||
+		    l > o->max) {
+			fprintf(err, "--%s: expected an integer from %ld to %ld, "
+			    "got \"%s\"\n", o->name, o->min, o->max, val);
+			return -1;
+		}
+		*(long *)((char *)c + o->off) = l;
+		return 0;
+	case OPT_DOUBLE:
+		errno = 0;
+		d = strtod(val, &end);
+		if (errno != 0 || end == val || *end != '\0' || !(d > 0) ||
+		    d > 1024) {
+			fprintf(err, "--%s: expected a number above 0, got "
+			    "\"%s\"\n", o->name, val);
+			return -1;
+		}
+		*(double *)((char *)c + o->off) = d;
+		return 0;
+	case OPT_BOOL:
+		if (strcmp(val, "1") == 0 || strcmp(val, "true") == 0 ||
+		    strcmp(val, "yes") == 0)
+			l = 1;
+		else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 ||
+		    strcmp(val, "no") == 0)
+			l = 0;
+		else {
+			fprintf(err, "--%s: expected true or false, got "
+			    "\"%s\"\n", o->name, val);
+			return -1;
+		}
+		*(int *)((char *)c + o->off) = (int)l;
+		return 0;
+	case OPT_LABEL:
+		dup = xstrdup(val);
+		for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
+			if (*tok == '\0')
+				continue;
+			if (strchr(tok, '=') == NULL || *tok == '=' ||
+			    strncmp(tok, "io.mcp-sandboxd.", 16) == 0) {
+				fprintf(err, "--label: expected KEY=VALUE (not "
+				    "in io.mcp-sandboxd.*), got \"%s\"\n", tok);
+				free(dup);
+				return -1;
+			}
+			if (c->nlabels == CONFIG_MAX_LABELS) {
+				fprintf(err, "--label: at most %d labels\n",
+				    CONFIG_MAX_LABELS);
+				free(dup);
+				return -1;
+			}
+			c->labels[c->nlabels++] = xstrdup(tok);
+		}
+		free(dup);
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * Fill *c from defaults, the environment and argv, in that order.  Returns
+ * 0, or -1 after writing what was wrong to err.
+ */
+int
+config_parse(struct config *c, int argc, char **argv, FILE *err)
+{
+	enum { N = sizeof opts / sizeof opts[0] };
+	struct option lopts[N + 6];
+	const char *v;
+	size_t i;
+	int ch, idx;
+
+	memset(c, 0, sizeof *c);
+	for (i = 0; i < N; i++) {
+		lopts[i] = (struct option){opts[i].name,
+		    opts[i].type == OPT_BOOL ? optional_argument
+					     : required_argument,
+		    NULL, 0};
+		if (opts[i].def != NULL &&
+		    opt_set(c, &opts[i], opts[i].def, err) == -1)
+			return -1;
+		if ((v = getenv(opts[i].env)) != NULL && *v != '\0' &&
+		    opt_set(c, &opts[i], v, err) == -1) {
+			fprintf(err, "(from the environment: %s)\n",
+			    opts[i].env);
+			return -1;
+		}
+	}
+	lopts[N] = (struct option){"help", no_argument, NULL, 'h'};
+	lopts[N + 1] = (struct option){"version", no_argument, NULL, 'V'};
+	lopts[N + 2] = (struct option){"print-config", required_argument,
+	    NULL, 'P'};
+	lopts[N + 3] = (struct option){"worker", required_argument, NULL, 'W'};
+	lopts[N + 4] = (struct option){NULL, 0, NULL, 0};
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+hV", lopts, &idx)) != -1) {
+		switch (ch) {
+		case 0:
+			v = optarg;
+			if (opts[idx].type == OPT_BOOL && v == NULL)
+				v = "true";
+			if (opt_set(c, &opts[idx], v, err) == -1)
+				return -1;
+			break;
+		case 'h':
+			c->help = 1;
+			break;
+		case 'V':
+			c->version = 1;
+			break;
+		case 'P':
+			free(c->print_config);
+			c->print_config = xstrdup(optarg);
+			break;
+		case 'W':
+			free(c->worker_container);
+			c->worker_container = xstrdup(optarg);
+			break;
+		default:
+			fprintf(err, "unknown or incomplete option: %s "
+			    "(see --help)\n", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(err, "unexpected argument: %s (see --help)\n",
+		    argv[optind]);
+		return -1;
+	}
+	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
+	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
+	    c->exec_timeout > c->max_exec_timeout) {
+		fprintf(err, "a default is above its ceiling (e.g. --memory-mb "
+		    "above --max-memory-mb)\n");
+		return -1;
+	}
+	return 0;
+}
+
+void
+config_free(struct config *c)
+{
+	int i;
+
+	free(c->default_image);
+	free(c->docker_host);
+	free(c->log_level);
+	free(c->print_config);
+	free(c->worker_container);
+	for (i = 0; i < c->nlabels; i++)
+		free(c->labels[i]);
+	memset(c, 0, sizeof *c);
+}
+
+void
+config_usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: mcp-sandboxd [options]\n\n"
+		   "An MCP server (stdio) that runs code in Docker sandboxes.\n\n"
+		   "  -h, --help              this text\n"
+		   "  -V, --version           print the version\n"
+		   "  --print-config claude   print an mcpServers entry\n");
+	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		fprintf(f, "  --%-20s %s\n  %22s [%s%s%s]\n", opts[i].name,
+		    opts[i].help, "", opts[i].env, opts[i].def ? ", default " : "",
+		    opts[i].def ? opts[i].def : "");
+}

@@ -1,0 +1,44 @@
+/* Configuration: every flag has an environment variable. */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdio.h>
+
+#define CONFIG_MAX_LABELS 16
+
+struct config {
+	char *default_image;
+	char *docker_host;
+	char *log_level;
+
+	/* Defaults for a new sandbox, and the operator's ceilings. */
+	long memory_mb, max_memory_mb;
+	double cpus, max_cpus;
+	long pids, max_pids;
+	long ttl, max_ttl;
+	long workdir_mb, tmp_mb;
+	long nofile, fsize_mb;
+	int allow_network;
+
+	/* Per call. */
+	long exec_timeout, max_exec_timeout;
+	long output_cap;
+
+	/* Server. */
+	long max_sandboxes;
+	long max_line;
+	long max_json_depth;
+	char *labels[CONFIG_MAX_LABELS]; /* "key=value" added to containers */
+	int nlabels;
+
+	/* Modes. */
+	int help, version;
+	char *print_config;
+	char *worker_container; /* internal: run as a worker for this */
+};
+
+int config_parse(struct config *, int, char **, FILE *);
+void config_free(struct config *);
+void config_usage(FILE *);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * An asynchronous Docker Engine API client: libcurl's multi socket
+ * interface driven by a libevent loop.  The API version is negotiated with
+ * /_ping before the first request; requests made meanwhile wait for it.
+ */
+#ifndef DOCKER_H
+#define DOCKER_H
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+struct event_base;
+struct docker;
+struct docker_req;
+
+struct docker_resp {
+	long status;	    /* HTTP status, 0 if no response came */
+	json_object *json;  /* parsed body when it was JSON, else NULL */
+	const char *body;   /* raw body (NUL-terminated), "" for streams */
+	size_t len;
+	const char *error;  /* NULL on 2xx; else what went wrong */
+};
+
+/* Called once per request, unless it was cancelled. */
+typedef void (*docker_done_cb)(const struct docker_resp *, void *);
+/* Stream data: return 0 (taken), 1 (pause: offer it again later), -1. */
+typedef int (*docker_data_cb)(const char *, size_t, void *);
+
+struct docker *docker_new(struct event_base *, const char *);
+void docker_free(struct docker *);
+const char *docker_api_version(struct docker *);
+
+struct docker_req *docker_call(struct docker *, const char *, const char *,
+    json_object *, docker_done_cb, void *);
+struct docker_req *docker_stream(struct docker *, const char *, const char *,
+    json_object *, docker_data_cb, docker_done_cb, void *);
+void docker_req_cancel(struct docker_req *);
+void docker_req_pause(struct docker_req *, int);
+
+char *docker_escape(const char *);
+
+#endif

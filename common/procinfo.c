@@ -1,0 +1,46 @@
+/* Facts about processes and this boot, from /proc. */
+#include <stdio.h>
+#include <string.h>
+
+#include "procinfo.h"
+
+/* A process's start time in clock ticks since boot (field 22 of stat). */
+int
+proc_start_ticks(pid_t pid, unsigned long long *ticks)
+{
+	char path[64], buf[1024], *p;
+	FILE *f;
+	size_t n;
+	int field;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: skip past it. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return -1;
+	for (field = 2; field < 22; field++) {
+		if ((p = strchr(p + 1, ' ')) == NULL)
+			return -1;
+	}
+	return sscanf(p + 1, "%llu", ticks) == 1 ? 0 : -1;
+}
+
+int
+proc_boot_id(char *buf, size_t len)
+{
+	FILE *f;
+
+	if ((f = fopen("/proc/sys/kernel/random/boot_id", "r")) == NULL)
+		return -1;
+	if (fgets(buf, (int)len, f) == NULL) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}

@@ -1,0 +1,12 @@
+/* Facts about processes and this boot, from /proc. */
+#ifndef PROCINFO_H
+#define PROCINFO_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+int proc_start_ticks(pid_t, unsigned long long *);
+int proc_boot_id(char *, size_t);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * The wire protocol between the supervisor and its workers.
+ *
+ * Every message is one frame: a fixed 16-byte header followed by `len`
+ * payload bytes.  All header fields are big-endian.  Nothing outside this
+ * header defines a wire format; bump PROTO_VERSION if any of this changes.
+ *
+ *	uint16 type	message type, below (ranges by family)
+ *	uint16 flags	per-type flags
+ *	uint32 len	payload length, never above PROTO_MAX_PAYLOAD
+ *	uint32 stream	stream id (0 when the message is not about a stream)
+ *	uint32 reqid	request id chosen by the supervisor (0: none)
+ *
+ * Calls carry JSON objects (json-c); stream data carries raw bytes.
+ *
+ * Backpressure: each stream starts with PROTO_INITIAL_CREDIT bytes of
+ * credit.  The worker may send that many bytes of PROTO_DATA on a stream
+ * and then must stop reading its source (the curl transfer is paused)
+ * until the supervisor returns credit with PROTO_CREDIT.
+ */
+#ifndef PROTO_H
+#define PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+struct evbuffer;
+
+#define PROTO_VERSION 1
+#define PROTO_HDR_LEN 16
+#define PROTO_MAX_PAYLOAD (1024 * 1024)
+#define PROTO_INITIAL_CREDIT (256 * 1024)
+/* Largest DATA frame a worker sends; keeps frames interleavable. */
+#define PROTO_DATA_CHUNK (32 * 1024)
+
+enum proto_type {
+	/* Control, 1-99. */
+	PROTO_HELLO = 1,    /* worker -> sup: JSON {pid, container_id} */
+	PROTO_SHUTDOWN = 2, /* sup -> worker: empty, finish and exit */
+
+	/* Calls, 100-199; reqid names the call. */
+	PROTO_CALL = 100,   /* sup -> worker: JSON {op, ...} */
+	PROTO_RESULT = 101, /* worker -> sup: JSON result of a call */
+	PROTO_CANCEL = 102, /* sup -> worker: empty, kill the call */
+
+	/* Streams, 200-299; stream names the stream, reqid its call. */
+	PROTO_DATA = 200,   /* worker -> sup: raw bytes, flags say which */
+	PROTO_CREDIT = 201, /* sup -> worker: JSON {bytes} more may flow */
+};
+
+/* PROTO_DATA flags. */
+#define PROTO_F_STDOUT 0x1
+#define PROTO_F_STDERR 0x2
+
+/*
+ * PROTO_CALL operations (the "op" member) and their members:
+ *
+ *	"exec"	command (string), workdir, env (object), stdin (string),
+ *		timeout_ms (int, 0: none), output_cap (int, bytes of stdout
+ *		and stderr together before the command is killed).
+ *		Output flows as PROTO_DATA on stream == reqid.
+ *		Result: exit_code (int, -1 when unknown), signal (int),
+ *		timed_out, truncated, oom_killed, cancelled (bool),
+ *		duration_ms, stdout_bytes, stderr_bytes (int),
+ *		error (string, only when the exec could not run at all).
+ */
+#define PROTO_OP_EXEC "exec"
+
+struct proto_hdr {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;
+	uint32_t stream;
+	uint32_t reqid;
+};
+
+struct proto_frame {
+	struct proto_hdr hdr;
+	unsigned char *data; /* len bytes plus a NUL, owned by the frame */
+};
+
+int proto_type_valid(unsigned int);
+void proto_hdr_encode(const struct proto_hdr *, unsigned char[PROTO_HDR_LEN]);
+void proto_hdr_decode(const unsigned char[PROTO_HDR_LEN], struct proto_hdr *);
+int proto_read(struct evbuffer *, struct proto_frame *);
+void proto_frame_free(struct proto_frame *);
+int proto_write(struct evbuffer *, const struct proto_hdr *, const void *,
+    size_t);
+int proto_write_json(struct evbuffer *, uint16_t, uint32_t, uint32_t,
+    json_object *);
+json_object *proto_frame_json(const struct proto_frame *);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * mcp-sandboxd: the supervisor's main, and the entry of worker mode.
+ */
+#include <sys/random.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <event2/event.h>
+
+#include "config.h"
+#include "docker.h"
+#include "log.h"
+#include "procinfo.h"
+#include "supervisor.h"
+#include "version.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define SHUTDOWN_DEADLINE 30
+#define REAPER_INTERVAL 300
+
+struct supervisor sup;
+
+static struct event *ev_term, *ev_int, *ev_chld, *ev_deadline, *ev_reaper;
+static int sandboxes_gone;
+
+static int
+log_level_of(const char *s)
+{
+	if (strcmp(s, "error") == 0)
+		return LOG_ERROR;
+	if (strcmp(s, "warn") == 0)
+		return LOG_WARN;
+	if (strcmp(s, "debug") == 0)
+		return LOG_DEBUG;
+	return LOG_INFO;
+}
+
+static void
+maybe_exit(void)
+{
+	if (sandboxes_gone && wproc_count() == 0)
+		event_base_loopexit(sup.base, NULL);
+}
+
+static void
+all_removed(void)
+{
+	sandboxes_gone = 1;
+	maybe_exit();
+}
+
+static void
+deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	log_warnx("shutdown took over %d s; killing workers", SHUTDOWN_DEADLINE);
+	wproc_kill_all();
+	event_base_loopexit(sup.base, NULL);
+}
+
+/* Stdin EOF or SIGTERM: remove every sandbox, reap every worker, exit. */
+void
+supervisor_quit(void)
+{
+	struct timeval tv = {SHUTDOWN_DEADLINE, 0};
+
+	if (sup.shutting_down)
+		return;
+	sup.shutting_down = 1;
+	log_info("shutting down: removing %d sandbox(es)", sandbox_count());
+	ev_deadline = evtimer_new(sup.base, deadline_cb, NULL);
+	evtimer_add(ev_deadline, &tv);
+	mcp_shutdown_calls();
+	sandbox_destroy_all(all_removed);
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	(void)arg;
+	if (sig == SIGCHLD) {
+		wproc_reap();
+		if (sup.shutting_down)
+			maybe_exit();
+		return;
+	}
+	log_info("signal %d", (int)sig);
+	supervisor_quit();
+}
+
+static void
+reaper_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	reaper_run();
+}
+
+static void
+print_config(const char *client)
+{
+	json_object *o, *servers, *server;
+
+	if (strcmp(client, "claude") != 0) {
+		fprintf(stderr, "--print-config: only \"claude\" is known\n");
+		exit(2);
+	}
+	o = json_object_new_object();
+	servers = json_object_new_object();
+	server = json_object_new_object();
+	json_object_object_add(server, "command",
+	    json_object_new_string(sup.self_exe));
+	json_object_object_add(server, "args", json_object_new_array());
+	json_object_object_add(servers, "mcp-sandboxd", server);
+	json_object_object_add(o, "mcpServers", servers);
+	printf("%s\n", json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static void
+make_instance_id(void)
+{
+	unsigned char r[16];
+	size_t i;
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom");
+	for (i = 0; i < sizeof r; i++)
+		snprintf(sup.instance + 2 * i, 3, "%02x", r[i]);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct config conf;
+	struct timeval tv = {REAPER_INTERVAL, 0};
+	char exe[PATH_MAX];
+	ssize_t n;
+	int rv;
+
+	if (config_parse(&conf, argc, argv, stderr) == -1)
+		return 2;
+	log_init("mcp-sandboxd", log_level_of(conf.log_level));
+	if (conf.worker_container != NULL) {
+		rv = worker_main(&conf);
+		config_free(&conf);
+		return rv;
+	}
+	if (conf.help) {
+		config_usage(stdout);
+		return 0;
+	}
+	if (conf.version) {
+		printf("mcp-sandboxd %s\n", MCP_SANDBOXD_VERSION);
+		return 0;
+	}
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) == -1)
+		fatal("readlink /proc/self/exe");
+	exe[n] = '\0';
+	sup.self_exe = exe;
+	if (conf.print_config != NULL) {
+		print_config(conf.print_config);
+		return 0;
+	}
+
+	sup.conf = &conf;
+	make_instance_id();
+	if (proc_boot_id(sup.boot_id, sizeof sup.boot_id) == -1)
+		snprintf(sup.boot_id, sizeof sup.boot_id, "unknown");
+	if (proc_start_ticks(getpid(), &sup.start_ticks) == -1)
+		fatal("cannot read /proc/self/stat");
+	signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+		fatalx("curl_global_init");
+	if ((sup.base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	if ((sup.docker = docker_new(sup.base, conf.docker_host)) == NULL)
+		fatalx("DOCKER_HOST must be unix:///path or tcp://host:port, "
+		    "not %s", conf.docker_host);
+	ev_term = evsignal_new(sup.base, SIGTERM, signal_cb, NULL);
+	ev_int = evsignal_new(sup.base, SIGINT, signal_cb, NULL);
+	ev_chld = evsignal_new(sup.base, SIGCHLD, signal_cb, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+	evsignal_add(ev_chld, NULL);
+	ev_reaper = event_new(sup.base, -1, EV_PERSIST, reaper_cb, NULL);
+	evtimer_add(ev_reaper, &tv);
+	if (stdio_start() == -1)
+		fatal("stdin and stdout must be pipes or sockets");
+	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
+	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());
+	reaper_run();
+
+	event_base_dispatch(sup.base);
+
+	wproc_kill_all();
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	stdio_stop();
+	docker_free(sup.docker);
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_chld);
+	event_free(ev_reaper);
+	if (ev_deadline != NULL)
+		event_free(ev_deadline);
+	event_base_free(sup.base);
+	curl_global_cleanup();
+	config_free(&conf);
+	return sup.exit_code;
+}

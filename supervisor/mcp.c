@@ -1,0 +1,303 @@
+/*
+ * MCP over JSON-RPC: the lifecycle (initialize, initialized, ping),
+ * logging, tools, and cancellation.  Transport-neutral: lines come in
+ * through mcp_handle_line(), messages leave through mcp_send().
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "supervisor.h"
+#include "version.h"
+#include "xmalloc.h"
+
+static const char *const mcp_versions[] = {
+    "2025-11-25", "2025-06-18", "2025-03-26"};
+
+static struct {
+	int initialized;	/* initialize answered */
+	char version[16];
+	int log_level;		/* index into mcp_levels; -1: none sent */
+} mcp = {.log_level = 5};
+
+/* syslog severities, as MCP names them; notifications at or above. */
+static const char *const mcp_levels[] = {"emergency", "alert", "critical",
+    "error", "warning", "notice", "info", "debug"};
+
+static TAILQ_HEAD(, call) calls = TAILQ_HEAD_INITIALIZER(calls);
+
+void
+mcp_send(json_object *msg)
+{
+	size_t len;
+	const char *s;
+
+	s = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	stdio_write(s, len);
+	json_object_put(msg);
+}
+
+/* A notifications/message to the client, if its level asks for it. */
+void
+mcp_log(int level, const char *fmt, ...)
+{
+	json_object *n, *p;
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (!mcp.initialized || level > mcp.log_level)
+		return;
+	n = json_object_new_object();
+	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(n, "method",
+	    json_object_new_string("notifications/message"));
+	p = json_object_new_object();
+	json_object_object_add(p, "level",
+	    json_object_new_string(mcp_levels[level]));
+	json_object_object_add(p, "logger",
+	    json_object_new_string("mcp-sandboxd"));
+	json_object_object_add(p, "data", json_object_new_string(buf));
+	json_object_object_add(n, "params", p);
+	mcp_send(n);
+}
+
+static json_object *
+mcp_initialize(json_object *params, int *code, const char **why)
+{
+	json_object *v, *r, *caps, *o, *info;
+	const char *want = NULL;
+	size_t i;
+
+	if (params == NULL || !json_object_is_type(params, json_type_object) ||
+	    !json_object_object_get_ex(params, "protocolVersion", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "initialize needs params.protocolVersion (a string)";
+		return NULL;
+	}
+	want = json_object_get_string(v);
+	/* The client's version if we speak it, else our latest. */
+	snprintf(mcp.version, sizeof mcp.version, "%s", mcp_versions[0]);
+	for (i = 0; i < sizeof mcp_versions / sizeof mcp_versions[0]; i++)
+		if (strcmp(want, mcp_versions[i]) == 0)
+			snprintf(mcp.version, sizeof mcp.version, "%s",
+			    mcp_versions[i]);
+	mcp.initialized = 1;
+
+	r = json_object_new_object();
+	json_object_object_add(r, "protocolVersion",
+	    json_object_new_string(mcp.version));
+	caps = json_object_new_object();
+	o = json_object_new_object();
+	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
+	json_object_object_add(caps, "tools", o);
+	json_object_object_add(caps, "logging", json_object_new_object());
+	json_object_object_add(r, "capabilities", caps);
+	info = json_object_new_object();
+	json_object_object_add(info, "name",
+	    json_object_new_string("mcp-sandboxd"));
+	json_object_object_add(info, "title",
+	    json_object_new_string("mcp-sandboxd code sandboxes"));
+	json_object_object_add(info, "version",
+	    json_object_new_string(MCP_SANDBOXD_VERSION));
+	json_object_object_add(r, "serverInfo", info);
+	json_object_object_add(r, "instructions", json_object_new_string(
+	    "Create a sandbox with sandbox_initialize, run commands in it "
+	    "with sandbox_exec (pass its container_id), and remove it with "
+	    "sandbox_stop when done. Sandboxes have no network by default "
+	    "and code runs as an unprivileged user."));
+	return r;
+}
+
+static json_object *
+mcp_set_level(json_object *params, int *code, const char **why)
+{
+	json_object *v;
+	size_t i;
+
+	if (params != NULL && json_object_is_type(params, json_type_object) &&
+	    json_object_object_get_ex(params, "level", &v) &&
+	    json_object_is_type(v, json_type_string))
+		for (i = 0; i < sizeof mcp_levels / sizeof mcp_levels[0]; i++)
+			if (strcmp(json_object_get_string(v), mcp_levels[i]) ==
+			    0) {
+				mcp.log_level = (int)i;
+				return json_object_new_object();
+			}
+	*code = RPC_INVALID_PARAMS;
+	*why = "level must be one of debug, info, notice, warning, error, "
+	       "critical, alert, emergency";
+	return NULL;
+}
+
+static json_object *
+mcp_tools_list(json_object *params, int *code, const char **why)
+{
+	json_object *v, *r;
+	const char *cursor = NULL;
+
+	if (params != NULL && json_object_is_type(params, json_type_object) &&
+	    json_object_object_get_ex(params, "cursor", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_string)) {
+			*code = RPC_INVALID_PARAMS;
+			*why = "cursor must be a string";
+			return NULL;
+		}
+		cursor = json_object_get_string(v);
+	}
+	if ((r = tools_list(cursor, 8, code)) == NULL)
+		*why = "invalid cursor";
+	return r;
+}
+
+/* Start a tools/call; its result goes out later through call_reply(). */
+static json_object *
+mcp_tools_call(json_object *id, json_object *params, int *code,
+    const char **why)
+{
+	const struct tool *t;
+	struct call *c;
+	json_object *name, *args = NULL;
+
+	if (params == NULL || !json_object_is_type(params, json_type_object) ||
+	    !json_object_object_get_ex(params, "name", &name) ||
+	    !json_object_is_type(name, json_type_string)) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "tools/call needs params.name (a string)";
+		return NULL;
+	}
+	if ((t = tool_find(json_object_get_string(name))) == NULL) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "unknown tool (see tools/list)";
+		return NULL;
+	}
+	if (json_object_object_get_ex(params, "arguments", &args) &&
+	    args != NULL && !json_object_is_type(args, json_type_object)) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "arguments must be an object";
+		return NULL;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->id = json_object_get(id);
+	c->tool = xstrdup(t->name);
+	c->args = args != NULL ? json_object_get(args)
+			       : json_object_new_object();
+	TAILQ_INSERT_TAIL(&calls, c, entry);
+	if (sup.shutting_down) {
+		call_reply(c, tool_error("the server is shutting down"));
+		return NULL;
+	}
+	t->exec(c);
+	return NULL;
+}
+
+static void
+call_free(struct call *c)
+{
+	TAILQ_REMOVE(&calls, c, entry);
+	json_object_put(c->id);
+	json_object_put(c->args);
+	free(c->tool);
+	free(c);
+}
+
+/* Answer a tools/call (unless it was cancelled) and free it. */
+void
+call_reply(struct call *c, json_object *result)
+{
+	if (!c->cancelled)
+		mcp_send(rpc_result(c->id, result));
+	else
+		json_object_put(result);
+	call_free(c);
+}
+
+static void
+mcp_cancelled(json_object *params)
+{
+	json_object *rid;
+	struct call *c;
+
+	if (params == NULL || !json_object_is_type(params, json_type_object) ||
+	    !json_object_object_get_ex(params, "requestId", &rid))
+		return;
+	TAILQ_FOREACH(c, &calls, entry) {
+		if (json_object_equal(c->id, rid) && !c->cancelled) {
+			c->cancelled = 1;
+			log_info("call %s cancelled by the client", c->tool);
+			if (c->cancel != NULL)
+				c->cancel(c);
+			return;
+		}
+	}
+}
+
+/* Tell running calls the server is going away. */
+void
+mcp_shutdown_calls(void)
+{
+	struct call *c;
+
+	TAILQ_FOREACH(c, &calls, entry)
+		if (c->cancel != NULL && !c->cancelled)
+			c->cancel(c);
+}
+
+/* One message from the client. */
+void
+mcp_handle_line(const char *line, size_t len)
+{
+	struct rpc_msg m;
+	json_object *obj, *result = NULL;
+	const char *why = NULL;
+	int code = 0;
+
+	if ((obj = rpc_parse(line, len, sup.conf->max_json_depth,
+	    &code)) == NULL) {
+		mcp_send(rpc_error(NULL, RPC_PARSE_ERROR,
+		    "parse error: not valid JSON (or nested too deeply)"));
+		return;
+	}
+	if ((code = rpc_validate(obj, &m, &why)) != 0) {
+		mcp_send(rpc_error(m.id, code, why));
+		json_object_put(obj);
+		return;
+	}
+	if (m.kind == RPC_RESPONSE) {
+		json_object_put(obj);
+		return;
+	}
+	if (m.kind == RPC_NOTIFICATION) {
+		if (strcmp(m.method, "notifications/cancelled") == 0)
+			mcp_cancelled(m.params);
+		json_object_put(obj);
+		return;
+	}
+
+	if (strcmp(m.method, "initialize") == 0)
+		result = mcp_initialize(m.params, &code, &why);
+	else if (strcmp(m.method, "ping") == 0)
+		result = json_object_new_object();
+	else if (strcmp(m.method, "logging/setLevel") == 0)
+		result = mcp_set_level(m.params, &code, &why);
+	else if (strcmp(m.method, "tools/list") == 0)
+		result = mcp_tools_list(m.params, &code, &why);
+	else if (strcmp(m.method, "tools/call") == 0)
+		result = mcp_tools_call(m.id, m.params, &code, &why);
+	else {
+		code = RPC_METHOD_NOT_FOUND;
+		why = "method not found";
+	}
+	if (result != NULL)
+		mcp_send(rpc_result(m.id, result));
+	else if (code != 0)
+		mcp_send(rpc_error(m.id, code, why));
+	json_object_put(obj);
+}

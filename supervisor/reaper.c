@@ -1,0 +1,138 @@
+/*
+ * Ownership labels and the reaper: every container names the instance,
+ * pid, boot and process start time of the supervisor that made it, so a
+ * later instance can tell a dead owner from a live one and remove what a
+ * dead one left behind.  Containers without our labels are never touched.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "docker.h"
+#include "log.h"
+#include "procinfo.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+/* Expired sandboxes of unknown owners (another host) go after this. */
+#define REAPER_FOREIGN_GRACE 3600
+
+void
+reaper_labels(json_object *labels, time_t expires)
+{
+	char buf[32];
+
+	json_object_object_add(labels, INSTANCE_LABEL,
+	    json_object_new_string(sup.instance));
+	snprintf(buf, sizeof buf, "%d", (int)getpid());
+	json_object_object_add(labels, PID_LABEL, json_object_new_string(buf));
+	json_object_object_add(labels, BOOT_LABEL,
+	    json_object_new_string(sup.boot_id));
+	snprintf(buf, sizeof buf, "%llu", sup.start_ticks);
+	json_object_object_add(labels, START_LABEL, json_object_new_string(buf));
+	snprintf(buf, sizeof buf, "%lld", (long long)expires);
+	json_object_object_add(labels, EXPIRES_LABEL,
+	    json_object_new_string(buf));
+}
+
+static const char *
+label(json_object *labels, const char *key)
+{
+	json_object *v;
+
+	if (labels != NULL && json_object_object_get_ex(labels, key, &v))
+		return json_object_get_string(v);
+	return "";
+}
+
+/* Is the owner of these labels a live supervisor on this machine? */
+static int
+reaper_owner_alive(json_object *labels)
+{
+	unsigned long long ticks;
+	const char *boot, *pid, *start;
+	long p;
+	char *end;
+
+	boot = label(labels, BOOT_LABEL);
+	pid = label(labels, PID_LABEL);
+	start = label(labels, START_LABEL);
+	if (strcmp(boot, sup.boot_id) != 0)
+		return -1; /* another machine or boot: cannot tell */
+	p = strtol(pid, &end, 10);
+	if (*pid == '\0' || *end != '\0' || p <= 0)
+		return 0;
+	if (kill((pid_t)p, 0) == -1 && errno == ESRCH)
+		return 0;
+	if (proc_start_ticks((pid_t)p, &ticks) == -1)
+		return 0;
+	return strtoull(start, NULL, 10) == ticks;
+}
+
+static void
+reaper_removed_cb(const struct docker_resp *resp, void *arg)
+{
+	char *id = arg;
+
+	if (resp->error != NULL && resp->status != 404)
+		log_warnx("reaper: remove %.12s: %s", id, resp->error);
+	else
+		log_info("reaper: removed orphan sandbox %.12s", id);
+	free(id);
+}
+
+static void
+reaper_list_cb(const struct docker_resp *resp, void *arg)
+{
+	json_object *c, *id, *labels;
+	const char *inst;
+	long long expires;
+	size_t i, n;
+	int alive;
+	char *path;
+
+	(void)arg;
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_is_type(resp->json, json_type_array)) {
+		log_warnx("reaper: cannot list containers: %s",
+		    resp->error ? resp->error : "bad answer");
+		return;
+	}
+	n = json_object_array_length(resp->json);
+	for (i = 0; i < n; i++) {
+		c = json_object_array_get_idx(resp->json, i);
+		if (!json_object_object_get_ex(c, "Id", &id) ||
+		    !json_object_object_get_ex(c, "Labels", &labels))
+			continue;
+		inst = label(labels, INSTANCE_LABEL);
+		if (*inst == '\0' || strcmp(inst, sup.instance) == 0)
+			continue;
+		alive = reaper_owner_alive(labels);
+		expires = strtoll(label(labels, EXPIRES_LABEL), NULL, 10);
+		if (alive == 1 || (alive == -1 &&
+		    expires + REAPER_FOREIGN_GRACE > (long long)time(NULL)))
+			continue;
+		xasprintf(&path, "/containers/%s?v=1&force=1",
+		    json_object_get_string(id));
+		docker_call(sup.docker, "DELETE", path, NULL, reaper_removed_cb,
+		    xstrdup(json_object_get_string(id)));
+		free(path);
+	}
+}
+
+/* Find containers of dead instances by label and remove them. */
+void
+reaper_run(void)
+{
+	char *esc, *path;
+
+	esc = docker_escape("{\"label\":[\"" INSTANCE_LABEL "\"]}");
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	docker_call(sup.docker, "GET", path, NULL, reaper_list_cb, NULL);
+	free(path);
+	free(esc);
+}

@@ -1,0 +1,582 @@
+/*
+ * The sandbox registry and container lifecycle: create (pulling a missing
+ * image), start, hand to a new worker; stop and remove with volumes.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "docker.h"
+#include "log.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+#define SANDBOX_KEEPALIVE_USER "65533:65533"
+#define SANDBOX_EXEC_UID "65534"
+#define SANDBOX_STOP_GRACE 10
+
+struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
+
+/* A sandbox by full id, unique id prefix (12 or more) or name. */
+struct sandbox *
+sandbox_find(const char *key)
+{
+	struct sandbox *sb, *found = NULL;
+	size_t len = strlen(key);
+
+	TAILQ_FOREACH(sb, &sandboxes, entry) {
+		if (strcmp(sb->id, key) == 0 || strcmp(sb->name, key) == 0)
+			return sb;
+	}
+	if (len < 12)
+		return NULL;
+	TAILQ_FOREACH(sb, &sandboxes, entry) {
+		if (strncmp(sb->id, key, len) == 0) {
+			if (found != NULL)
+				return NULL;
+			found = sb;
+		}
+	}
+	return found;
+}
+
+/*
+ * The sandbox a call names in argument key, ready for use; otherwise the
+ * call is answered with an error and NULL is returned.
+ */
+struct sandbox *
+sandbox_lookup(struct call *c, const char *key)
+{
+	struct sandbox *sb;
+	const char *id;
+
+	if (!arg_type_ok(c, key, json_type_string, NULL) ||
+	    (id = arg_string(c, key)) == NULL || *id == '\0') {
+		call_reply(c, tool_error("%s is required: the container_id "
+		    "returned by sandbox_initialize (or the sandbox's name)",
+		    key));
+		return NULL;
+	}
+	if ((sb = sandbox_find(id)) == NULL) {
+		call_reply(c, tool_error("no sandbox \"%.80s\": it may have "
+		    "been stopped or expired; create one with "
+		    "sandbox_initialize, or list them with get_sandbox_status",
+		    id));
+		return NULL;
+	}
+	if (sb->state != SB_READY) {
+		call_reply(c, tool_error("sandbox %.12s is %s; try again "
+		    "later", sb->id, sb->state == SB_STARTING ? "still starting"
+		    : "being removed"));
+		return NULL;
+	}
+	return sb;
+}
+
+int
+sandbox_count(void)
+{
+	struct sandbox *sb;
+	int n = 0;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+		n++;
+	return n;
+}
+
+static void
+sandbox_free(struct sandbox *sb)
+{
+	TAILQ_REMOVE(&sandboxes, sb, entry);
+	if (sb->worker != NULL)
+		wproc_shutdown(sb->worker);
+	if (sb->expiry != NULL)
+		event_free(sb->expiry);
+	free(sb->id);
+	free(sb->name);
+	free(sb->image);
+	free(sb->workdir);
+	free(sb);
+}
+
+/* --- removal --- */
+
+struct sdestroy {
+	struct sandbox *sb;
+	char *id;
+	void (*done)(void *, const char *);
+	void *arg;
+};
+
+static void
+sandbox_removed_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sdestroy *d = arg;
+	char *err = NULL;
+
+	if (resp->error != NULL && resp->status != 404) {
+		err = sanitize_docker_error(resp->error);
+		log_warnx("remove %.12s: %s", d->id, resp->error);
+	} else
+		log_info("sandbox %.12s removed", d->id);
+	if (d->done != NULL)
+		d->done(d->arg, err);
+	free(err);
+	free(d->id);
+	free(d);
+}
+
+static void
+sandbox_stopped_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sdestroy *d = arg;
+	char *path;
+
+	if (resp->error != NULL && resp->status != 304 && resp->status != 404)
+		log_warnx("stop %.12s: %s", d->id, resp->error);
+	xasprintf(&path, "/containers/%s?v=1&force=1", d->id);
+	docker_call(sup.docker, "DELETE", path, NULL, sandbox_removed_cb, d);
+	free(path);
+}
+
+/*
+ * Stop (grace, then kill) and remove a sandbox's container with its
+ * volumes; the sandbox leaves the registry at once.  done(arg, error).
+ */
+void
+sandbox_destroy(struct sandbox *sb, void (*done)(void *, const char *),
+    void *arg)
+{
+	struct sdestroy *d;
+	char *path;
+
+	d = xcalloc(1, sizeof *d);
+	d->id = xstrdup(sb->id);
+	d->done = done;
+	d->arg = arg;
+	sb->state = SB_STOPPING;
+	sandbox_free(sb);
+	if (sup.shutting_down) {
+		/* No grace at exit: remove at once. */
+		sandbox_stopped_cb(&(struct docker_resp){.status = 204}, d);
+		return;
+	}
+	xasprintf(&path, "/containers/%s/stop?t=%d", d->id,
+	    SANDBOX_STOP_GRACE);
+	docker_call(sup.docker, "POST", path, NULL, sandbox_stopped_cb, d);
+	free(path);
+}
+
+static int destroy_pending;
+static void (*destroy_all_done)(void);
+
+static void
+sandbox_destroy_all_cb(void *arg, const char *err)
+{
+	(void)arg;
+	(void)err;
+	if (--destroy_pending == 0 && destroy_all_done != NULL)
+		destroy_all_done();
+}
+
+/* Remove every sandbox; done() once all are gone. */
+void
+sandbox_destroy_all(void (*done)(void))
+{
+	struct sandbox *sb;
+
+	destroy_all_done = done;
+	destroy_pending = 1;
+	while ((sb = TAILQ_FIRST(&sandboxes)) != NULL) {
+		destroy_pending++;
+		sandbox_destroy(sb, sandbox_destroy_all_cb, NULL);
+	}
+	sandbox_destroy_all_cb(NULL, NULL);
+}
+
+static void
+sandbox_expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+
+	(void)fd;
+	(void)what;
+	log_info("sandbox %.12s reached its lifetime; removing it", sb->id);
+	mcp_log(6, "sandbox %s expired and was removed", sb->name);
+	sandbox_destroy(sb, NULL, NULL);
+}
+
+/* --- creation --- */
+
+struct screate {
+	struct call *call;
+	struct sandbox *sb;
+	json_object *config;
+	char *path;		/* /containers/create?name=... */
+	int pulled;
+	char pull_tail[512];	/* the end of the pull's progress stream */
+	size_t pull_len;
+};
+
+static void
+screate_fail(struct screate *s, const char *fmt, const char *detail)
+{
+	char *msg = sanitize_docker_error(detail);
+
+	call_reply(s->call, tool_error(fmt, s->sb->image, msg));
+	free(msg);
+	if (s->sb->id != NULL) {
+		sandbox_destroy(s->sb, NULL, NULL);
+	} else {
+		TAILQ_REMOVE(&sandboxes, s->sb, entry);
+		free(s->sb->name);
+		free(s->sb->image);
+		free(s->sb->workdir);
+		free(s->sb);
+	}
+	json_object_put(s->config);
+	free(s->path);
+	free(s);
+}
+
+json_object *
+sandbox_limits_json(const struct sandbox *sb)
+{
+	json_object *l;
+	const struct config *c = sup.conf;
+
+	l = json_object_new_object();
+	json_object_object_add(l, "memory_mb",
+	    json_object_new_int64(sb->lim.memory_mb));
+	json_object_object_add(l, "cpus", json_object_new_double(sb->lim.cpus));
+	json_object_object_add(l, "pids", json_object_new_int64(sb->lim.pids));
+	json_object_object_add(l, "workdir_mb",
+	    json_object_new_int64(c->workdir_mb));
+	json_object_object_add(l, "tmp_mb", json_object_new_int64(c->tmp_mb));
+	json_object_object_add(l, "nofile", json_object_new_int64(c->nofile));
+	json_object_object_add(l, "fsize_mb",
+	    json_object_new_int64(c->fsize_mb));
+	return l;
+}
+
+static void
+screate_ready(struct sandbox *sb, const char *err)
+{
+	struct screate *s = sb->create;
+	json_object *r;
+	char *text, when[32];
+	struct tm tm;
+	struct timeval tv;
+
+	sb->create = NULL;
+	if (err != NULL) {
+		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
+		    err);
+		return;
+	}
+	sb->state = SB_READY;
+	tv.tv_sec = sb->expires - time(NULL);
+	tv.tv_usec = 0;
+	if (tv.tv_sec < 1)
+		tv.tv_sec = 1;
+	sb->expiry = evtimer_new(sup.base, sandbox_expire_cb, sb);
+	evtimer_add(sb->expiry, &tv);
+	gmtime_r(&sb->expires, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	log_info("sandbox %.12s (%s) ready, image %s", sb->id, sb->name,
+	    sb->image);
+
+	r = json_object_new_object();
+	json_object_object_add(r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(r, "name", json_object_new_string(sb->name));
+	json_object_object_add(r, "image", json_object_new_string(sb->image));
+	json_object_object_add(r, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(r, "limits", sandbox_limits_json(sb));
+	json_object_object_add(r, "expires_at", json_object_new_string(when));
+	xasprintf(&text, "Sandbox ready: container_id %s (name %s), image %s, "
+	    "workdir %s, expires %s. Run commands with sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, when);
+	if (s->call->cancelled) {
+		/* Nobody wants it any more. */
+		json_object_put(r);
+		call_reply(s->call, tool_error("cancelled"));
+		sandbox_destroy(sb, NULL, NULL);
+	} else
+		call_reply(s->call, tool_result(r, text, 0));
+	free(text);
+	json_object_put(s->config);
+	free(s->path);
+	free(s);
+}
+
+static void
+screate_started_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+
+	if (resp->error != NULL) {
+		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
+		    resp->error);
+		return;
+	}
+	s->sb->create = s;
+	if (wproc_spawn(s->sb, screate_ready) == -1) {
+		s->sb->create = NULL;
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "cannot start a worker process");
+	}
+}
+
+static void screate_create(struct screate *);
+
+static int
+screate_pull_data(const char *p, size_t len, void *arg)
+{
+	struct screate *s = arg;
+	size_t keep = sizeof s->pull_tail - 1;
+
+	if (len >= keep) {
+		memcpy(s->pull_tail, p + len - keep, keep);
+		s->pull_len = keep;
+	} else {
+		if (s->pull_len + len > keep) {
+			memmove(s->pull_tail, s->pull_tail + (s->pull_len + len -
+			    keep), keep - len);
+			s->pull_len = keep - len;
+		}
+		memcpy(s->pull_tail + s->pull_len, p, len);
+		s->pull_len += len;
+	}
+	s->pull_tail[s->pull_len] = '\0';
+	return 0;
+}
+
+static void
+screate_pulled_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+	char *e;
+
+	if (resp->error != NULL) {
+		screate_fail(s, "image \"%s\" is not available locally and "
+		    "could not be pulled (is a registry reachable?): %s",
+		    resp->error);
+		return;
+	}
+	/* A failed pull still answers 200; the error is in the stream. */
+	if ((e = strstr(s->pull_tail, "\"error\"")) != NULL) {
+		screate_fail(s, "image \"%s\" is not available locally and "
+		    "could not be pulled (is a registry reachable?): %s",
+		    e);
+		return;
+	}
+	log_info("pulled image %s", s->sb->image);
+	screate_create(s);
+}
+
+static void
+screate_pull(struct screate *s)
+{
+	char *path, *img, *tag = NULL, *slash, *colon, *eimg, *etag;
+
+	s->pulled = 1;
+	img = xstrdup(s->sb->image);
+	slash = strrchr(img, '/');
+	colon = strrchr(img, ':');
+	if (strchr(img, '@') == NULL && colon != NULL &&
+	    (slash == NULL || colon > slash)) {
+		*colon = '\0';
+		tag = colon + 1;
+	}
+	eimg = docker_escape(img);
+	etag = docker_escape(tag != NULL ? tag : "latest");
+	if (strchr(s->sb->image, '@') != NULL)
+		xasprintf(&path, "/images/create?fromImage=%s", eimg);
+	else
+		xasprintf(&path, "/images/create?fromImage=%s&tag=%s", eimg,
+		    etag);
+	log_info("pulling image %s", s->sb->image);
+	mcp_log(6, "pulling image %s", s->sb->image);
+	docker_stream(sup.docker, "POST", path, NULL, screate_pull_data,
+	    screate_pulled_cb, s);
+	free(path);
+	free(eimg);
+	free(etag);
+	free(img);
+}
+
+static void
+screate_created_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+	json_object *id;
+	char *path;
+
+	if (resp->status == 404 && !s->pulled) {
+		screate_pull(s);
+		return;
+	}
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_object_get_ex(resp->json, "Id", &id)) {
+		screate_fail(s, "cannot create a sandbox from image \"%s\": %s",
+		    resp->error != NULL ? resp->error : "no container id");
+		return;
+	}
+	s->sb->id = xstrdup(json_object_get_string(id));
+	if (*s->sb->name == '\0') {
+		free(s->sb->name);
+		s->sb->name = xstrndup(s->sb->id, 12);
+	}
+	xasprintf(&path, "/containers/%s/start", s->sb->id);
+	docker_call(sup.docker, "POST", path, NULL, screate_started_cb, s);
+	free(path);
+}
+
+static void
+screate_create(struct screate *s)
+{
+	docker_call(sup.docker, "POST", s->path, s->config, screate_created_cb,
+	    s);
+}
+
+static void
+add_ulimit(json_object *a, const char *name, long long v)
+{
+	json_object *u;
+
+	u = json_object_new_object();
+	json_object_object_add(u, "Name", json_object_new_string(name));
+	json_object_object_add(u, "Soft", json_object_new_int64(v));
+	json_object_object_add(u, "Hard", json_object_new_int64(v));
+	json_object_array_add(a, u);
+}
+
+/* The container: SPEC.md section 6's hardening, always. */
+static json_object *
+sandbox_config(const struct sandbox *sb, json_object *env,
+    const char *network)
+{
+	const struct config *c = sup.conf;
+	json_object *o, *h, *a, *t, *labels, *lc;
+	char *s;
+	int has_home = 0;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "Image", json_object_new_string(sb->image));
+	/* The keep-alive, as a user the sandbox user cannot signal. */
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_string("sleep"));
+	json_object_array_add(a, json_object_new_string("infinity"));
+	json_object_object_add(o, "Entrypoint", a);
+	json_object_object_add(o, "User",
+	    json_object_new_string(SANDBOX_KEEPALIVE_USER));
+	json_object_object_add(o, "WorkingDir",
+	    json_object_new_string(sb->workdir));
+	a = json_object_new_array();
+	if (env != NULL) {
+		json_object_object_foreach(env, k, v) {
+			xasprintf(&s, "%s=%s", k, json_object_get_string(v));
+			json_object_array_add(a, json_object_new_string(s));
+			free(s);
+			if (strcmp(k, "HOME") == 0)
+				has_home = 1;
+		}
+	}
+	if (!has_home) {
+		xasprintf(&s, "HOME=%s", sb->workdir);
+		json_object_array_add(a, json_object_new_string(s));
+		free(s);
+	}
+	json_object_object_add(o, "Env", a);
+	labels = json_object_new_object();
+	reaper_labels(labels, sb->expires);
+	json_object_object_add(labels, NAME_LABEL,
+	    json_object_new_string(sb->name));
+	json_object_object_add(o, "Labels", labels);
+	if (strcmp(network, "none") == 0)
+		json_object_object_add(o, "NetworkDisabled",
+		    json_object_new_boolean(1));
+
+	h = json_object_new_object();
+	json_object_object_add(h, "NetworkMode", json_object_new_string(network));
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_string("ALL"));
+	json_object_object_add(h, "CapDrop", a);
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_string("no-new-privileges"));
+	json_object_object_add(h, "SecurityOpt", a);
+	json_object_object_add(h, "ReadonlyRootfs", json_object_new_boolean(1));
+	json_object_object_add(h, "Privileged", json_object_new_boolean(0));
+	json_object_object_add(h, "Init", json_object_new_boolean(1));
+	json_object_object_add(h, "IpcMode", json_object_new_string("private"));
+	t = json_object_new_object();
+	xasprintf(&s, "rw,nosuid,nodev,noexec,size=%ldm,mode=1777", c->tmp_mb);
+	json_object_object_add(t, "/tmp", json_object_new_string(s));
+	free(s);
+	xasprintf(&s, "rw,nosuid,nodev,exec,size=%ldm,uid=%s,gid=%s,mode=0755",
+	    c->workdir_mb, SANDBOX_EXEC_UID, SANDBOX_EXEC_UID);
+	json_object_object_add(t, sb->workdir, json_object_new_string(s));
+	free(s);
+	json_object_object_add(h, "Tmpfs", t);
+	json_object_object_add(h, "Memory",
+	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
+	json_object_object_add(h, "MemorySwap",
+	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
+	json_object_object_add(h, "NanoCpus",
+	    json_object_new_int64((long long)(sb->lim.cpus * 1e9)));
+	json_object_object_add(h, "PidsLimit", json_object_new_int64(sb->lim.pids));
+	a = json_object_new_array();
+	add_ulimit(a, "nofile", c->nofile);
+	add_ulimit(a, "fsize", c->fsize_mb * 1024 * 1024);
+	json_object_object_add(h, "Ulimits", a);
+	lc = json_object_new_object();
+	json_object_object_add(lc, "Type", json_object_new_string("json-file"));
+	t = json_object_new_object();
+	json_object_object_add(t, "max-size", json_object_new_string("1m"));
+	json_object_object_add(t, "max-file", json_object_new_string("1"));
+	json_object_object_add(lc, "Config", t);
+	json_object_object_add(h, "LogConfig", lc);
+	json_object_object_add(o, "HostConfig", h);
+	return o;
+}
+
+/*
+ * Create a sandbox for a call that has validated its arguments; the call
+ * is answered when the sandbox is ready or could not be made.
+ */
+void
+sandbox_create(struct call *c, const char *image, const char *name,
+    json_object *env, const char *workdir, const char *network,
+    const struct limits *lim, long ttl)
+{
+	struct screate *s;
+	struct sandbox *sb;
+	char *ename;
+
+	sb = xcalloc(1, sizeof *sb);
+	sb->name = xstrdup(name != NULL ? name : "");
+	sb->image = xstrdup(image);
+	sb->workdir = xstrdup(workdir);
+	sb->lim = *lim;
+	sb->created = time(NULL);
+	sb->expires = sb->created + ttl;
+	sb->state = SB_STARTING;
+	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
+
+	s = xcalloc(1, sizeof *s);
+	s->call = c;
+	s->sb = sb;
+	s->config = sandbox_config(sb, env, network);
+	if (name != NULL) {
+		ename = docker_escape(name);
+		xasprintf(&s->path, "/containers/create?name=mcp-sandboxd-%.8s-%s",
+		    sup.instance, ename);
+		free(ename);
+	} else
+		s->path = xstrdup("/containers/create");
+	screate_create(s);
+}

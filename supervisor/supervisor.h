@@ -1,0 +1,174 @@
+/* The supervisor: MCP front end, sandbox registry and worker keeper. */
+#ifndef SUPERVISOR_H
+#define SUPERVISOR_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <stdint.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+struct bufferevent;
+struct config;
+struct docker;
+struct event;
+struct event_base;
+struct evbuffer;
+
+#define INSTANCE_LABEL "io.mcp-sandboxd.instance"
+#define PID_LABEL "io.mcp-sandboxd.pid"
+#define BOOT_LABEL "io.mcp-sandboxd.boot"
+#define START_LABEL "io.mcp-sandboxd.start"
+#define EXPIRES_LABEL "io.mcp-sandboxd.expires"
+#define NAME_LABEL "io.mcp-sandboxd.name"
+
+/* Global state of the one supervisor process. */
+struct supervisor {
+	struct event_base *base;
+	struct docker *docker;
+	const struct config *conf;
+	char instance[33];	/* random hex id of this instance */
+	char boot_id[64];
+	unsigned long long start_ticks;
+	char *self_exe;		/* this binary, for starting workers */
+	int shutting_down;
+	int exit_code;
+};
+extern struct supervisor sup;
+
+/* A tools/call in flight. */
+struct call {
+	json_object *id;	/* JSON-RPC id, owned */
+	char *tool;
+	json_object *args;	/* arguments object, owned */
+	int cancelled;
+	void *state;		/* the tool's, freed by its hooks */
+	void (*cancel)(struct call *);
+	TAILQ_ENTRY(call) entry;
+};
+
+/* A tool: one file each (tool-*.c). */
+struct tool {
+	const char *name;
+	const char *title;
+	const char *description;
+	const char *input_schema;	/* JSON text */
+	const char *output_schema;	/* JSON text */
+	int read_only, destructive, idempotent, open_world;
+	void (*exec)(struct call *);
+};
+
+struct limits {
+	long memory_mb;
+	double cpus;
+	long pids;
+};
+
+struct wproc;
+struct screate;
+
+enum sandbox_state { SB_STARTING, SB_READY, SB_STOPPING };
+
+struct sandbox {
+	char *id;		/* full container id */
+	char *name;
+	char *image;
+	char *workdir;
+	struct limits lim;
+	time_t created, expires;
+	enum sandbox_state state;
+	long exec_count;
+	int restarts;
+	struct wproc *worker;
+	struct screate *create;	/* while starting */
+	struct event *expiry;
+	TAILQ_ENTRY(sandbox) entry;
+};
+TAILQ_HEAD(sandboxes, sandbox);
+extern struct sandboxes sandboxes;
+
+/* mcp.c */
+void mcp_handle_line(const char *, size_t);
+void mcp_send(json_object *);
+void mcp_log(int, const char *, ...) __attribute__((format(printf, 2, 3)));
+void call_reply(struct call *, json_object *);
+void mcp_shutdown_calls(void);
+
+/* jsonrpc.c */
+enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE };
+struct rpc_msg {
+	enum rpc_kind kind;
+	json_object *id;	/* borrowed from the message */
+	const char *method;
+	json_object *params;	/* borrowed, may be NULL */
+};
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
+json_object *rpc_parse(const char *, size_t, int, int *);
+int rpc_validate(json_object *, struct rpc_msg *, const char **);
+json_object *rpc_error(json_object *, int, const char *);
+json_object *rpc_result(json_object *, json_object *);
+
+/* tools.c */
+extern const struct tool *const tools[];
+json_object *tools_list(const char *, int, int *);
+const struct tool *tool_find(const char *);
+json_object *tool_result(json_object *, const char *, int);
+json_object *tool_error(const char *, ...)
+    __attribute__((format(printf, 1, 2)));
+const char *arg_string(struct call *, const char *);
+int arg_type_ok(struct call *, const char *, json_type, json_object **);
+char *sanitize_docker_error(const char *);
+
+/* tool-initialize.c */
+int valid_workdir(const char *);
+int valid_env(json_object *, const char **);
+
+/* sandbox.c */
+struct sandbox *sandbox_find(const char *);
+struct sandbox *sandbox_lookup(struct call *, const char *);
+int sandbox_count(void);
+void sandbox_create(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct limits *, long);
+void sandbox_destroy(struct sandbox *, void (*)(void *, const char *),
+    void *);
+void sandbox_destroy_all(void (*)(void));
+json_object *sandbox_limits_json(const struct sandbox *);
+
+/* workers.c */
+typedef void (*wcall_data_cb)(uint16_t, const char *, size_t, void *);
+typedef void (*wcall_done_cb)(json_object *, void *);
+int wproc_spawn(struct sandbox *, void (*)(struct sandbox *, const char *));
+uint32_t wproc_call(struct wproc *, json_object *, wcall_data_cb,
+    wcall_done_cb, void *);
+void wproc_cancel(struct wproc *, uint32_t);
+void wproc_shutdown(struct wproc *);
+pid_t wproc_pid(struct wproc *);
+void wproc_reap(void);
+int wproc_count(void);
+void wproc_kill_all(void);
+
+/* reaper.c */
+void reaper_run(void);
+void reaper_labels(json_object *, time_t);
+
+/* stdio.c */
+int stdio_start(void);
+void stdio_write(const char *, size_t);
+void stdio_stop(void);
+
+/* main.c */
+void supervisor_quit(void);
+
+/* The tools. */
+extern const struct tool tool_sandbox_initialize;
+extern const struct tool tool_sandbox_exec;
+extern const struct tool tool_sandbox_stop;
+extern const struct tool tool_get_sandbox_status;
+
+#endif

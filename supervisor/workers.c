@@ -1,0 +1,371 @@
+/*
+ * The supervisor's side of the workers: start one per sandbox (fork, then
+ * exec of this same binary in worker mode with the socketpair on fd 3),
+ * route calls to it and its output back, reap it and say how it died.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "config.h"
+#include "log.h"
+#include "proto.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+#define WPROC_HELLO_TIMEOUT 10
+#define WPROC_MAX_RESTARTS 5
+#define WPROC_CRASHED                                                  \
+	"sandbox worker crashed; the call was interrupted and its output " \
+	"may be incomplete; the sandbox is still there, try again"
+
+struct wcall {
+	uint32_t reqid;
+	wcall_data_cb data_cb;
+	wcall_done_cb done_cb;
+	void *arg;
+	TAILQ_ENTRY(wcall) entry;
+};
+
+struct wproc {
+	pid_t pid;
+	struct bufferevent *bev;	/* NULL once the channel is gone */
+	struct sandbox *sb;		/* NULL once the sandbox is gone */
+	int ready, exited;
+	int told;			/* sent PROTO_SHUTDOWN */
+	void (*ready_cb)(struct sandbox *, const char *);
+	struct event *hello_timer;
+	TAILQ_HEAD(, wcall) calls;
+	LIST_ENTRY(wproc) entry;
+};
+
+static LIST_HEAD(, wproc) wprocs = LIST_HEAD_INITIALIZER(wprocs);
+static uint32_t next_reqid = 1;
+
+static void
+wproc_maybe_free(struct wproc *wp)
+{
+	if (wp->bev != NULL || !wp->exited)
+		return;
+	LIST_REMOVE(wp, entry);
+	event_free(wp->hello_timer);
+	free(wp);
+}
+
+/* The channel is gone: fail the calls in flight and drop the worker. */
+static void
+wproc_lost(struct wproc *wp, const char *why)
+{
+	struct wcall *wc;
+	json_object *err;
+	void (*ready_cb)(struct sandbox *, const char *);
+	struct sandbox *sb = wp->sb;
+
+	if (wp->bev == NULL)
+		return;
+	bufferevent_free(wp->bev);
+	wp->bev = NULL;
+	evtimer_del(wp->hello_timer);
+	if (sb != NULL && sb->worker == wp)
+		sb->worker = NULL;
+	wp->sb = NULL;
+	if (!wp->exited && !wp->told)
+		kill(wp->pid, SIGKILL);
+	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
+		TAILQ_REMOVE(&wp->calls, wc, entry);
+		err = json_object_new_object();
+		json_object_object_add(err, "error", json_object_new_string(why));
+		json_object_object_add(err, "worker_lost",
+		    json_object_new_boolean(1));
+		wc->done_cb(err, wc->arg);
+		json_object_put(err);
+		free(wc);
+	}
+	if ((ready_cb = wp->ready_cb) != NULL) {
+		wp->ready_cb = NULL;
+		ready_cb(sb, why);
+	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
+		/* Adopt the container with a new worker, a bounded number
+		 * of times. */
+		if (sb->restarts++ < WPROC_MAX_RESTARTS &&
+		    wproc_spawn(sb, NULL) == 0)
+			log_info("%s: new worker for %.12s", __func__, sb->id);
+		else
+			log_warnx("%s: %.12s has no worker", __func__, sb->id);
+	}
+	wproc_maybe_free(wp);
+}
+
+static struct wcall *
+wproc_find_call(struct wproc *wp, uint32_t reqid)
+{
+	struct wcall *wc;
+
+	TAILQ_FOREACH(wc, &wp->calls, entry)
+		if (wc->reqid == reqid)
+			return wc;
+	return NULL;
+}
+
+/* One frame from a worker; -1 drops it. */
+static int
+wproc_dispatch(struct wproc *wp, struct proto_frame *f)
+{
+	struct proto_hdr h = {.type = PROTO_CREDIT};
+	void (*ready_cb)(struct sandbox *, const char *);
+	struct wcall *wc;
+	json_object *obj, *credit;
+
+	switch (f->hdr.type) {
+	case PROTO_HELLO:
+		if (wp->ready)
+			return -1;
+		wp->ready = 1;
+		evtimer_del(wp->hello_timer);
+		log_debug("%s: worker %d ready", __func__, (int)wp->pid);
+		if ((ready_cb = wp->ready_cb) != NULL) {
+			wp->ready_cb = NULL;
+			ready_cb(wp->sb, NULL);
+		}
+		return 0;
+	case PROTO_DATA:
+		if ((wc = wproc_find_call(wp, f->hdr.reqid)) == NULL)
+			return 0; /* a call we gave up on */
+		wc->data_cb(f->hdr.flags, (const char *)f->data, f->hdr.len,
+		    wc->arg);
+		/* The output is taken: give the stream its credit back. */
+		credit = json_object_new_object();
+		json_object_object_add(credit, "bytes",
+		    json_object_new_int64(f->hdr.len));
+		h.stream = f->hdr.stream;
+		h.reqid = f->hdr.reqid;
+		proto_write_json(bufferevent_get_output(wp->bev), PROTO_CREDIT,
+		    h.stream, h.reqid, credit);
+		json_object_put(credit);
+		return 0;
+	case PROTO_RESULT:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if ((wc = wproc_find_call(wp, f->hdr.reqid)) != NULL) {
+			TAILQ_REMOVE(&wp->calls, wc, entry);
+			wc->done_cb(obj, wc->arg);
+			free(wc);
+		}
+		json_object_put(obj);
+		return 0;
+	}
+	log_warnx("%s: worker %d sent message type %u", __func__, (int)wp->pid,
+	    f->hdr.type);
+	return -1;
+}
+
+static void
+wproc_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct wproc *wp = arg;
+	struct proto_frame f;
+	int rv;
+
+	while (wp->bev != NULL &&
+	    (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
+		if (rv == -1 || wproc_dispatch(wp, &f) == -1) {
+			log_warnx("%s: worker %d sent a bad frame; dropping it",
+			    __func__, (int)wp->pid);
+			if (rv == 1)
+				proto_frame_free(&f);
+			wproc_lost(wp, WPROC_CRASHED);
+			return;
+		}
+		proto_frame_free(&f);
+	}
+}
+
+static void
+wproc_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct wproc *wp = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		wproc_lost(wp, WPROC_CRASHED);
+}
+
+static void
+wproc_hello_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct wproc *wp = arg;
+
+	(void)fd;
+	(void)what;
+	log_warnx("%s: worker %d did not start", __func__, (int)wp->pid);
+	wproc_lost(wp, "sandbox worker did not start in time");
+}
+
+/*
+ * Start the worker of a sandbox; ready_cb(sb, NULL) once it said hello,
+ * or ready_cb(sb, why) if it never does.
+ */
+int
+wproc_spawn(struct sandbox *sb, void (*ready_cb)(struct sandbox *,
+    const char *))
+{
+	const struct config *c = sup.conf;
+	struct wproc *wp;
+	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
+	char cap[32];
+	int sv[2], null;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+		return -1;
+	snprintf(cap, sizeof cap, "%ld", c->output_cap);
+	switch ((pid = fork())) {
+	case -1:
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	case 0:
+		/* fd 3 is the channel; stdin and stdout are the client's. */
+		if (dup2(sv[1], 3) == -1)
+			_exit(127);
+		if ((null = open("/dev/null", O_RDWR)) != -1) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		closefrom(4);
+		signal(SIGPIPE, SIG_DFL);
+		execl(sup.self_exe, "mcp-sandboxd", "--worker", sb->id,
+		    "--docker-host", c->docker_host, "--log-level",
+		    c->log_level, "--output-cap", cap, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	wp = xcalloc(1, sizeof *wp);
+	wp->pid = pid;
+	wp->sb = sb;
+	wp->ready_cb = ready_cb;
+	TAILQ_INIT(&wp->calls);
+	evutil_make_socket_nonblocking(sv[0]);
+	wp->bev = bufferevent_socket_new(sup.base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(wp->bev, wproc_read_cb, NULL, wproc_event_cb, wp);
+	bufferevent_enable(wp->bev, EV_READ | EV_WRITE);
+	wp->hello_timer = evtimer_new(sup.base, wproc_hello_timeout, wp);
+	evtimer_add(wp->hello_timer, &tv);
+	LIST_INSERT_HEAD(&wprocs, wp, entry);
+	sb->worker = wp;
+	log_debug("%s: worker %d for %.12s", __func__, (int)pid, sb->id);
+	return 0;
+}
+
+/* Send a call; done_cb gets the worker's result (or an error object). */
+uint32_t
+wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
+    wcall_done_cb done_cb, void *arg)
+{
+	struct wcall *wc;
+
+	wc = xcalloc(1, sizeof *wc);
+	if ((wc->reqid = next_reqid++) == 0)
+		wc->reqid = next_reqid++;
+	wc->data_cb = data_cb;
+	wc->done_cb = done_cb;
+	wc->arg = arg;
+	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
+	proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL,
+	    wc->reqid, wc->reqid, call);
+	return wc->reqid;
+}
+
+/* Ask the worker to kill a call; its result still comes. */
+void
+wproc_cancel(struct wproc *wp, uint32_t reqid)
+{
+	struct proto_hdr h = {.type = PROTO_CANCEL, .reqid = reqid};
+
+	if (wp->bev != NULL)
+		proto_write(bufferevent_get_output(wp->bev), &h, NULL, 0);
+}
+
+/* The sandbox is going: tell the worker to finish; drop its calls. */
+void
+wproc_shutdown(struct wproc *wp)
+{
+	struct proto_hdr h = {.type = PROTO_SHUTDOWN};
+
+	if (wp->bev != NULL)
+		proto_write(bufferevent_get_output(wp->bev), &h, NULL, 0);
+	wp->told = 1;
+	if (wp->sb != NULL && wp->sb->worker == wp)
+		wp->sb->worker = NULL;
+	wp->sb = NULL;
+}
+
+pid_t
+wproc_pid(struct wproc *wp)
+{
+	return wp->pid;
+}
+
+int
+wproc_count(void)
+{
+	struct wproc *wp;
+	int n = 0;
+
+	LIST_FOREACH(wp, &wprocs, entry)
+		n++;
+	return n;
+}
+
+void
+wproc_kill_all(void)
+{
+	struct wproc *wp;
+
+	LIST_FOREACH(wp, &wprocs, entry)
+		if (!wp->exited)
+			kill(wp->pid, SIGKILL);
+}
+
+/* SIGCHLD: reap every child that exited and say how. */
+void
+wproc_reap(void)
+{
+	struct wproc *wp;
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		LIST_FOREACH(wp, &wprocs, entry)
+			if (wp->pid == pid)
+				break;
+		if (WIFSIGNALED(status))
+			log_warnx("worker %d exited on signal %d", (int)pid,
+			    WTERMSIG(status));
+		else if (WEXITSTATUS(status) != 0)
+			log_warnx("worker %d exited with code %d", (int)pid,
+			    WEXITSTATUS(status));
+		else
+			log_debug("worker %d exited", (int)pid);
+		if (wp == NULL)
+			continue;
+		wp->exited = 1;
+		if (wp->bev != NULL && WIFSIGNALED(status)) {
+			mcp_log(4, "sandbox worker %d died on signal %d",
+			    (int)pid, WTERMSIG(status));
+			wproc_lost(wp, WPROC_CRASHED);
+		} else
+			wproc_maybe_free(wp);
+	}
+}

@@ -1,0 +1,545 @@
+/*
+ * Exec sessions: one command run in the container as the sandbox user,
+ * its output demultiplexed and forwarded as PROTO_DATA under the stream's
+ * credit, its exit code read back.
+ *
+ * Docker has no call that kills an exec, and closing the stream leaves the
+ * process running.  So each command runs in its own session (Docker makes
+ * the exec process a session leader), records its pid in the container,
+ * and carries a token in its environment; to kill it, a second exec, run
+ * as the same user, kills that process group and every process that still
+ * carries the token.  This works the same against a remote engine.
+ */
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "demux.h"
+#include "docker.h"
+#include "log.h"
+#include "proto.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define EXEC_USER "65534:65534"
+#define EXEC_TOKEN_ENV "MCP_SANDBOXD_EXEC"
+#define EXEC_KILL_GRACE_MS 2000
+#define EXEC_OOM_WAIT_MS 300
+
+/* $1 token, $2 command: record our pid (the process group), run. */
+static const char exec_wrapper[] =
+    "mkdir -p /tmp/.mcp-sandboxd 2>/dev/null;"
+    "echo $$ >/tmp/.mcp-sandboxd/$1.pid 2>/dev/null;"
+    "exec /bin/sh -c \"$2\"";
+
+/* $1 token: kill the group, then anything left that carries the token. */
+static const char exec_killer[] =
+    "f=/tmp/.mcp-sandboxd/$1.pid;"
+    "[ -r $f ] && kill -9 -$(cat $f) 2>/dev/null;"
+    "for p in /proc/[0-9]*; do"
+    " tr '\\0' '\\n' <$p/environ 2>/dev/null |"
+    " grep -qx \"" EXEC_TOKEN_ENV "=$1\" && kill -9 ${p#/proc/} 2>/dev/null;"
+    " done;"
+    "rm -f $f; exit 0";
+
+enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
+
+struct wexec {
+	struct worker *w;
+	uint32_t reqid;
+	enum exec_state state;
+	char token[40];
+	char *exec_id;
+	struct docker_req *req;	 /* the request in flight, if any */
+	struct docker_req *kill; /* the killer exec's request, if any */
+	struct demux demux;
+	long credit;
+	int paused;
+	long long out_bytes, err_bytes, cap;
+	int timed_out, truncated, cancelled, killing, kill_tries;
+	long exit_code;
+	unsigned long oom_before;
+	struct timespec start;
+	struct event *timer;	/* timeout, then kill grace, then OOM wait */
+	struct event *kick;	/* runs the killer outside curl callbacks */
+	char *error;
+	LIST_ENTRY(wexec) entry;
+};
+
+static void exec_finish(struct wexec *);
+static void exec_inspect(struct wexec *);
+
+static struct wexec *
+exec_find(struct worker *w, uint32_t reqid)
+{
+	struct wexec *x;
+
+	LIST_FOREACH(x, &w->execs, entry)
+		if (x->reqid == reqid)
+			return x;
+	return NULL;
+}
+
+static long long
+exec_elapsed_ms(const struct wexec *x)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - x->start.tv_sec) * 1000 +
+	    (now.tv_nsec - x->start.tv_nsec) / 1000000;
+}
+
+static void
+exec_free(struct wexec *x)
+{
+	LIST_REMOVE(x, entry);
+	if (x->req != NULL)
+		docker_req_cancel(x->req);
+	if (x->kill != NULL)
+		docker_req_cancel(x->kill);
+	event_free(x->timer);
+	event_free(x->kick);
+	free(x->exec_id);
+	free(x->error);
+	free(x);
+}
+
+static void
+exec_fail(struct wexec *x, const char *what, const char *err)
+{
+	free(x->error);
+	xasprintf(&x->error, "%s: %s", what, err);
+	exec_finish(x);
+}
+
+/* The killer exec ran (or failed); the stream should end by itself now. */
+static void
+exec_killed_cb(const struct docker_resp *resp, void *arg)
+{
+	struct wexec *x = arg;
+	struct timeval tv = {EXEC_KILL_GRACE_MS / 1000,
+	    (EXEC_KILL_GRACE_MS % 1000) * 1000};
+
+	x->kill = NULL;
+	if (resp->error != NULL)
+		log_warnx("%s: kill of %s: %s", __func__, x->token, resp->error);
+	if (x->state == X_RUN)
+		evtimer_add(x->timer, &tv);
+}
+
+static void
+exec_kill_started(const struct docker_resp *resp, void *arg)
+{
+	struct wexec *x = arg;
+	json_object *id, *start;
+	char *path;
+
+	x->kill = NULL;
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_object_get_ex(resp->json, "Id", &id)) {
+		exec_killed_cb(resp, arg);
+		return;
+	}
+	xasprintf(&path, "/exec/%s/start", json_object_get_string(id));
+	start = json_object_new_object();
+	json_object_object_add(start, "Detach", json_object_new_boolean(0));
+	json_object_object_add(start, "Tty", json_object_new_boolean(0));
+	x->kill = docker_call(x->w->docker, "POST", path, start,
+	    exec_killed_cb, x);
+	json_object_put(start);
+	free(path);
+}
+
+static void
+exec_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wexec *x = arg;
+	json_object *body, *cmd;
+	char *path, *esc;
+
+	(void)fd;
+	(void)what;
+	if (x->kill != NULL || x->state != X_RUN)
+		return;
+	body = json_object_new_object();
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(exec_killer));
+	json_object_array_add(cmd, json_object_new_string("mcp-kill"));
+	json_object_array_add(cmd, json_object_new_string(x->token));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	esc = docker_escape(x->w->container);
+	xasprintf(&path, "/containers/%s/exec", esc);
+	x->kill = docker_call(x->w->docker, "POST", path, body,
+	    exec_kill_started, x);
+	free(path);
+	free(esc);
+	json_object_put(body);
+}
+
+/* Kill the command's processes inside the container (once). */
+static void
+exec_kill(struct wexec *x)
+{
+	if (x->killing)
+		return;
+	x->killing = 1;
+	evtimer_del(x->timer);
+	event_active(x->kick, 0, 0);
+}
+
+/* Timer: the timeout, or the grace after a kill, or the OOM wait. */
+static void
+exec_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wexec *x = arg;
+
+	(void)fd;
+	(void)what;
+	if (x->state == X_INSPECT) {
+		exec_finish(x);
+		return;
+	}
+	if (x->state != X_RUN)
+		return;
+	if (!x->killing) {
+		x->timed_out = 1;
+		exec_kill(x);
+		return;
+	}
+	/* Killed but the stream stays open: the command may have started
+	 * after the killer looked, so try again before giving up on it. */
+	if (++x->kill_tries < 3) {
+		event_active(x->kick, 0, 0);
+		return;
+	}
+	log_warnx("%s: %s: stream still open after kill", __func__, x->token);
+	docker_req_cancel(x->req);
+	x->req = NULL;
+	exec_inspect(x);
+}
+
+static int
+exec_output(int stream, const char *p, size_t len, void *arg)
+{
+	struct wexec *x = arg;
+	long long room;
+	uint16_t flag;
+
+	if (stream == DEMUX_STDIN)
+		return 0;
+	room = x->cap - (x->out_bytes + x->err_bytes);
+	if ((long long)len > room) {
+		len = room > 0 ? (size_t)room : 0;
+		if (!x->truncated) {
+			x->truncated = 1;
+			exec_kill(x);
+		}
+	}
+	if (len == 0)
+		return 0;
+	flag = stream == DEMUX_STDOUT ? PROTO_F_STDOUT : PROTO_F_STDERR;
+	if (stream == DEMUX_STDOUT)
+		x->out_bytes += (long long)len;
+	else
+		x->err_bytes += (long long)len;
+	x->credit -= (long)len;
+	while (len > 0) {
+		size_t n = len > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK : len;
+
+		worker_send(x->w, PROTO_DATA, flag, x->reqid, x->reqid, p, n);
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int
+exec_data_cb(const char *p, size_t len, void *arg)
+{
+	struct wexec *x = arg;
+
+	if (x->credit <= 0) {
+		x->paused = 1;
+		return 1;
+	}
+	if (demux_feed(&x->demux, p, len, exec_output, x) == -1) {
+		log_warnx("%s: %s: bad stream from the engine", __func__,
+		    x->token);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+exec_inspected_cb(const struct docker_resp *resp, void *arg)
+{
+	struct wexec *x = arg;
+	json_object *v;
+	struct timeval tv = {0, EXEC_OOM_WAIT_MS * 1000};
+
+	x->req = NULL;
+	if (resp->error != NULL) {
+		exec_fail(x, "cannot read the exit code", resp->error);
+		return;
+	}
+	if (resp->json != NULL &&
+	    json_object_object_get_ex(resp->json, "ExitCode", &v) &&
+	    json_object_is_type(v, json_type_int))
+		x->exit_code = (long)json_object_get_int64(v);
+	/* An OOM kill shows as SIGKILL; its event may trail the exit. */
+	if (x->exit_code == 137 && x->w->oom_count == x->oom_before) {
+		evtimer_add(x->timer, &tv);
+		return;
+	}
+	exec_finish(x);
+}
+
+static void
+exec_inspect(struct wexec *x)
+{
+	char *path;
+
+	x->state = X_INSPECT;
+	evtimer_del(x->timer);
+	xasprintf(&path, "/exec/%s/json", x->exec_id);
+	x->req = docker_call(x->w->docker, "GET", path, NULL,
+	    exec_inspected_cb, x);
+	free(path);
+}
+
+static void
+exec_stream_done(const struct docker_resp *resp, void *arg)
+{
+	struct wexec *x = arg;
+
+	x->req = NULL;
+	if (resp->error != NULL && !x->killing) {
+		exec_fail(x, "exec stream failed", resp->error);
+		return;
+	}
+	exec_inspect(x);
+}
+
+static void
+exec_created_cb(const struct docker_resp *resp, void *arg)
+{
+	struct wexec *x = arg;
+	json_object *id, *start;
+	char *path;
+
+	x->req = NULL;
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_object_get_ex(resp->json, "Id", &id)) {
+		exec_fail(x, "cannot start the command",
+		    resp->error ? resp->error : "no exec id");
+		return;
+	}
+	x->exec_id = xstrdup(json_object_get_string(id));
+	if (x->cancelled) {
+		exec_finish(x);
+		return;
+	}
+	x->state = X_RUN;
+	start = json_object_new_object();
+	json_object_object_add(start, "Detach", json_object_new_boolean(0));
+	json_object_object_add(start, "Tty", json_object_new_boolean(0));
+	xasprintf(&path, "/exec/%s/start", x->exec_id);
+	x->req = docker_stream(x->w->docker, "POST", path, start,
+	    exec_data_cb, exec_stream_done, x);
+	json_object_put(start);
+	free(path);
+	if (x->killing)
+		event_active(x->kick, 0, 0);
+}
+
+/* Result for the supervisor; frees the exec. */
+static void
+exec_finish(struct wexec *x)
+{
+	json_object *r;
+
+	x->state = X_DONE;
+	r = json_object_new_object();
+	json_object_object_add(r, "exit_code",
+	    json_object_new_int64(x->error ? -1 : x->exit_code));
+	json_object_object_add(r, "signal", json_object_new_int64(
+	    !x->error && x->exit_code > 128 && x->exit_code < 128 + 65
+		? x->exit_code - 128 : 0));
+	json_object_object_add(r, "timed_out",
+	    json_object_new_boolean(x->timed_out));
+	json_object_object_add(r, "truncated",
+	    json_object_new_boolean(x->truncated));
+	json_object_object_add(r, "cancelled",
+	    json_object_new_boolean(x->cancelled));
+	json_object_object_add(r, "oom_killed",
+	    json_object_new_boolean(x->w->oom_count != x->oom_before &&
+		x->exit_code == 137));
+	json_object_object_add(r, "duration_ms",
+	    json_object_new_int64(exec_elapsed_ms(x)));
+	json_object_object_add(r, "stdout_bytes",
+	    json_object_new_int64(x->out_bytes));
+	json_object_object_add(r, "stderr_bytes",
+	    json_object_new_int64(x->err_bytes));
+	if (x->error != NULL)
+		json_object_object_add(r, "error",
+		    json_object_new_string(x->error));
+	worker_send_json(x->w, PROTO_RESULT, x->reqid, r);
+	json_object_put(r);
+	exec_free(x);
+}
+
+static const char *
+json_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+static long long
+json_int(json_object *o, const char *key, long long def)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_int))
+		return json_object_get_int64(v);
+	return def;
+}
+
+/* PROTO_CALL "exec": create the exec, then stream it. */
+void
+exec_start(struct worker *w, uint32_t reqid, json_object *call)
+{
+	struct wexec *x;
+	json_object *body, *cmd, *env, *v;
+	const char *command, *workdir;
+	struct timeval tv;
+	long long timeout;
+	char *path, *esc, *kv;
+
+	x = xcalloc(1, sizeof *x);
+	x->w = w;
+	x->reqid = reqid;
+	x->credit = PROTO_INITIAL_CREDIT;
+	x->exit_code = -1;
+	x->oom_before = w->oom_count;
+	clock_gettime(CLOCK_MONOTONIC, &x->start);
+	demux_init(&x->demux);
+	x->timer = evtimer_new(w->base, exec_timer_cb, x);
+	x->kick = event_new(w->base, -1, 0, exec_kick_cb, x);
+	snprintf(x->token, sizeof x->token, "%08x%08x%08x", (unsigned)getpid(),
+	    reqid, (unsigned)random());
+	LIST_INSERT_HEAD(&w->execs, x, entry);
+
+	if (exec_find(w, reqid) != x) {
+		exec_fail(x, "bad call", "duplicate request id");
+		return;
+	}
+	command = json_str(call, "command");
+	if (command == NULL || strcmp(json_str(call, "op") ? json_str(call,
+	    "op") : "", PROTO_OP_EXEC) != 0) {
+		exec_fail(x, "bad call", "no command");
+		return;
+	}
+	x->cap = json_int(call, "output_cap", w->conf->output_cap);
+	timeout = json_int(call, "timeout_ms", 0);
+
+	body = json_object_new_object();
+	cmd = json_object_new_array();
+	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
+	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(exec_wrapper));
+	json_object_array_add(cmd, json_object_new_string("mcp-exec"));
+	json_object_array_add(cmd, json_object_new_string(x->token));
+	json_object_array_add(cmd, json_object_new_string(command));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	if ((workdir = json_str(call, "workdir")) != NULL)
+		json_object_object_add(body, "WorkingDir",
+		    json_object_new_string(workdir));
+	env = json_object_new_array();
+	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
+	json_object_array_add(env, json_object_new_string(kv));
+	free(kv);
+	if (json_object_object_get_ex(call, "env", &v) &&
+	    json_object_is_type(v, json_type_object)) {
+		json_object_object_foreach(v, key, val) {
+			xasprintf(&kv, "%s=%s", key,
+			    json_object_get_string(val));
+			json_object_array_add(env, json_object_new_string(kv));
+			free(kv);
+		}
+	}
+	json_object_object_add(body, "Env", env);
+
+	esc = docker_escape(w->container);
+	xasprintf(&path, "/containers/%s/exec", esc);
+	x->state = X_CREATE;
+	x->req = docker_call(w->docker, "POST", path, body, exec_created_cb, x);
+	free(path);
+	free(esc);
+	json_object_put(body);
+	if (timeout > 0) {
+		tv.tv_sec = timeout / 1000;
+		tv.tv_usec = (timeout % 1000) * 1000;
+		evtimer_add(x->timer, &tv);
+	}
+}
+
+/* PROTO_CANCEL: kill the call's processes; the result says cancelled. */
+void
+exec_cancel(struct worker *w, uint32_t reqid)
+{
+	struct wexec *x;
+
+	if ((x = exec_find(w, reqid)) == NULL)
+		return;
+	x->cancelled = 1;
+	if (x->state == X_RUN)
+		exec_kill(x);
+}
+
+/* PROTO_CREDIT: the supervisor took output; resume a paused stream. */
+void
+exec_credit(struct worker *w, uint32_t stream, long bytes)
+{
+	struct wexec *x;
+
+	if ((x = exec_find(w, stream)) == NULL || bytes <= 0)
+		return;
+	x->credit += bytes;
+	if (x->paused && x->credit > 0 && x->req != NULL &&
+	    x->state == X_RUN) {
+		x->paused = 0;
+		docker_req_pause(x->req, 0);
+	}
+}
+
+/* The worker is going away: drop every exec without a result. */
+void
+exec_abort_all(struct worker *w)
+{
+	struct wexec *x;
+
+	while ((x = LIST_FIRST(&w->execs)) != NULL)
+		exec_free(x);
+}

@@ -1,0 +1,173 @@
+/*
+ * The worker process: started by the supervisor (fork+exec of the same
+ * binary with --worker CONTAINER and the socketpair on fd 3), it serves
+ * one container's calls on its own libevent loop until told to stop or
+ * until the supervisor goes away.
+ */
+#include <sys/prctl.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "config.h"
+#include "docker.h"
+#include "log.h"
+#include "proto.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define WORKER_FD 3
+
+int
+worker_send(struct worker *w, uint16_t type, uint16_t flags, uint32_t stream,
+    uint32_t reqid, const void *data, size_t len)
+{
+	struct proto_hdr h = {
+	    .type = type, .flags = flags, .stream = stream, .reqid = reqid};
+
+	return proto_write(bufferevent_get_output(w->bev), &h, data, len);
+}
+
+int
+worker_send_json(struct worker *w, uint16_t type, uint32_t reqid,
+    json_object *obj)
+{
+	return proto_write_json(bufferevent_get_output(w->bev), type, reqid,
+	    reqid, obj);
+}
+
+static void
+worker_quit(struct worker *w)
+{
+	if (w->quitting)
+		return;
+	w->quitting = 1;
+	exec_abort_all(w);
+	events_stop(w);
+	event_base_loopexit(w->base, NULL);
+}
+
+/* One frame from the supervisor; -1 drops the peer (and so the worker). */
+static int
+worker_dispatch(struct worker *w, struct proto_frame *f)
+{
+	json_object *obj, *v;
+
+	switch (f->hdr.type) {
+	case PROTO_SHUTDOWN:
+		worker_quit(w);
+		return 0;
+	case PROTO_CALL:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		exec_start(w, f->hdr.reqid, obj);
+		json_object_put(obj);
+		return 0;
+	case PROTO_CANCEL:
+		exec_cancel(w, f->hdr.reqid);
+		return 0;
+	case PROTO_CREDIT:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if (json_object_object_get_ex(obj, "bytes", &v))
+			exec_credit(w, f->hdr.stream, json_object_get_int64(v));
+		json_object_put(obj);
+		return 0;
+	}
+	log_warnx("%s: unexpected message type %u", __func__, f->hdr.type);
+	return -1;
+}
+
+static void
+worker_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct worker *w = arg;
+	struct proto_frame f;
+	int rv;
+
+	while (!w->quitting &&
+	    (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
+		if (rv == -1 || worker_dispatch(w, &f) == -1) {
+			if (rv == -1)
+				log_warn("%s: bad frame from supervisor",
+				    __func__);
+			if (rv == 1)
+				proto_frame_free(&f);
+			worker_quit(w);
+			return;
+		}
+		proto_frame_free(&f);
+	}
+}
+
+static void
+worker_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		log_debug("%s: supervisor gone", __func__);
+		worker_quit(w);
+	}
+}
+
+int
+worker_main(const struct config *conf)
+{
+	struct worker w;
+	json_object *hello;
+	char name[32];
+
+	/* Die with the supervisor, even if it is killed. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	snprintf(name, sizeof name, "worker[%.12s]", conf->worker_container);
+	log_setname(name);
+
+	memset(&w, 0, sizeof w);
+	LIST_INIT(&w.execs);
+	w.conf = conf;
+	w.container = conf->worker_container;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+		fatalx("curl_global_init");
+	if ((w.base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	if ((w.docker = docker_new(w.base, conf->docker_host)) == NULL)
+		fatalx("bad DOCKER_HOST: %s", conf->docker_host);
+	if (evutil_make_socket_nonblocking(WORKER_FD) == -1)
+		fatal("fd %d", WORKER_FD);
+	w.bev = bufferevent_socket_new(w.base, WORKER_FD,
+	    BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(w.bev, worker_read_cb, NULL, worker_event_cb, &w);
+	bufferevent_enable(w.bev, EV_READ | EV_WRITE);
+
+	hello = json_object_new_object();
+	json_object_object_add(hello, "pid", json_object_new_int(getpid()));
+	json_object_object_add(hello, "container_id",
+	    json_object_new_string(w.container));
+	worker_send_json(&w, PROTO_HELLO, 0, hello);
+	json_object_put(hello);
+	events_start(&w);
+
+	event_base_dispatch(w.base);
+
+	exec_abort_all(&w);
+	events_stop(&w);
+	bufferevent_free(w.bev);
+	docker_free(w.docker);
+	event_base_free(w.base);
+	curl_global_cleanup();
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* A worker: one process per sandbox, owning its exec sessions. */
+#ifndef WORKER_H
+#define WORKER_H
+
+#include <sys/queue.h>
+
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+struct config;
+struct event_base;
+struct bufferevent;
+struct docker;
+struct wexec;
+
+struct worker {
+	struct event_base *base;
+	struct bufferevent *bev;	/* socketpair to the supervisor */
+	struct docker *docker;
+	char *container;		/* full container id */
+	const struct config *conf;
+	LIST_HEAD(, wexec) execs;
+	unsigned long oom_count;	/* OOM kills seen in the engine's events */
+	int quitting;
+};
+
+int worker_main(const struct config *);
+int worker_send(struct worker *, uint16_t, uint16_t, uint32_t, uint32_t,
+    const void *, size_t);
+int worker_send_json(struct worker *, uint16_t, uint32_t, json_object *);
+
+/* docker-exec.c */
+void exec_start(struct worker *, uint32_t, json_object *);
+void exec_cancel(struct worker *, uint32_t);
+void exec_credit(struct worker *, uint32_t, long);
+void exec_abort_all(struct worker *);
+
+/* docker-events.c */
+void events_start(struct worker *);
+void events_stop(struct worker *);
+
+#endif
