@@ -20,6 +20,9 @@
 
 #define EXEC_MAX_COMMANDS 100
 #define EXEC_MAX_COMMAND_LEN (64 * 1024)
+/* stdin travels as an argument of the exec: one argument's kernel limit
+ * is 128 KiB. */
+#define EXEC_MAX_STDIN (100 * 1024)
 
 static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\",\"description\":\"from "
@@ -33,8 +36,9 @@ static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
     "\"workdir\":{\"type\":\"string\"},"
     "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
     "\"string\"}},"
-    "\"stdin\":{\"type\":\"string\",\"description\":\"text given to the "
-    "first command's standard input\"},"
+    "\"stdin\":{\"type\":\"string\",\"maxLength\":102400,"
+    "\"description\":\"text given to the first command's standard "
+    "input (up to 100 KiB; use write_file for more)\"},"
     "\"stop_on_error\":{\"type\":\"boolean\",\"default\":true}},"
     "\"required\":[\"container_id\",\"commands\"],"
     "\"additionalProperties\":false}";
@@ -370,6 +374,14 @@ sandbox_exec(struct call *c)
 		json_object_put(list);
 		call_reply(c, tool_error("stdin must be a string and "
 		    "stop_on_error a boolean"));
+		return;
+	}
+	if (arg_string(c, "stdin") != NULL &&
+	    (strlen(arg_string(c, "stdin")) > EXEC_MAX_STDIN)) {
+		json_object_put(list);
+		call_reply(c, tool_error("stdin is limited to %d bytes (and "
+		    "cannot hold NUL); write larger input to a file first",
+		    EXEC_MAX_STDIN));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {

@@ -33,11 +33,15 @@
 #define EXEC_KILL_GRACE_MS 2000
 #define EXEC_OOM_WAIT_MS 300
 
-/* $1 token, $2 command: record our pid (the process group), run. */
+/*
+ * $1 token, $2 command, $3 its standard input if any: record our pid
+ * (the process group), run.
+ */
 static const char exec_wrapper[] =
     "mkdir -p /tmp/.mcp-sandboxd 2>/dev/null;"
     "echo $$ >/tmp/.mcp-sandboxd/$1.pid 2>/dev/null;"
-    "exec /bin/sh -c \"$2\"";
+    "if [ $# -ge 3 ]; then printf %s \"$3\" | /bin/sh -c \"$2\";"
+    " else exec /bin/sh -c \"$2\"; fi";
 
 /* $1 token: kill the group, then anything left that carries the token. */
 static const char exec_killer[] =
@@ -469,6 +473,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	json_object_array_add(cmd, json_object_new_string("mcp-exec"));
 	json_object_array_add(cmd, json_object_new_string(x->token));
 	json_object_array_add(cmd, json_object_new_string(command));
+	if (json_object_object_get_ex(call, "stdin", &v) &&
+	    json_object_is_type(v, json_type_string))
+		json_object_array_add(cmd, json_object_get(v));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
