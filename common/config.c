@@ -27,54 +27,55 @@ struct opt {
 #define O(f) offsetof(struct config, f)
 static const struct opt opts[] = {
     {"image", "MCP_SANDBOXD_IMAGE", OPT_STR, O(default_image),
-	"python:3.12-slim-bookworm", 0, 0, "default image of new sandboxes"},
+        "python:3.12-slim-bookworm", 0, 0, "default image of new sandboxes"},
     {"docker-host", "DOCKER_HOST", OPT_STR, O(docker_host),
-	"unix:///var/run/docker.sock", 0, 0, "Docker engine (unix:// or tcp://)"},
-    {"log-level", "MCP_SANDBOXD_LOG_LEVEL", OPT_STR, O(log_level), "info", 0,
-	0, "stderr log level: error, warn, info, debug"},
+        "unix:///var/run/docker.sock", 0, 0,
+        "Docker engine (unix:// or tcp://)"},
+    {"log-level", "MCP_SANDBOXD_LOG_LEVEL", OPT_STR, O(log_level), "info", 0, 0,
+        "stderr log level: error, warn, info, debug"},
     {"memory-mb", "MCP_SANDBOXD_MEMORY_MB", OPT_LONG, O(memory_mb), "512", 16,
-	1 << 20, "default memory limit per sandbox (MiB, swap off)"},
+        1 << 20, "default memory limit per sandbox (MiB, swap off)"},
     {"max-memory-mb", "MCP_SANDBOXD_MAX_MEMORY_MB", OPT_LONG, O(max_memory_mb),
-	"4096", 16, 1 << 20, "ceiling for memory_mb a client may ask for"},
+        "4096", 16, 1 << 20, "ceiling for memory_mb a client may ask for"},
     {"cpus", "MCP_SANDBOXD_CPUS", OPT_DOUBLE, O(cpus), "1", 0, 0,
-	"default CPU quota per sandbox"},
+        "default CPU quota per sandbox"},
     {"max-cpus", "MCP_SANDBOXD_MAX_CPUS", OPT_DOUBLE, O(max_cpus), "2", 0, 0,
-	"ceiling for cpus"},
+        "ceiling for cpus"},
     {"pids", "MCP_SANDBOXD_PIDS", OPT_LONG, O(pids), "128", 8, 1 << 22,
-	"default process limit per sandbox"},
+        "default process limit per sandbox"},
     {"max-pids", "MCP_SANDBOXD_MAX_PIDS", OPT_LONG, O(max_pids), "1024", 8,
-	1 << 22, "ceiling for pids"},
+        1 << 22, "ceiling for pids"},
     {"ttl", "MCP_SANDBOXD_TTL", OPT_LONG, O(ttl), "3600", 1, 1L << 31,
-	"default lifetime of a sandbox (seconds)"},
+        "default lifetime of a sandbox (seconds)"},
     {"max-ttl", "MCP_SANDBOXD_MAX_TTL", OPT_LONG, O(max_ttl), "86400", 1,
-	1L << 31, "ceiling for ttl_seconds"},
-    {"workdir-mb", "MCP_SANDBOXD_WORKDIR_MB", OPT_LONG, O(workdir_mb), "256",
-	1, 1 << 20, "size of the writable workdir (MiB)"},
+        1L << 31, "ceiling for ttl_seconds"},
+    {"workdir-mb", "MCP_SANDBOXD_WORKDIR_MB", OPT_LONG, O(workdir_mb), "256", 1,
+        1 << 20, "size of the writable workdir (MiB)"},
     {"tmp-mb", "MCP_SANDBOXD_TMP_MB", OPT_LONG, O(tmp_mb), "64", 1, 1 << 20,
-	"size of the writable /tmp (MiB)"},
-    {"nofile", "MCP_SANDBOXD_NOFILE", OPT_LONG, O(nofile), "1024", 16,
-	1 << 20, "open-file limit inside sandboxes"},
+        "size of the writable /tmp (MiB)"},
+    {"nofile", "MCP_SANDBOXD_NOFILE", OPT_LONG, O(nofile), "1024", 16, 1 << 20,
+        "open-file limit inside sandboxes"},
     {"fsize-mb", "MCP_SANDBOXD_FSIZE_MB", OPT_LONG, O(fsize_mb), "128", 1,
-	1 << 20, "largest file a sandbox may write (MiB)"},
+        1 << 20, "largest file a sandbox may write (MiB)"},
     {"allow-network", "MCP_SANDBOXD_ALLOW_NETWORK", OPT_BOOL, O(allow_network),
-	"0", 0, 0, "let clients ask for a network other than none"},
+        "0", 0, 0, "let clients ask for a network other than none"},
     {"exec-timeout", "MCP_SANDBOXD_EXEC_TIMEOUT", OPT_LONG, O(exec_timeout),
-	"60", 1, 1L << 31, "default timeout of a sandbox_exec call (seconds)"},
+        "60", 1, 1L << 31, "default timeout of a sandbox_exec call (seconds)"},
     {"max-exec-timeout", "MCP_SANDBOXD_MAX_EXEC_TIMEOUT", OPT_LONG,
-	O(max_exec_timeout), "3600", 1, 1L << 31,
-	"ceiling for timeout_seconds"},
+        O(max_exec_timeout), "3600", 1, 1L << 31,
+        "ceiling for timeout_seconds"},
     {"output-cap", "MCP_SANDBOXD_OUTPUT_CAP", OPT_LONG, O(output_cap),
-	"1048576", 1024, 1L << 30,
-	"bytes of output per call before the command is killed"},
+        "1048576", 1024, 1L << 30,
+        "bytes of output per call before the command is killed"},
     {"max-sandboxes", "MCP_SANDBOXD_MAX_SANDBOXES", OPT_LONG, O(max_sandboxes),
-	"32", 1, 100000, "most sandboxes alive at once"},
+        "32", 1, 100000, "most sandboxes alive at once"},
     {"max-line", "MCP_SANDBOXD_MAX_LINE", OPT_LONG, O(max_line), "16777216",
-	1024, 1L << 30, "largest JSON-RPC message accepted (bytes)"},
+        1024, 1L << 30, "largest JSON-RPC message accepted (bytes)"},
     {"max-json-depth", "MCP_SANDBOXD_MAX_JSON_DEPTH", OPT_LONG,
-	O(max_json_depth), "64", 4, 1000, "deepest JSON nesting accepted"},
+        O(max_json_depth), "64", 4, 1000, "deepest JSON nesting accepted"},
     {"label", "MCP_SANDBOXD_LABELS", OPT_LABEL, 0, NULL, 0, 0,
-	"KEY=VALUE label added to every container (repeatable; "
-	"the variable takes a comma-separated list)"},
+        "KEY=VALUE label added to every container (repeatable; "
+        "the variable takes a comma-separated list)"},
 };
 #undef O
 
@@ -96,8 +97,10 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 		l = strtol(val, &end, 10);
 		if (errno != 0 || end == val || *end != '\0' || l < o->min ||
 		    l > o->max) {
-			fprintf(err, "--%s: expected an integer from %ld to %ld, "
-			    "got \"%s\"\n", o->name, o->min, o->max, val);
+			fprintf(err,
+			    "--%s: expected an integer from %ld to %ld, "
+			    "got \"%s\"\n",
+			    o->name, o->min, o->max, val);
 			return -1;
 		}
 		*(long *)((char *)c + o->off) = l;
@@ -107,8 +110,10 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 		d = strtod(val, &end);
 		if (errno != 0 || end == val || *end != '\0' || !(d > 0) ||
 		    d > 1024) {
-			fprintf(err, "--%s: expected a number above 0, got "
-			    "\"%s\"\n", o->name, val);
+			fprintf(err,
+			    "--%s: expected a number above 0, got "
+			    "\"%s\"\n",
+			    o->name, val);
 			return -1;
 		}
 		*(double *)((char *)c + o->off) = d;
@@ -118,11 +123,13 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 		    strcmp(val, "yes") == 0)
 			l = 1;
 		else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 ||
-		    strcmp(val, "no") == 0)
+		         strcmp(val, "no") == 0)
 			l = 0;
 		else {
-			fprintf(err, "--%s: expected true or false, got "
-			    "\"%s\"\n", o->name, val);
+			fprintf(err,
+			    "--%s: expected true or false, got "
+			    "\"%s\"\n",
+			    o->name, val);
 			return -1;
 		}
 		*(int *)((char *)c + o->off) = (int)l;
@@ -134,8 +141,10 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 				continue;
 			if (strchr(tok, '=') == NULL || *tok == '=' ||
 			    strncmp(tok, "io.mcp-sandboxd.", 16) == 0) {
-				fprintf(err, "--label: expected KEY=VALUE (not "
-				    "in io.mcp-sandboxd.*), got \"%s\"\n", tok);
+				fprintf(err,
+				    "--label: expected KEY=VALUE (not "
+				    "in io.mcp-sandboxd.*), got \"%s\"\n",
+				    tok);
 				free(dup);
 				return -1;
 			}
@@ -170,22 +179,22 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	for (i = 0; i < N; i++) {
 		lopts[i] = (struct option){opts[i].name,
 		    opts[i].type == OPT_BOOL ? optional_argument
-					     : required_argument,
+		                             : required_argument,
 		    NULL, 0};
 		if (opts[i].def != NULL &&
 		    opt_set(c, &opts[i], opts[i].def, err) == -1)
 			return -1;
 		if ((v = getenv(opts[i].env)) != NULL && *v != '\0' &&
 		    opt_set(c, &opts[i], v, err) == -1) {
-			fprintf(err, "(from the environment: %s)\n",
-			    opts[i].env);
+			fprintf(
+			    err, "(from the environment: %s)\n", opts[i].env);
 			return -1;
 		}
 	}
 	lopts[N] = (struct option){"help", no_argument, NULL, 'h'};
 	lopts[N + 1] = (struct option){"version", no_argument, NULL, 'V'};
-	lopts[N + 2] = (struct option){"print-config", required_argument,
-	    NULL, 'P'};
+	lopts[N + 2] =
+	    (struct option){"print-config", required_argument, NULL, 'P'};
 	lopts[N + 3] = (struct option){"worker", required_argument, NULL, 'W'};
 	lopts[N + 4] = (struct option){NULL, 0, NULL, 0};
 
@@ -215,8 +224,10 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 			c->worker_container = xstrdup(optarg);
 			break;
 		default:
-			fprintf(err, "unknown or incomplete option: %s "
-			    "(see --help)\n", argv[optind - 1]);
+			fprintf(err,
+			    "unknown or incomplete option: %s "
+			    "(see --help)\n",
+			    argv[optind - 1]);
 			return -1;
 		}
 	}
@@ -229,7 +240,7 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
 	    c->exec_timeout > c->max_exec_timeout) {
 		fprintf(err, "a default is above its ceiling (e.g. --memory-mb "
-		    "above --max-memory-mb)\n");
+		             "above --max-memory-mb)\n");
 		return -1;
 	}
 	return 0;
@@ -255,13 +266,15 @@ config_usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: mcp-sandboxd [options]\n\n"
-		   "An MCP server (stdio) that runs code in Docker sandboxes.\n\n"
-		   "  -h, --help              this text\n"
-		   "  -V, --version           print the version\n"
-		   "  --print-config claude   print an mcpServers entry\n");
+	fprintf(f,
+	    "usage: mcp-sandboxd [options]\n\n"
+	    "An MCP server (stdio) that runs code in Docker sandboxes.\n\n"
+	    "  -h, --help              this text\n"
+	    "  -V, --version           print the version\n"
+	    "  --print-config claude   print an mcpServers entry\n");
 	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
 		fprintf(f, "  --%-20s %s\n  %22s [%s%s%s]\n", opts[i].name,
-		    opts[i].help, "", opts[i].env, opts[i].def ? ", default " : "",
+		    opts[i].help, "", opts[i].env,
+		    opts[i].def ? ", default " : "",
 		    opts[i].def ? opts[i].def : "");
 }

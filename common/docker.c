@@ -45,9 +45,9 @@ struct docker {
 	struct event_base *base;
 	CURLM *multi;
 	struct event *timer;
-	char *base_url;	  /* http://docker or https://host:port */
-	char *unix_path;  /* unix socket, or NULL */
-	char *cert_path;  /* DOCKER_CERT_PATH for tcp with TLS */
+	char *base_url; /* http://docker or https://host:port */
+	char *unix_path; /* unix socket, or NULL */
+	char *cert_path; /* DOCKER_CERT_PATH for tcp with TLS */
 	enum docker_vstate vstate;
 	char version[16];
 	struct docker_reqs waiting;
@@ -119,8 +119,7 @@ docker_multi_timer(CURLM *multi, long ms, void *arg)
 }
 
 static int
-docker_multi_sock(CURL *easy, curl_socket_t s, int what, void *arg,
-    void *sockp)
+docker_multi_sock(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
 {
 	struct docker *d = arg;
 	struct docker_sock *ds = sockp;
@@ -136,7 +135,7 @@ docker_multi_sock(CURL *easy, curl_socket_t s, int what, void *arg,
 		return 0;
 	}
 	kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
-	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+	       ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
 	if (ds == NULL) {
 		ds = xcalloc(1, sizeof *ds);
 		ds->d = d;
@@ -276,8 +275,8 @@ docker_req_new(struct docker *d, const char *method, const char *path,
 	r->method = xstrdup(method);
 	r->path = xstrdup(path);
 	if (body != NULL)
-		r->reqbody = xstrdup(json_object_to_json_string_ext(body,
-		    JSON_C_TO_STRING_PLAIN));
+		r->reqbody = xstrdup(json_object_to_json_string_ext(
+		    body, JSON_C_TO_STRING_PLAIN));
 	r->data_cb = data_cb;
 	r->done_cb = done_cb;
 	r->arg = arg;
@@ -286,8 +285,8 @@ docker_req_new(struct docker *d, const char *method, const char *path,
 
 /* Learn the API version from /_ping: the lower of the engine's and ours. */
 static void
-docker_ping_finish(struct docker *d, struct docker_req *r,
-    const struct docker_resp *resp)
+docker_ping_finish(
+    struct docker *d, struct docker_req *r, const struct docker_resp *resp)
 {
 	struct docker_reqs q;
 	struct docker_req *w;
@@ -299,8 +298,8 @@ docker_ping_finish(struct docker *d, struct docker_req *r,
 	TAILQ_INIT(&q);
 	TAILQ_CONCAT(&q, &d->waiting, entry);
 	if (resp->error == NULL) {
-		if (curl_easy_header(r->easy, "Api-Version", 0, CURLH_HEADER, -1,
-			&h) == CURLHE_OK &&
+		if (curl_easy_header(r->easy, "Api-Version", 0, CURLH_HEADER,
+		        -1, &h) == CURLHE_OK &&
 		    sscanf(h->value, "%u.%u", &major, &minor) == 2 &&
 		    major == 1) {
 			if (minor > DOCKER_MAX_API_MINOR)
@@ -353,10 +352,12 @@ docker_finish(struct docker_req *r, CURLcode code)
 		    code == CURLE_OPERATION_TIMEDOUT ||
 		    code == CURLE_COULDNT_RESOLVE_HOST)
 			xasprintf(&err, "Docker engine not reachable (%s)",
-			    r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+			    r->errbuf[0] ? r->errbuf
+			                 : curl_easy_strerror(code));
 		else
 			xasprintf(&err, "Docker request failed (%s)",
-			    r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+			    r->errbuf[0] ? r->errbuf
+			                 : curl_easy_strerror(code));
 		resp.status = 0;
 	} else if (resp.status >= 300) {
 		if (resp.json != NULL &&
@@ -395,7 +396,8 @@ docker_start(struct docker_req *r)
 	curl_easy_setopt(r->easy, CURLOPT_URL, url);
 	free(url);
 	if (d->unix_path != NULL)
-		curl_easy_setopt(r->easy, CURLOPT_UNIX_SOCKET_PATH, d->unix_path);
+		curl_easy_setopt(
+		    r->easy, CURLOPT_UNIX_SOCKET_PATH, d->unix_path);
 	if (d->cert_path != NULL) {
 		char *p;
 
@@ -415,8 +417,8 @@ docker_start(struct docker_req *r)
 	else if (strcmp(r->method, "HEAD") == 0)
 		curl_easy_setopt(r->easy, CURLOPT_NOBODY, 1L);
 	if (r->reqbody != NULL) {
-		r->hdrs = curl_slist_append(r->hdrs,
-		    "Content-Type: application/json");
+		r->hdrs = curl_slist_append(
+		    r->hdrs, "Content-Type: application/json");
 		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->reqbody);
 	} else if (strcmp(r->method, "POST") == 0)
 		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE, 0L);
@@ -427,11 +429,11 @@ docker_start(struct docker_req *r)
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS,
-	    DOCKER_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(
+	    r->easy, CURLOPT_CONNECTTIMEOUT_MS, DOCKER_CONNECT_TIMEOUT_MS);
 	if (r->data_cb == NULL)
-		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS,
-		    DOCKER_CALL_TIMEOUT_MS);
+		curl_easy_setopt(
+		    r->easy, CURLOPT_TIMEOUT_MS, DOCKER_CALL_TIMEOUT_MS);
 	r->started = 1;
 	TAILQ_INSERT_TAIL(&d->running, r, entry);
 	if (curl_multi_add_handle(d->multi, r->easy) != CURLM_OK)
@@ -450,8 +452,8 @@ docker_submit(struct docker_req *r)
 	TAILQ_INSERT_TAIL(&d->waiting, r, entry);
 	if (d->vstate == V_UNKNOWN) {
 		d->vstate = V_PINGING;
-		d->ping = docker_req_new(d, "GET", "/_ping", NULL, NULL, NULL,
-		    NULL);
+		d->ping =
+		    docker_req_new(d, "GET", "/_ping", NULL, NULL, NULL, NULL);
 		docker_start(d->ping);
 	}
 	return r;
@@ -462,8 +464,8 @@ struct docker_req *
 docker_call(struct docker *d, const char *method, const char *path,
     json_object *body, docker_done_cb done_cb, void *arg)
 {
-	return docker_submit(docker_req_new(d, method, path, body, NULL,
-	    done_cb, arg));
+	return docker_submit(
+	    docker_req_new(d, method, path, body, NULL, done_cb, arg));
 }
 
 /* A request whose body is handed to data_cb as it arrives. */
@@ -472,8 +474,8 @@ docker_stream(struct docker *d, const char *method, const char *path,
     json_object *body, docker_data_cb data_cb, docker_done_cb done_cb,
     void *arg)
 {
-	return docker_submit(docker_req_new(d, method, path, body, data_cb,
-	    done_cb, arg));
+	return docker_submit(
+	    docker_req_new(d, method, path, body, data_cb, done_cb, arg));
 }
 
 /* Abandon a request: no callback will be called.  Not from its callbacks. */
@@ -495,7 +497,8 @@ void
 docker_req_pause(struct docker_req *r, int pause)
 {
 	if (r->easy != NULL)
-		curl_easy_pause(r->easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT);
+		curl_easy_pause(
+		    r->easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT);
 }
 
 /* URL-escape a path or query component; the caller frees the result. */

@@ -15,11 +15,11 @@ struct docker;
 struct docker_req;
 
 struct docker_resp {
-	long status;	    /* HTTP status, 0 if no response came */
-	json_object *json;  /* parsed body when it was JSON, else NULL */
-	const char *body;   /* raw body (NUL-terminated), "" for streams */
+	long status; /* HTTP status, 0 if no response came */
+	json_object *json; /* parsed body when it was JSON, else NULL */
+	const char *body; /* raw body (NUL-terminated), "" for streams */
 	size_t len;
-	const char *error;  /* NULL on 2xx; else what went wrong */
+	const char *error; /* NULL on 2xx; else what went wrong */
 };
 
 /* Called once per request, unless it was cancelled. */

@@ -33,7 +33,7 @@ static uint32_t
 get32(const unsigned char *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
+	       (uint32_t)p[2] << 8 | p[3];
 }
 
 int
@@ -149,8 +149,8 @@ proto_write_json(struct evbuffer *out, uint16_t type, uint32_t stream,
 	size_t len;
 	const char *s;
 
-	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
-	    &len);
+	s = json_object_to_json_string_length(
+	    obj, JSON_C_TO_STRING_PLAIN, &len);
 	return proto_write(out, &h, s, len);
 }
 
@@ -163,11 +163,12 @@ proto_frame_json(const struct proto_frame *f)
 
 	if ((tok = json_tokener_new_ex(32)) == NULL)
 		return NULL;
-	obj = json_tokener_parse_ex(tok, (const char *)f->data,
-	    (int)f->hdr.len);
-	if (obj != NULL && (json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != (size_t)f->hdr.len ||
-	    !json_object_is_type(obj, json_type_object))) {
+	obj =
+	    json_tokener_parse_ex(tok, (const char *)f->data, (int)f->hdr.len);
+	if (obj != NULL &&
+	    (json_tokener_get_error(tok) != json_tokener_success ||
+	        json_tokener_get_parse_end(tok) != (size_t)f->hdr.len ||
+	        !json_object_is_type(obj, json_type_object))) {
 		json_object_put(obj);
 		obj = NULL;
 	}

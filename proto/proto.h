@@ -37,16 +37,16 @@ struct evbuffer;
 
 enum proto_type {
 	/* Control, 1-99. */
-	PROTO_HELLO = 1,    /* worker -> sup: JSON {pid, container_id} */
+	PROTO_HELLO = 1, /* worker -> sup: JSON {pid, container_id} */
 	PROTO_SHUTDOWN = 2, /* sup -> worker: empty, finish and exit */
 
 	/* Calls, 100-199; reqid names the call. */
-	PROTO_CALL = 100,   /* sup -> worker: JSON {op, ...} */
+	PROTO_CALL = 100, /* sup -> worker: JSON {op, ...} */
 	PROTO_RESULT = 101, /* worker -> sup: JSON result of a call */
 	PROTO_CANCEL = 102, /* sup -> worker: empty, kill the call */
 
 	/* Streams, 200-299; stream names the stream, reqid its call. */
-	PROTO_DATA = 200,   /* worker -> sup: raw bytes, flags say which */
+	PROTO_DATA = 200, /* worker -> sup: raw bytes, flags say which */
 	PROTO_CREDIT = 201, /* sup -> worker: JSON {bytes} more may flow */
 };
 
@@ -86,10 +86,10 @@ void proto_hdr_encode(const struct proto_hdr *, unsigned char[PROTO_HDR_LEN]);
 void proto_hdr_decode(const unsigned char[PROTO_HDR_LEN], struct proto_hdr *);
 int proto_read(struct evbuffer *, struct proto_frame *);
 void proto_frame_free(struct proto_frame *);
-int proto_write(struct evbuffer *, const struct proto_hdr *, const void *,
-    size_t);
-int proto_write_json(struct evbuffer *, uint16_t, uint32_t, uint32_t,
-    json_object *);
+int proto_write(
+    struct evbuffer *, const struct proto_hdr *, const void *, size_t);
+int proto_write_json(
+    struct evbuffer *, uint16_t, uint32_t, uint32_t, json_object *);
 json_object *proto_frame_json(const struct proto_frame *);
 
 #endif

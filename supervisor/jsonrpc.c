@@ -19,10 +19,11 @@ rpc_parse(const char *buf, size_t len, int maxdepth, int *err)
 		*err = RPC_INTERNAL_ERROR;
 		return NULL;
 	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
-	    JSON_TOKENER_VALIDATE_UTF8);
+	json_tokener_set_flags(
+	    tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
-	if (obj == NULL || json_tokener_get_error(tok) != json_tokener_success) {
+	if (obj == NULL ||
+	    json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(obj);
 		obj = NULL;
 	} else {
@@ -44,7 +45,7 @@ static int
 rpc_id_valid(json_object *id)
 {
 	return json_object_is_type(id, json_type_string) ||
-	    json_object_is_type(id, json_type_int);
+	       json_object_is_type(id, json_type_int);
 }
 
 /*
@@ -60,8 +61,8 @@ rpc_validate(json_object *obj, struct rpc_msg *msg, const char **why)
 	memset(msg, 0, sizeof *msg);
 	if (!json_object_is_type(obj, json_type_object)) {
 		*why = json_object_is_type(obj, json_type_array)
-		    ? "batches are not supported"
-		    : "a message must be a JSON object";
+		           ? "batches are not supported"
+		           : "a message must be a JSON object";
 		return RPC_INVALID_REQUEST;
 	}
 	has_id = json_object_object_get_ex(obj, "id", &id);
@@ -78,8 +79,9 @@ rpc_validate(json_object *obj, struct rpc_msg *msg, const char **why)
 		return RPC_INVALID_REQUEST;
 	}
 	if (!json_object_object_get_ex(obj, "method", &method)) {
-		if (has_id && (json_object_object_get_ex(obj, "result", &v) ||
-		    json_object_object_get_ex(obj, "error", &v))) {
+		if (has_id &&
+		    (json_object_object_get_ex(obj, "result", &v) ||
+		        json_object_object_get_ex(obj, "error", &v))) {
 			msg->kind = RPC_RESPONSE;
 			return 0;
 		}
@@ -110,8 +112,8 @@ rpc_envelope(json_object *id)
 
 	r = json_object_new_object();
 	json_object_object_add(r, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(r, "id", id != NULL ? json_object_get(id)
-						    : NULL);
+	json_object_object_add(
+	    r, "id", id != NULL ? json_object_get(id) : NULL);
 	return r;
 }
 

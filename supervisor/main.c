@@ -64,7 +64,8 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	log_warnx("shutdown took over %d s; killing workers", SHUTDOWN_DEADLINE);
+	log_warnx(
+	    "shutdown took over %d s; killing workers", SHUTDOWN_DEADLINE);
 	wproc_kill_all();
 	event_base_loopexit(sup.base, NULL);
 }
@@ -121,13 +122,14 @@ print_config(const char *client)
 	o = json_object_new_object();
 	servers = json_object_new_object();
 	server = json_object_new_object();
-	json_object_object_add(server, "command",
-	    json_object_new_string(sup.self_exe));
+	json_object_object_add(
+	    server, "command", json_object_new_string(sup.self_exe));
 	json_object_object_add(server, "args", json_object_new_array());
 	json_object_object_add(servers, "mcp-sandboxd", server);
 	json_object_object_add(o, "mcpServers", servers);
-	printf("%s\n", json_object_to_json_string_ext(o,
-	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n",
+	    json_object_to_json_string_ext(
+	        o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 }
 
@@ -190,7 +192,8 @@ main(int argc, char **argv)
 		fatalx("event_base_new");
 	if ((sup.docker = docker_new(sup.base, conf.docker_host)) == NULL)
 		fatalx("DOCKER_HOST must be unix:///path or tcp://host:port, "
-		    "not %s", conf.docker_host);
+		       "not %s",
+		    conf.docker_host);
 	ev_term = evsignal_new(sup.base, SIGTERM, signal_cb, NULL);
 	ev_int = evsignal_new(sup.base, SIGINT, signal_cb, NULL);
 	ev_chld = evsignal_new(sup.base, SIGCHLD, signal_cb, NULL);

@@ -18,9 +18,9 @@ static const char *const mcp_versions[] = {
     "2025-11-25", "2025-06-18", "2025-03-26"};
 
 static struct {
-	int initialized;	/* initialize answered */
+	int initialized; /* initialize answered */
 	char version[16];
-	int log_level;		/* index into mcp_levels; -1: none sent */
+	int log_level; /* index into mcp_levels; -1: none sent */
 } mcp = {.log_level = 5};
 
 /* syslog severities, as MCP names them; notifications at or above. */
@@ -35,8 +35,8 @@ mcp_send(json_object *msg)
 	size_t len;
 	const char *s;
 
-	s = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	s = json_object_to_json_string_length(
+	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 	stdio_write(s, len);
 	json_object_put(msg);
 }
@@ -56,13 +56,13 @@ mcp_log(int level, const char *fmt, ...)
 		return;
 	n = json_object_new_object();
 	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(n, "method",
-	    json_object_new_string("notifications/message"));
+	json_object_object_add(
+	    n, "method", json_object_new_string("notifications/message"));
 	p = json_object_new_object();
-	json_object_object_add(p, "level",
-	    json_object_new_string(mcp_levels[level]));
-	json_object_object_add(p, "logger",
-	    json_object_new_string("mcp-sandboxd"));
+	json_object_object_add(
+	    p, "level", json_object_new_string(mcp_levels[level]));
+	json_object_object_add(
+	    p, "logger", json_object_new_string("mcp-sandboxd"));
 	json_object_object_add(p, "data", json_object_new_string(buf));
 	json_object_object_add(n, "params", p);
 	mcp_send(n);
@@ -92,8 +92,8 @@ mcp_initialize(json_object *params, int *code, const char **why)
 	mcp.initialized = 1;
 
 	r = json_object_new_object();
-	json_object_object_add(r, "protocolVersion",
-	    json_object_new_string(mcp.version));
+	json_object_object_add(
+	    r, "protocolVersion", json_object_new_string(mcp.version));
 	caps = json_object_new_object();
 	o = json_object_new_object();
 	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
@@ -101,18 +101,19 @@ mcp_initialize(json_object *params, int *code, const char **why)
 	json_object_object_add(caps, "logging", json_object_new_object());
 	json_object_object_add(r, "capabilities", caps);
 	info = json_object_new_object();
-	json_object_object_add(info, "name",
-	    json_object_new_string("mcp-sandboxd"));
+	json_object_object_add(
+	    info, "name", json_object_new_string("mcp-sandboxd"));
 	json_object_object_add(info, "title",
 	    json_object_new_string("mcp-sandboxd code sandboxes"));
-	json_object_object_add(info, "version",
-	    json_object_new_string(MCP_SANDBOXD_VERSION));
+	json_object_object_add(
+	    info, "version", json_object_new_string(MCP_SANDBOXD_VERSION));
 	json_object_object_add(r, "serverInfo", info);
-	json_object_object_add(r, "instructions", json_object_new_string(
-	    "Create a sandbox with sandbox_initialize, run commands in it "
-	    "with sandbox_exec (pass its container_id), and remove it with "
-	    "sandbox_stop when done. Sandboxes have no network by default "
-	    "and code runs as an unprivileged user."));
+	json_object_object_add(r, "instructions",
+	    json_object_new_string(
+	        "Create a sandbox with sandbox_initialize, run commands in it "
+	        "with sandbox_exec (pass its container_id), and remove it with "
+	        "sandbox_stop when done. Sandboxes have no network by default "
+	        "and code runs as an unprivileged user."));
 	return r;
 }
 
@@ -159,8 +160,8 @@ mcp_tools_list(json_object *params, int *code, const char **why)
 
 /* Start a tools/call; its result goes out later through call_reply(). */
 static json_object *
-mcp_tools_call(json_object *id, json_object *params, int *code,
-    const char **why)
+mcp_tools_call(
+    json_object *id, json_object *params, int *code, const char **why)
 {
 	const struct tool *t;
 	struct call *c;
@@ -187,8 +188,8 @@ mcp_tools_call(json_object *id, json_object *params, int *code,
 	c = xcalloc(1, sizeof *c);
 	c->id = json_object_get(id);
 	c->tool = xstrdup(t->name);
-	c->args = args != NULL ? json_object_get(args)
-			       : json_object_new_object();
+	c->args =
+	    args != NULL ? json_object_get(args) : json_object_new_object();
 	TAILQ_INSERT_TAIL(&calls, c, entry);
 	if (sup.shutting_down) {
 		call_reply(c, tool_error("the server is shutting down"));
@@ -228,7 +229,8 @@ mcp_cancelled(json_object *params)
 	if (params == NULL || !json_object_is_type(params, json_type_object) ||
 	    !json_object_object_get_ex(params, "requestId", &rid))
 		return;
-	TAILQ_FOREACH(c, &calls, entry) {
+	TAILQ_FOREACH(c, &calls, entry)
+	{
 		if (json_object_equal(c->id, rid) && !c->cancelled) {
 			c->cancelled = 1;
 			log_info("call %s cancelled by the client", c->tool);
@@ -246,8 +248,8 @@ mcp_shutdown_calls(void)
 	struct call *c;
 
 	TAILQ_FOREACH(c, &calls, entry)
-		if (c->cancel != NULL && !c->cancelled)
-			c->cancel(c);
+	if (c->cancel != NULL && !c->cancelled)
+		c->cancel(c);
 }
 
 /* One message from the client. */
@@ -259,8 +261,8 @@ mcp_handle_line(const char *line, size_t len)
 	const char *why = NULL;
 	int code = 0;
 
-	if ((obj = rpc_parse(line, len, sup.conf->max_json_depth,
-	    &code)) == NULL) {
+	if ((obj = rpc_parse(line, len, sup.conf->max_json_depth, &code)) ==
+	    NULL) {
 		mcp_send(rpc_error(NULL, RPC_PARSE_ERROR,
 		    "parse error: not valid JSON (or nested too deeply)"));
 		return;

@@ -26,17 +26,18 @@ reaper_labels(json_object *labels, time_t expires)
 {
 	char buf[32];
 
-	json_object_object_add(labels, INSTANCE_LABEL,
-	    json_object_new_string(sup.instance));
+	json_object_object_add(
+	    labels, INSTANCE_LABEL, json_object_new_string(sup.instance));
 	snprintf(buf, sizeof buf, "%d", (int)getpid());
 	json_object_object_add(labels, PID_LABEL, json_object_new_string(buf));
-	json_object_object_add(labels, BOOT_LABEL,
-	    json_object_new_string(sup.boot_id));
+	json_object_object_add(
+	    labels, BOOT_LABEL, json_object_new_string(sup.boot_id));
 	snprintf(buf, sizeof buf, "%llu", sup.start_ticks);
-	json_object_object_add(labels, START_LABEL, json_object_new_string(buf));
+	json_object_object_add(
+	    labels, START_LABEL, json_object_new_string(buf));
 	snprintf(buf, sizeof buf, "%lld", (long long)expires);
-	json_object_object_add(labels, EXPIRES_LABEL,
-	    json_object_new_string(buf));
+	json_object_object_add(
+	    labels, EXPIRES_LABEL, json_object_new_string(buf));
 }
 
 static const char *
@@ -113,8 +114,9 @@ reaper_list_cb(const struct docker_resp *resp, void *arg)
 			continue;
 		alive = reaper_owner_alive(labels);
 		expires = strtoll(label(labels, EXPIRES_LABEL), NULL, 10);
-		if (alive == 1 || (alive == -1 &&
-		    expires + REAPER_FOREIGN_GRACE > (long long)time(NULL)))
+		if (alive == 1 ||
+		    (alive == -1 &&
+		        expires + REAPER_FOREIGN_GRACE > (long long)time(NULL)))
 			continue;
 		xasprintf(&path, "/containers/%s?v=1&force=1",
 		    json_object_get_string(id));

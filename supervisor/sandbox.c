@@ -28,13 +28,15 @@ sandbox_find(const char *key)
 	struct sandbox *sb, *found = NULL;
 	size_t len = strlen(key);
 
-	TAILQ_FOREACH(sb, &sandboxes, entry) {
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
 		if (strcmp(sb->id, key) == 0 || strcmp(sb->name, key) == 0)
 			return sb;
 	}
 	if (len < 12)
 		return NULL;
-	TAILQ_FOREACH(sb, &sandboxes, entry) {
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
 		if (strncmp(sb->id, key, len) == 0) {
 			if (found != NULL)
 				return NULL;
@@ -56,22 +58,28 @@ sandbox_lookup(struct call *c, const char *key)
 
 	if (!arg_type_ok(c, key, json_type_string, NULL) ||
 	    (id = arg_string(c, key)) == NULL || *id == '\0') {
-		call_reply(c, tool_error("%s is required: the container_id "
-		    "returned by sandbox_initialize (or the sandbox's name)",
-		    key));
+		call_reply(c,
+		    tool_error(
+		        "%s is required: the container_id "
+		        "returned by sandbox_initialize (or the sandbox's name)",
+		        key));
 		return NULL;
 	}
 	if ((sb = sandbox_find(id)) == NULL) {
-		call_reply(c, tool_error("no sandbox \"%.80s\": it may have "
-		    "been stopped or expired; create one with "
-		    "sandbox_initialize, or list them with get_sandbox_status",
-		    id));
+		call_reply(c,
+		    tool_error(
+		        "no sandbox \"%.80s\": it may have "
+		        "been stopped or expired; create one with "
+		        "sandbox_initialize, or list them with get_sandbox_status",
+		        id));
 		return NULL;
 	}
 	if (sb->state != SB_READY) {
 		call_reply(c, tool_error("sandbox %.12s is %s; try again "
-		    "later", sb->id, sb->state == SB_STARTING ? "still starting"
-		    : "being removed"));
+		                         "later",
+		                  sb->id,
+		                  sb->state == SB_STARTING ? "still starting"
+		                                           : "being removed"));
 		return NULL;
 	}
 	return sb;
@@ -84,7 +92,7 @@ sandbox_count(void)
 	int n = 0;
 
 	TAILQ_FOREACH(sb, &sandboxes, entry)
-		n++;
+	n++;
 	return n;
 }
 
@@ -148,8 +156,8 @@ sandbox_stopped_cb(const struct docker_resp *resp, void *arg)
  * volumes; the sandbox leaves the registry at once.  done(arg, error).
  */
 void
-sandbox_destroy(struct sandbox *sb, void (*done)(void *, const char *),
-    void *arg)
+sandbox_destroy(
+    struct sandbox *sb, void (*done)(void *, const char *), void *arg)
 {
 	struct sdestroy *d;
 	char *path;
@@ -165,8 +173,7 @@ sandbox_destroy(struct sandbox *sb, void (*done)(void *, const char *),
 		sandbox_stopped_cb(&(struct docker_resp){.status = 204}, d);
 		return;
 	}
-	xasprintf(&path, "/containers/%s/stop?t=%d", d->id,
-	    SANDBOX_STOP_GRACE);
+	xasprintf(&path, "/containers/%s/stop?t=%d", d->id, SANDBOX_STOP_GRACE);
 	docker_call(sup.docker, "POST", path, NULL, sandbox_stopped_cb, d);
 	free(path);
 }
@@ -216,9 +223,9 @@ struct screate {
 	struct call *call;
 	struct sandbox *sb;
 	json_object *config;
-	char *path;		/* /containers/create?name=... */
+	char *path; /* /containers/create?name=... */
 	int pulled;
-	char pull_tail[512];	/* the end of the pull's progress stream */
+	char pull_tail[512]; /* the end of the pull's progress stream */
 	size_t pull_len;
 };
 
@@ -250,16 +257,16 @@ sandbox_limits_json(const struct sandbox *sb)
 	const struct config *c = sup.conf;
 
 	l = json_object_new_object();
-	json_object_object_add(l, "memory_mb",
-	    json_object_new_int64(sb->lim.memory_mb));
+	json_object_object_add(
+	    l, "memory_mb", json_object_new_int64(sb->lim.memory_mb));
 	json_object_object_add(l, "cpus", json_object_new_double(sb->lim.cpus));
 	json_object_object_add(l, "pids", json_object_new_int64(sb->lim.pids));
-	json_object_object_add(l, "workdir_mb",
-	    json_object_new_int64(c->workdir_mb));
+	json_object_object_add(
+	    l, "workdir_mb", json_object_new_int64(c->workdir_mb));
 	json_object_object_add(l, "tmp_mb", json_object_new_int64(c->tmp_mb));
 	json_object_object_add(l, "nofile", json_object_new_int64(c->nofile));
-	json_object_object_add(l, "fsize_mb",
-	    json_object_new_int64(c->fsize_mb));
+	json_object_object_add(
+	    l, "fsize_mb", json_object_new_int64(c->fsize_mb));
 	return l;
 }
 
@@ -274,8 +281,8 @@ screate_ready(struct sandbox *sb, const char *err)
 
 	sb->create = NULL;
 	if (err != NULL) {
-		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
-		    err);
+		screate_fail(
+		    s, "sandbox for image \"%s\" could not start: %s", err);
 		return;
 	}
 	sb->state = SB_READY;
@@ -287,17 +294,20 @@ screate_ready(struct sandbox *sb, const char *err)
 	evtimer_add(sb->expiry, &tv);
 	gmtime_r(&sb->expires, &tm);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	log_info("sandbox %.12s (%s) ready, image %s", sb->id, sb->name,
-	    sb->image);
+	log_info(
+	    "sandbox %.12s (%s) ready, image %s", sb->id, sb->name, sb->image);
 
 	r = json_object_new_object();
-	json_object_object_add(r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
 	json_object_object_add(r, "name", json_object_new_string(sb->name));
 	json_object_object_add(r, "image", json_object_new_string(sb->image));
-	json_object_object_add(r, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(
+	    r, "workdir", json_object_new_string(sb->workdir));
 	json_object_object_add(r, "limits", sandbox_limits_json(sb));
 	json_object_object_add(r, "expires_at", json_object_new_string(when));
-	xasprintf(&text, "Sandbox ready: container_id %s (name %s), image %s, "
+	xasprintf(&text,
+	    "Sandbox ready: container_id %s (name %s), image %s, "
 	    "workdir %s, expires %s. Run commands with sandbox_exec.",
 	    sb->id, sb->name, sb->image, sb->workdir, when);
 	if (s->call->cancelled) {
@@ -344,8 +354,9 @@ screate_pull_data(const char *p, size_t len, void *arg)
 		s->pull_len = keep;
 	} else {
 		if (s->pull_len + len > keep) {
-			memmove(s->pull_tail, s->pull_tail + (s->pull_len + len -
-			    keep), keep - len);
+			memmove(s->pull_tail,
+			    s->pull_tail + (s->pull_len + len - keep),
+			    keep - len);
 			s->pull_len = keep - len;
 		}
 		memcpy(s->pull_tail + s->pull_len, p, len);
@@ -362,14 +373,16 @@ screate_pulled_cb(const struct docker_resp *resp, void *arg)
 	char *e;
 
 	if (resp->error != NULL) {
-		screate_fail(s, "image \"%s\" is not available locally and "
+		screate_fail(s,
+		    "image \"%s\" is not available locally and "
 		    "could not be pulled (is a registry reachable?): %s",
 		    resp->error);
 		return;
 	}
 	/* A failed pull still answers 200; the error is in the stream. */
 	if ((e = strstr(s->pull_tail, "\"error\"")) != NULL) {
-		screate_fail(s, "image \"%s\" is not available locally and "
+		screate_fail(s,
+		    "image \"%s\" is not available locally and "
 		    "could not be pulled (is a registry reachable?): %s",
 		    e);
 		return;
@@ -397,8 +410,8 @@ screate_pull(struct screate *s)
 	if (strchr(s->sb->image, '@') != NULL)
 		xasprintf(&path, "/images/create?fromImage=%s", eimg);
 	else
-		xasprintf(&path, "/images/create?fromImage=%s&tag=%s", eimg,
-		    etag);
+		xasprintf(
+		    &path, "/images/create?fromImage=%s&tag=%s", eimg, etag);
 	log_info("pulling image %s", s->sb->image);
 	mcp_log(6, "pulling image %s", s->sb->image);
 	docker_stream(sup.docker, "POST", path, NULL, screate_pull_data,
@@ -439,8 +452,8 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 static void
 screate_create(struct screate *s)
 {
-	docker_call(sup.docker, "POST", s->path, s->config, screate_created_cb,
-	    s);
+	docker_call(
+	    sup.docker, "POST", s->path, s->config, screate_created_cb, s);
 }
 
 static void
@@ -457,8 +470,7 @@ add_ulimit(json_object *a, const char *name, long long v)
 
 /* The container: SPEC.md section 6's hardening, always. */
 static json_object *
-sandbox_config(const struct sandbox *sb, json_object *env,
-    const char *network)
+sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 {
 	const struct config *c = sup.conf;
 	json_object *o, *h, *a, *t, *labels, *lc;
@@ -472,13 +484,14 @@ sandbox_config(const struct sandbox *sb, json_object *env,
 	json_object_array_add(a, json_object_new_string("sleep"));
 	json_object_array_add(a, json_object_new_string("infinity"));
 	json_object_object_add(o, "Entrypoint", a);
-	json_object_object_add(o, "User",
-	    json_object_new_string(SANDBOX_KEEPALIVE_USER));
-	json_object_object_add(o, "WorkingDir",
-	    json_object_new_string(sb->workdir));
+	json_object_object_add(
+	    o, "User", json_object_new_string(SANDBOX_KEEPALIVE_USER));
+	json_object_object_add(
+	    o, "WorkingDir", json_object_new_string(sb->workdir));
 	a = json_object_new_array();
 	if (env != NULL) {
-		json_object_object_foreach(env, k, v) {
+		json_object_object_foreach(env, k, v)
+		{
 			xasprintf(&s, "%s=%s", k, json_object_get_string(v));
 			json_object_array_add(a, json_object_new_string(s));
 			free(s);
@@ -494,15 +507,16 @@ sandbox_config(const struct sandbox *sb, json_object *env,
 	json_object_object_add(o, "Env", a);
 	labels = json_object_new_object();
 	reaper_labels(labels, sb->expires);
-	json_object_object_add(labels, NAME_LABEL,
-	    json_object_new_string(sb->name));
+	json_object_object_add(
+	    labels, NAME_LABEL, json_object_new_string(sb->name));
 	json_object_object_add(o, "Labels", labels);
 	if (strcmp(network, "none") == 0)
-		json_object_object_add(o, "NetworkDisabled",
-		    json_object_new_boolean(1));
+		json_object_object_add(
+		    o, "NetworkDisabled", json_object_new_boolean(1));
 
 	h = json_object_new_object();
-	json_object_object_add(h, "NetworkMode", json_object_new_string(network));
+	json_object_object_add(
+	    h, "NetworkMode", json_object_new_string(network));
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_string("ALL"));
 	json_object_object_add(h, "CapDrop", a);
@@ -528,7 +542,8 @@ sandbox_config(const struct sandbox *sb, json_object *env,
 	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
 	json_object_object_add(h, "NanoCpus",
 	    json_object_new_int64((long long)(sb->lim.cpus * 1e9)));
-	json_object_object_add(h, "PidsLimit", json_object_new_int64(sb->lim.pids));
+	json_object_object_add(
+	    h, "PidsLimit", json_object_new_int64(sb->lim.pids));
 	a = json_object_new_array();
 	add_ulimit(a, "nofile", c->nofile);
 	add_ulimit(a, "fsize", c->fsize_mb * 1024 * 1024);
@@ -573,7 +588,8 @@ sandbox_create(struct call *c, const char *image, const char *name,
 	s->config = sandbox_config(sb, env, network);
 	if (name != NULL) {
 		ename = docker_escape(name);
-		xasprintf(&s->path, "/containers/create?name=mcp-sandboxd-%.8s-%s",
+		xasprintf(&s->path,
+		    "/containers/create?name=mcp-sandboxd-%.8s-%s",
 		    sup.instance, ename);
 		free(ename);
 	} else

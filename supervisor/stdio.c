@@ -19,7 +19,7 @@
 #include "xmalloc.h"
 
 static struct bufferevent *in_bev, *out_bev;
-static int discarding;	/* inside a line that was too long */
+static int discarding; /* inside a line that was too long */
 
 static void
 stdio_read_cb(struct bufferevent *bev, void *arg)
@@ -37,10 +37,12 @@ stdio_read_cb(struct bufferevent *bev, void *arg)
 			if (len > (size_t)sup.conf->max_line) {
 				if (!discarding) {
 					log_warnx("stdin: message over %ld "
-					    "bytes dropped", sup.conf->max_line);
-					mcp_send(rpc_error(NULL,
-					    RPC_PARSE_ERROR, "message too "
-					    "large"));
+					          "bytes dropped",
+					    sup.conf->max_line);
+					mcp_send(
+					    rpc_error(NULL, RPC_PARSE_ERROR,
+					        "message too "
+					        "large"));
 				}
 				discarding = 1;
 				evbuffer_drain(in, len);
@@ -57,8 +59,8 @@ stdio_read_cb(struct bufferevent *bev, void *arg)
 			evbuffer_drain(in, len + 1);
 			log_warnx("stdin: message over %ld bytes dropped",
 			    sup.conf->max_line);
-			mcp_send(rpc_error(NULL, RPC_PARSE_ERROR,
-			    "message too large"));
+			mcp_send(rpc_error(
+			    NULL, RPC_PARSE_ERROR, "message too large"));
 			continue;
 		}
 		line = xmalloc(len + 1);

@@ -29,10 +29,10 @@ struct supervisor {
 	struct event_base *base;
 	struct docker *docker;
 	const struct config *conf;
-	char instance[33];	/* random hex id of this instance */
+	char instance[33]; /* random hex id of this instance */
 	char boot_id[64];
 	unsigned long long start_ticks;
-	char *self_exe;		/* this binary, for starting workers */
+	char *self_exe; /* this binary, for starting workers */
 	int shutting_down;
 	int exit_code;
 };
@@ -40,11 +40,11 @@ extern struct supervisor sup;
 
 /* A tools/call in flight. */
 struct call {
-	json_object *id;	/* JSON-RPC id, owned */
+	json_object *id; /* JSON-RPC id, owned */
 	char *tool;
-	json_object *args;	/* arguments object, owned */
+	json_object *args; /* arguments object, owned */
 	int cancelled;
-	void *state;		/* the tool's, freed by its hooks */
+	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
 	TAILQ_ENTRY(call) entry;
 };
@@ -54,8 +54,8 @@ struct tool {
 	const char *name;
 	const char *title;
 	const char *description;
-	const char *input_schema;	/* JSON text */
-	const char *output_schema;	/* JSON text */
+	const char *input_schema; /* JSON text */
+	const char *output_schema; /* JSON text */
 	int read_only, destructive, idempotent, open_world;
 	void (*exec)(struct call *);
 };
@@ -72,7 +72,7 @@ struct screate;
 enum sandbox_state { SB_STARTING, SB_READY, SB_STOPPING };
 
 struct sandbox {
-	char *id;		/* full container id */
+	char *id; /* full container id */
 	char *name;
 	char *image;
 	char *workdir;
@@ -82,7 +82,7 @@ struct sandbox {
 	long exec_count;
 	int restarts;
 	struct wproc *worker;
-	struct screate *create;	/* while starting */
+	struct screate *create; /* while starting */
 	struct event *expiry;
 	TAILQ_ENTRY(sandbox) entry;
 };
@@ -100,9 +100,9 @@ void mcp_shutdown_calls(void);
 enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE };
 struct rpc_msg {
 	enum rpc_kind kind;
-	json_object *id;	/* borrowed from the message */
+	json_object *id; /* borrowed from the message */
 	const char *method;
-	json_object *params;	/* borrowed, may be NULL */
+	json_object *params; /* borrowed, may be NULL */
 };
 #define RPC_PARSE_ERROR -32700
 #define RPC_INVALID_REQUEST -32600
@@ -133,10 +133,9 @@ int valid_env(json_object *, const char **);
 struct sandbox *sandbox_find(const char *);
 struct sandbox *sandbox_lookup(struct call *, const char *);
 int sandbox_count(void);
-void sandbox_create(struct call *, const char *, const char *,
-    json_object *, const char *, const char *, const struct limits *, long);
-void sandbox_destroy(struct sandbox *, void (*)(void *, const char *),
-    void *);
+void sandbox_create(struct call *, const char *, const char *, json_object *,
+    const char *, const char *, const struct limits *, long);
+void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
 json_object *sandbox_limits_json(const struct sandbox *);
 
@@ -144,8 +143,8 @@ json_object *sandbox_limits_json(const struct sandbox *);
 typedef void (*wcall_data_cb)(uint16_t, const char *, size_t, void *);
 typedef void (*wcall_done_cb)(json_object *, void *);
 int wproc_spawn(struct sandbox *, void (*)(struct sandbox *, const char *));
-uint32_t wproc_call(struct wproc *, json_object *, wcall_data_cb,
-    wcall_done_cb, void *);
+uint32_t wproc_call(
+    struct wproc *, json_object *, wcall_data_cb, wcall_done_cb, void *);
 void wproc_cancel(struct wproc *, uint32_t);
 void wproc_shutdown(struct wproc *);
 pid_t wproc_pid(struct wproc *);

@@ -24,7 +24,8 @@
  * is 128 KiB. */
 #define EXEC_MAX_STDIN (100 * 1024)
 
-static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\",\"description\":\"from "
     "sandbox_initialize (or the sandbox's name)\"},"
     "\"commands\":{\"description\":\"shell commands, run in order\","
@@ -43,7 +44,8 @@ static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
     "\"required\":[\"container_id\",\"commands\"],"
     "\"additionalProperties\":false}";
 
-static const char output_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\"},"
     "\"success\":{\"type\":\"boolean\"},"
     "\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
@@ -61,8 +63,8 @@ static const char output_schema[] = "{\"type\":\"object\",\"properties\":{"
 
 struct xcall {
 	struct call *call;
-	char *sandbox;		/* container id: the sandbox may go meanwhile */
-	json_object *commands;	/* array of strings, owned */
+	char *sandbox; /* container id: the sandbox may go meanwhile */
+	json_object *commands; /* array of strings, owned */
 	size_t next;
 	json_object *results;
 	struct evbuffer *out, *err;
@@ -71,7 +73,7 @@ struct xcall {
 	int stop_on_error, failed, timed_out;
 	long long cap_left;
 	struct timespec deadline;
-	json_object *env;	/* borrowed from the call's arguments */
+	json_object *env; /* borrowed from the call's arguments */
 	const char *workdir;
 	const char *stdin_text;
 };
@@ -83,7 +85,7 @@ ms_until(const struct timespec *t)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (long long)(t->tv_sec - now.tv_sec) * 1000 +
-	    (t->tv_nsec - now.tv_nsec) / 1000000;
+	       (t->tv_nsec - now.tv_nsec) / 1000000;
 }
 
 static json_object *
@@ -93,8 +95,8 @@ buf_string(struct evbuffer *b)
 	size_t len = evbuffer_get_length(b), outlen;
 	char *clean;
 
-	clean = utf8_sanitize((const char *)evbuffer_pullup(b, -1), len,
-	    &outlen);
+	clean =
+	    utf8_sanitize((const char *)evbuffer_pullup(b, -1), len, &outlen);
 	s = json_object_new_string_len(clean, (int)outlen);
 	free(clean);
 	evbuffer_drain(b, len);
@@ -119,16 +121,19 @@ xcall_text_append(struct evbuffer *t, json_object *r)
 	if (json_object_object_get_ex(r, "truncated", &v) &&
 	    json_object_get_boolean(v))
 		evbuffer_add_printf(t, ", output cut at the cap (command "
-		    "killed)");
+		                       "killed)");
 	if (json_object_object_get_ex(r, "error", &v))
-		evbuffer_add_printf(t, ", error: %s", json_object_get_string(v));
+		evbuffer_add_printf(
+		    t, ", error: %s", json_object_get_string(v));
 	evbuffer_add_printf(t, "\n");
 	json_object_object_get_ex(r, "stdout", &v);
 	if (json_object_get_string_len(v) > 0)
-		evbuffer_add_printf(t, "stdout:\n%s\n", json_object_get_string(v));
+		evbuffer_add_printf(
+		    t, "stdout:\n%s\n", json_object_get_string(v));
 	json_object_object_get_ex(r, "stderr", &v);
 	if (json_object_get_string_len(v) > 0)
-		evbuffer_add_printf(t, "stderr:\n%s\n", json_object_get_string(v));
+		evbuffer_add_printf(
+		    t, "stderr:\n%s\n", json_object_get_string(v));
 }
 
 static void
@@ -149,9 +154,10 @@ xcall_finish(struct xcall *x)
 	evbuffer_add(t, "", 1);
 	text = (char *)evbuffer_pullup(t, -1);
 	r = json_object_new_object();
-	json_object_object_add(r, "container_id",
-	    json_object_new_string(x->sandbox));
-	json_object_object_add(r, "success", json_object_new_boolean(!x->failed));
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(x->sandbox));
+	json_object_object_add(
+	    r, "success", json_object_new_boolean(!x->failed));
 	json_object_object_add(r, "results", x->results);
 	call_reply(x->call, tool_result(r, text, x->failed));
 	evbuffer_free(t);
@@ -191,12 +197,13 @@ xcall_done(json_object *res, void *arg)
 	x->worker = NULL;
 	x->reqid = 0;
 	r = json_object_new_object();
-	json_object_object_add(r, "command", json_object_get(
-	    json_object_array_get_idx(x->commands, x->next - 1)));
+	json_object_object_add(r, "command",
+	    json_object_get(
+	        json_object_array_get_idx(x->commands, x->next - 1)));
 	v = NULL;
 	json_object_object_get_ex(res, "exit_code", &v);
-	json_object_object_add(r, "exit_code", json_object_new_int64(v != NULL
-	    ? json_object_get_int64(v) : -1));
+	json_object_object_add(r, "exit_code",
+	    json_object_new_int64(v != NULL ? json_object_get_int64(v) : -1));
 	if (v == NULL || json_object_get_int64(v) != 0)
 		bad = 1;
 	json_object_object_add(r, "stdout", buf_string(x->out));
@@ -251,9 +258,11 @@ xcall_next(struct xcall *x)
 	if (sb == NULL || sb->state != SB_READY || sb->worker == NULL) {
 		x->failed = 1;
 		if (json_object_array_length(x->results) == 0) {
-			call_reply(x->call, tool_error("sandbox %.12s went away "
-			    "(stopped or expired) before the commands ran",
-			    x->sandbox));
+			call_reply(x->call,
+			    tool_error(
+			        "sandbox %.12s went away "
+			        "(stopped or expired) before the commands ran",
+			        x->sandbox));
 			evbuffer_free(x->out);
 			evbuffer_free(x->err);
 			json_object_put(x->results);
@@ -268,19 +277,20 @@ xcall_next(struct xcall *x)
 	left = ms_until(&x->deadline);
 	op = json_object_new_object();
 	json_object_object_add(op, "op", json_object_new_string(PROTO_OP_EXEC));
-	json_object_object_add(op, "command", json_object_get(
-	    json_object_array_get_idx(x->commands, x->next)));
-	json_object_object_add(op, "workdir", json_object_new_string(
-	    x->workdir != NULL ? x->workdir : sb->workdir));
+	json_object_object_add(op, "command",
+	    json_object_get(json_object_array_get_idx(x->commands, x->next)));
+	json_object_object_add(op, "workdir",
+	    json_object_new_string(
+	        x->workdir != NULL ? x->workdir : sb->workdir));
 	if (x->env != NULL)
 		json_object_object_add(op, "env", json_object_get(x->env));
 	if (x->stdin_text != NULL && x->next == 0)
-		json_object_object_add(op, "stdin",
-		    json_object_new_string(x->stdin_text));
-	json_object_object_add(op, "timeout_ms",
-	    json_object_new_int64(left > 1 ? left : 1));
-	json_object_object_add(op, "output_cap",
-	    json_object_new_int64(x->cap_left));
+		json_object_object_add(
+		    op, "stdin", json_object_new_string(x->stdin_text));
+	json_object_object_add(
+	    op, "timeout_ms", json_object_new_int64(left > 1 ? left : 1));
+	json_object_object_add(
+	    op, "output_cap", json_object_new_int64(x->cap_left));
 	x->next++;
 	sb->exec_count++;
 	x->worker = sb->worker;
@@ -299,7 +309,8 @@ sandbox_exec(struct call *c)
 	long long timeout = conf->exec_timeout;
 	size_t i, n;
 
-	json_object_object_foreach(c->args, key, val) {
+	json_object_object_foreach(c->args, key, val)
+	{
 		(void)val;
 		if (strcmp(key, "container_id") != 0 &&
 		    strcmp(key, "commands") != 0 &&
@@ -307,15 +318,15 @@ sandbox_exec(struct call *c)
 		    strcmp(key, "workdir") != 0 && strcmp(key, "env") != 0 &&
 		    strcmp(key, "stdin") != 0 &&
 		    strcmp(key, "stop_on_error") != 0) {
-			call_reply(c, tool_error("unknown argument \"%.40s\"",
-			    key));
+			call_reply(
+			    c, tool_error("unknown argument \"%.40s\"", key));
 			return;
 		}
 	}
 	if (!json_object_object_get_ex(c->args, "commands", &cmds) ||
 	    cmds == NULL) {
 		call_reply(c, tool_error("commands is required: a shell "
-		    "command, or an array of them"));
+		                         "command, or an array of them"));
 		return;
 	}
 	list = json_object_new_array();
@@ -324,8 +335,9 @@ sandbox_exec(struct call *c)
 	else if (json_object_is_type(cmds, json_type_array)) {
 		n = json_object_array_length(cmds);
 		for (i = 0; i < n; i++)
-			json_object_array_add(list, json_object_get(
-			    json_object_array_get_idx(cmds, i)));
+			json_object_array_add(
+			    list, json_object_get(
+			              json_object_array_get_idx(cmds, i)));
 	}
 	n = json_object_array_length(list);
 	for (i = 0; i < n; i++) {
@@ -334,30 +346,35 @@ sandbox_exec(struct call *c)
 		    json_object_get_string_len(v) == 0 ||
 		    json_object_get_string_len(v) > EXEC_MAX_COMMAND_LEN ||
 		    strlen(json_object_get_string(v)) !=
-			(size_t)json_object_get_string_len(v))
+		        (size_t)json_object_get_string_len(v))
 			break;
 	}
 	if (n == 0 || i < n || n > EXEC_MAX_COMMANDS) {
 		json_object_put(list);
-		call_reply(c, tool_error("commands must be a non-empty string "
-		    "or an array of 1 to %d non-empty strings (each under %d "
-		    "bytes, no NUL)", EXEC_MAX_COMMANDS, EXEC_MAX_COMMAND_LEN));
+		call_reply(c,
+		    tool_error(
+		        "commands must be a non-empty string "
+		        "or an array of 1 to %d non-empty strings (each under %d "
+		        "bytes, no NUL)",
+		        EXEC_MAX_COMMANDS, EXEC_MAX_COMMAND_LEN));
 		return;
 	}
 	if (!arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
-	    (v != NULL && (json_object_get_int64(v) < 1 ||
-	    json_object_get_int64(v) > conf->max_exec_timeout))) {
+	    (v != NULL &&
+	        (json_object_get_int64(v) < 1 ||
+	            json_object_get_int64(v) > conf->max_exec_timeout))) {
 		json_object_put(list);
 		call_reply(c, tool_error("timeout_seconds must be an integer "
-		    "from 1 to %ld", conf->max_exec_timeout));
+		                         "from 1 to %ld",
+		                  conf->max_exec_timeout));
 		return;
 	}
 	if (v != NULL)
 		timeout = json_object_get_int64(v);
 	if (!arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    (arg_string(c, "workdir") != NULL &&
-	    (arg_string(c, "workdir")[0] != '/' ||
-	    strlen(arg_string(c, "workdir")) > 4096))) {
+	        (arg_string(c, "workdir")[0] != '/' ||
+	            strlen(arg_string(c, "workdir")) > 4096))) {
 		json_object_put(list);
 		call_reply(c, tool_error("workdir must be an absolute path"));
 		return;
@@ -365,23 +382,27 @@ sandbox_exec(struct call *c)
 	if (!arg_type_ok(c, "env", json_type_object, &env) ||
 	    (env != NULL && !valid_env(env, &bad))) {
 		json_object_put(list);
-		call_reply(c, tool_error("env must be an object of strings with "
-		    "names of letters, digits and '_' (\"%.40s\")", bad));
+		call_reply(c,
+		    tool_error("env must be an object of strings with "
+		               "names of letters, digits and '_' (\"%.40s\")",
+		        bad));
 		return;
 	}
 	if (!arg_type_ok(c, "stdin", json_type_string, NULL) ||
 	    !arg_type_ok(c, "stop_on_error", json_type_boolean, &v)) {
 		json_object_put(list);
 		call_reply(c, tool_error("stdin must be a string and "
-		    "stop_on_error a boolean"));
+		                         "stop_on_error a boolean"));
 		return;
 	}
 	if (arg_string(c, "stdin") != NULL &&
 	    (strlen(arg_string(c, "stdin")) > EXEC_MAX_STDIN)) {
 		json_object_put(list);
-		call_reply(c, tool_error("stdin is limited to %d bytes (and "
-		    "cannot hold NUL); write larger input to a file first",
-		    EXEC_MAX_STDIN));
+		call_reply(c,
+		    tool_error(
+		        "stdin is limited to %d bytes (and "
+		        "cannot hold NUL); write larger input to a file first",
+		        EXEC_MAX_STDIN));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
@@ -411,10 +432,10 @@ const struct tool tool_sandbox_exec = {
     .name = "sandbox_exec",
     .title = "Run commands in a sandbox",
     .description = "Run shell commands in a sandbox, in order, as an "
-		   "unprivileged user. Each result has the exit code and "
-		   "stdout and stderr kept apart. With stop_on_error (the "
-		   "default) a failing command stops the rest. The timeout "
-		   "covers the whole call and kills the processes.",
+                   "unprivileged user. Each result has the exit code and "
+                   "stdout and stderr kept apart. With stop_on_error (the "
+                   "default) a failing command stops the rest. The timeout "
+                   "covers the whole call and kills the processes.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

@@ -5,7 +5,8 @@
 #include "config.h"
 #include "supervisor.h"
 
-static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"image\":{\"type\":\"string\",\"description\":\"Docker image; "
     "default: the server's configured image\"},"
     "\"name\":{\"type\":\"string\",\"pattern\":"
@@ -24,7 +25,8 @@ static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
     "\"lifetime; the sandbox is removed after it\"}},"
     "\"additionalProperties\":false}";
 
-static const char output_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
     "\"image\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
     "\"limits\":{\"type\":\"object\",\"properties\":{"
@@ -44,7 +46,8 @@ valid_name(const char *s)
 	if (n == 0 || n > 63)
 		return 0;
 	for (i = 0; i < n; i++) {
-		if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		if ((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
 		    (s[i] >= '0' && s[i] <= '9'))
 			continue;
 		if (i > 0 && strchr("_.-", s[i]) != NULL)
@@ -59,8 +62,8 @@ int
 valid_workdir(const char *p)
 {
 	static const char *const banned[] = {"/proc", "/sys", "/dev", "/tmp",
-	    "/etc", "/bin", "/sbin", "/usr", "/lib", "/lib64", "/boot",
-	    "/run", "/var/run", NULL};
+	    "/etc", "/bin", "/sbin", "/usr", "/lib", "/lib64", "/boot", "/run",
+	    "/var/run", NULL};
 	size_t i, n;
 
 	if (p[0] != '/' || p[1] == '\0' || strlen(p) > 255 ||
@@ -87,15 +90,16 @@ valid_env(json_object *env, const char **bad)
 {
 	size_t i;
 
-	json_object_object_foreach(env, k, v) {
+	json_object_object_foreach(env, k, v)
+	{
 		*bad = k;
 		if (!json_object_is_type(v, json_type_string) || *k == '\0' ||
 		    (k[0] >= '0' && k[0] <= '9'))
 			return 0;
 		for (i = 0; k[i] != '\0'; i++)
 			if (!((k[i] >= 'a' && k[i] <= 'z') ||
-			    (k[i] >= 'A' && k[i] <= 'Z') ||
-			    (k[i] >= '0' && k[i] <= '9') || k[i] == '_'))
+			        (k[i] >= 'A' && k[i] <= 'Z') ||
+			        (k[i] >= '0' && k[i] <= '9') || k[i] == '_'))
 				return 0;
 		if (strlen(json_object_get_string(v)) !=
 		    (size_t)json_object_get_string_len(v))
@@ -113,15 +117,17 @@ sandbox_initialize(struct call *c)
 	const char *image, *name, *workdir, *network, *bad = "";
 	long ttl = conf->ttl;
 
-	json_object_object_foreach(c->args, key, val) {
+	json_object_object_foreach(c->args, key, val)
+	{
 		(void)val;
 		if (strcmp(key, "image") != 0 && strcmp(key, "name") != 0 &&
 		    strcmp(key, "env") != 0 && strcmp(key, "workdir") != 0 &&
-		    strcmp(key, "network") != 0 && strcmp(key, "memory_mb") != 0 &&
-		    strcmp(key, "cpus") != 0 && strcmp(key, "pids") != 0 &&
+		    strcmp(key, "network") != 0 &&
+		    strcmp(key, "memory_mb") != 0 && strcmp(key, "cpus") != 0 &&
+		    strcmp(key, "pids") != 0 &&
 		    strcmp(key, "ttl_seconds") != 0) {
-			call_reply(c, tool_error("unknown argument \"%.40s\"",
-			    key));
+			call_reply(
+			    c, tool_error("unknown argument \"%.40s\"", key));
 			return;
 		}
 	}
@@ -130,8 +136,9 @@ sandbox_initialize(struct call *c)
 	    !arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    !arg_type_ok(c, "network", json_type_string, NULL) ||
 	    !arg_type_ok(c, "env", json_type_object, &env)) {
-		call_reply(c, tool_error("image, name, workdir and network "
-		    "must be strings; env an object of strings"));
+		call_reply(
+		    c, tool_error("image, name, workdir and network "
+		                  "must be strings; env an object of strings"));
 		return;
 	}
 	image = arg_string(c, "image");
@@ -140,34 +147,42 @@ sandbox_initialize(struct call *c)
 	if (*image == '\0' || strlen(image) > 255 ||
 	    strpbrk(image, " \t\n\r") != NULL) {
 		call_reply(c, tool_error("image must be an image reference "
-		    "such as python:3.12-slim-bookworm"));
+		                         "such as python:3.12-slim-bookworm"));
 		return;
 	}
 	if ((name = arg_string(c, "name")) != NULL) {
 		if (!valid_name(name)) {
-			call_reply(c, tool_error("name must be 1-63 letters, "
-			    "digits, '_', '.' or '-', starting with a letter "
-			    "or digit"));
+			call_reply(c,
+			    tool_error(
+			        "name must be 1-63 letters, "
+			        "digits, '_', '.' or '-', starting with a letter "
+			        "or digit"));
 			return;
 		}
 		if (sandbox_find(name) != NULL) {
-			call_reply(c, tool_error("a sandbox named \"%s\" "
-			    "exists already; pick another name", name));
+			call_reply(
+			    c, tool_error("a sandbox named \"%s\" "
+			                  "exists already; pick another name",
+			           name));
 			return;
 		}
 	}
 	if (env != NULL && !valid_env(env, &bad)) {
-		call_reply(c, tool_error("env \"%.40s\": names are letters, "
-		    "digits and '_', values strings without NUL", bad));
+		call_reply(
+		    c, tool_error("env \"%.40s\": names are letters, "
+		                  "digits and '_', values strings without NUL",
+		           bad));
 		return;
 	}
 	workdir = arg_string(c, "workdir");
 	if (workdir == NULL)
 		workdir = "/app";
 	if (!valid_workdir(workdir)) {
-		call_reply(c, tool_error("workdir must be an absolute path "
-		    "without '.', '..', ',' or ':' outside system directories, "
-		    "such as /app"));
+		call_reply(c,
+		    tool_error(
+		        "workdir must be an absolute path "
+		        "without '.', '..', ',' or ':' outside system directories, "
+		        "such as /app"));
 		return;
 	}
 	network = arg_string(c, "network");
@@ -175,16 +190,20 @@ sandbox_initialize(struct call *c)
 		network = "none";
 	if (strcmp(network, "none") != 0) {
 		if (!conf->allow_network) {
-			call_reply(c, tool_error("network \"%.40s\" is not "
-			    "allowed: sandboxes have no network on this server "
-			    "(the operator can allow it with --allow-network)",
-			    network));
+			call_reply(c,
+			    tool_error(
+			        "network \"%.40s\" is not "
+			        "allowed: sandboxes have no network on this server "
+			        "(the operator can allow it with --allow-network)",
+			        network));
 			return;
 		}
 		if (strcmp(network, "host") == 0 ||
 		    strncmp(network, "container:", 10) == 0) {
-			call_reply(c, tool_error("network \"%.40s\" is never "
-			    "allowed: it shares a namespace", network));
+			call_reply(
+			    c, tool_error("network \"%.40s\" is never "
+			                  "allowed: it shares a namespace",
+			           network));
 			return;
 		}
 	}
@@ -195,8 +214,10 @@ sandbox_initialize(struct call *c)
 	if (v != NULL)
 		lim.memory_mb = (long)json_object_get_int64(v);
 	if (lim.memory_mb < 16 || lim.memory_mb > conf->max_memory_mb) {
-		call_reply(c, tool_error("memory_mb must be from 16 to %ld (the "
-		    "operator's ceiling)", conf->max_memory_mb));
+		call_reply(
+		    c, tool_error("memory_mb must be from 16 to %ld (the "
+		                  "operator's ceiling)",
+		           conf->max_memory_mb));
 		return;
 	}
 	if (!arg_type_ok(c, "cpus", json_type_double, &v)) {
@@ -207,7 +228,8 @@ sandbox_initialize(struct call *c)
 		lim.cpus = json_object_get_double(v);
 	if (!(lim.cpus > 0.0099) || lim.cpus > conf->max_cpus) {
 		call_reply(c, tool_error("cpus must be above 0.01 and at most "
-		    "%g (the operator's ceiling)", conf->max_cpus));
+		                         "%g (the operator's ceiling)",
+		                  conf->max_cpus));
 		return;
 	}
 	if (!arg_type_ok(c, "pids", json_type_int, &v)) {
@@ -218,7 +240,8 @@ sandbox_initialize(struct call *c)
 		lim.pids = (long)json_object_get_int64(v);
 	if (lim.pids < 8 || lim.pids > conf->max_pids) {
 		call_reply(c, tool_error("pids must be from 8 to %ld (the "
-		    "operator's ceiling)", conf->max_pids));
+		                         "operator's ceiling)",
+		                  conf->max_pids));
 		return;
 	}
 	if (!arg_type_ok(c, "ttl_seconds", json_type_int, &v)) {
@@ -229,13 +252,15 @@ sandbox_initialize(struct call *c)
 		ttl = (long)json_object_get_int64(v);
 	if (ttl < 1 || ttl > conf->max_ttl) {
 		call_reply(c, tool_error("ttl_seconds must be from 1 to %ld "
-		    "(the operator's ceiling)", conf->max_ttl));
+		                         "(the operator's ceiling)",
+		                  conf->max_ttl));
 		return;
 	}
 	if (sandbox_count() >= conf->max_sandboxes) {
-		call_reply(c, tool_error("too many sandboxes (the limit is "
-		    "%ld): stop one with sandbox_stop first",
-		    conf->max_sandboxes));
+		call_reply(
+		    c, tool_error("too many sandboxes (the limit is "
+		                  "%ld): stop one with sandbox_stop first",
+		           conf->max_sandboxes));
 		return;
 	}
 	sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
@@ -245,10 +270,10 @@ const struct tool tool_sandbox_initialize = {
     .name = "sandbox_initialize",
     .title = "Create a sandbox",
     .description = "Create and start an isolated sandbox (a Docker "
-		   "container) from an image, hardened: unprivileged user, "
-		   "no network, read-only root with a writable workdir and "
-		   "/tmp, memory, CPU and process limits. Returns the "
-		   "container_id that the other tools take.",
+                   "container) from an image, hardened: unprivileged user, "
+                   "no network, read-only root with a writable workdir and "
+                   "/tmp, memory, CPU and process limits. Returns the "
+                   "container_id that the other tools take.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

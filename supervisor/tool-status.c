@@ -10,12 +10,14 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
-static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\",\"description\":\"one "
     "sandbox; without it, all of them\"}},"
     "\"additionalProperties\":false}";
 
-static const char output_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"sandboxes\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{\"container_id\":{\"type\":\"string\"},"
     "\"name\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"
@@ -39,7 +41,7 @@ struct status {
 
 struct entry {
 	struct status *st;
-	json_object *obj;	/* borrowed from st->list */
+	json_object *obj; /* borrowed from st->list */
 };
 
 static void
@@ -79,11 +81,11 @@ status_done(struct status *st)
 			evbuffer_add_printf(t, ", memory %lld KiB",
 			    (long long)json_object_get_int64(v) / 1024);
 		json_object_object_get_ex(e, "exec_count", &v);
-		evbuffer_add_printf(t, ", %lld exec(s)",
-		    (long long)json_object_get_int64(v));
+		evbuffer_add_printf(
+		    t, ", %lld exec(s)", (long long)json_object_get_int64(v));
 		json_object_object_get_ex(e, "expires_at", &v);
-		evbuffer_add_printf(t, ", expires %s\n",
-		    json_object_get_string(v));
+		evbuffer_add_printf(
+		    t, ", expires %s\n", json_object_get_string(v));
 	}
 	evbuffer_add(t, "", 1);
 	r = json_object_new_object();
@@ -100,11 +102,11 @@ status_inspect_cb(const struct docker_resp *resp, void *arg)
 	json_object *state, *v;
 
 	if (resp->status == 404)
-		json_object_object_add(en->obj, "state",
-		    json_object_new_string("gone"));
+		json_object_object_add(
+		    en->obj, "state", json_object_new_string("gone"));
 	else if (resp->json != NULL &&
-	    json_object_object_get_ex(resp->json, "State", &state) &&
-	    json_object_object_get_ex(state, "Status", &v))
+	         json_object_object_get_ex(resp->json, "State", &state) &&
+	         json_object_object_get_ex(state, "Status", &v))
 		json_object_object_add(en->obj, "state", json_object_get(v));
 	status_done(en->st);
 	free(en);
@@ -140,20 +142,23 @@ status_add(struct status *st, struct sandbox *sb)
 	char when[32], *path;
 
 	o = json_object_new_object();
-	json_object_object_add(o, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(
+	    o, "container_id", json_object_new_string(sb->id));
 	json_object_object_add(o, "name", json_object_new_string(sb->name));
-	json_object_object_add(o, "state", json_object_new_string(
-	    sb->state == SB_READY ? "unknown" : sb->state == SB_STARTING
-	    ? "starting" : "stopping"));
+	json_object_object_add(o, "state",
+	    json_object_new_string(sb->state == SB_READY      ? "unknown"
+	                           : sb->state == SB_STARTING ? "starting"
+	                                                      : "stopping"));
 	json_object_object_add(o, "image", json_object_new_string(sb->image));
-	json_object_object_add(o, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(
+	    o, "workdir", json_object_new_string(sb->workdir));
 	iso_time(sb->created, when, sizeof when);
 	json_object_object_add(o, "created", json_object_new_string(when));
 	iso_time(sb->expires, when, sizeof when);
 	json_object_object_add(o, "expires_at", json_object_new_string(when));
 	json_object_object_add(o, "limits", sandbox_limits_json(sb));
-	json_object_object_add(o, "exec_count",
-	    json_object_new_int64(sb->exec_count));
+	json_object_object_add(
+	    o, "exec_count", json_object_new_int64(sb->exec_count));
 	if (sb->worker != NULL)
 		json_object_object_add(o, "worker_pid",
 		    json_object_new_int(wproc_pid(sb->worker)));
@@ -172,8 +177,8 @@ status_add(struct status *st, struct sandbox *sb)
 	en->st = st;
 	en->obj = o;
 	st->pending++;
-	xasprintf(&path, "/containers/%s/stats?stream=false&one-shot=true",
-	    sb->id);
+	xasprintf(
+	    &path, "/containers/%s/stats?stream=false&one-shot=true", sb->id);
 	docker_call(sup.docker, "GET", path, NULL, status_stats_cb, en);
 	free(path);
 }
@@ -184,11 +189,12 @@ get_sandbox_status(struct call *c)
 	struct status *st;
 	struct sandbox *sb;
 
-	json_object_object_foreach(c->args, key, val) {
+	json_object_object_foreach(c->args, key, val)
+	{
 		(void)val;
 		if (strcmp(key, "container_id") != 0) {
-			call_reply(c, tool_error("unknown argument \"%.40s\"",
-			    key));
+			call_reply(
+			    c, tool_error("unknown argument \"%.40s\"", key));
 			return;
 		}
 	}
@@ -205,8 +211,8 @@ get_sandbox_status(struct call *c)
 		status_add(st, sb);
 	} else
 		TAILQ_FOREACH(sb, &sandboxes, entry)
-			if (sb->id != NULL)
-				status_add(st, sb);
+	if (sb->id != NULL)
+		status_add(st, sb);
 	status_done(st);
 }
 
@@ -214,8 +220,8 @@ const struct tool tool_get_sandbox_status = {
     .name = "get_sandbox_status",
     .title = "Sandbox status",
     .description = "State, image, creation and expiry times, limits, "
-		   "memory and process usage, exec count and worker pid of "
-		   "one sandbox, or of all of this client's sandboxes.",
+                   "memory and process usage, exec count and worker pid of "
+                   "one sandbox, or of all of this client's sandboxes.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 1,

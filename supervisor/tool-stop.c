@@ -6,12 +6,14 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
-static const char input_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\",\"description\":\"from "
     "sandbox_initialize (or the sandbox's name)\"}},"
     "\"required\":[\"container_id\"],\"additionalProperties\":false}";
 
-static const char output_schema[] = "{\"type\":\"object\",\"properties\":{"
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\"},"
     "\"removed\":{\"type\":\"boolean\"}},"
     "\"required\":[\"container_id\",\"removed\"]}";
@@ -30,14 +32,18 @@ stopped(void *arg, const char *err)
 
 	if (err != NULL)
 		call_reply(s->call, tool_error("sandbox %.12s was stopped but "
-		    "removing it failed: %s", s->id, err));
+		                               "removing it failed: %s",
+		                        s->id, err));
 	else {
 		r = json_object_new_object();
-		json_object_object_add(r, "container_id",
-		    json_object_new_string(s->id));
-		json_object_object_add(r, "removed", json_object_new_boolean(1));
-		xasprintf(&text, "Sandbox %.12s stopped and removed with its "
-		    "volumes.", s->id);
+		json_object_object_add(
+		    r, "container_id", json_object_new_string(s->id));
+		json_object_object_add(
+		    r, "removed", json_object_new_boolean(1));
+		xasprintf(&text,
+		    "Sandbox %.12s stopped and removed with its "
+		    "volumes.",
+		    s->id);
 		call_reply(s->call, tool_result(r, text, 0));
 		free(text);
 	}
@@ -51,11 +57,12 @@ sandbox_stop(struct call *c)
 	struct sandbox *sb;
 	struct stop *s;
 
-	json_object_object_foreach(c->args, key, val) {
+	json_object_object_foreach(c->args, key, val)
+	{
 		(void)val;
 		if (strcmp(key, "container_id") != 0) {
-			call_reply(c, tool_error("unknown argument \"%.40s\"",
-			    key));
+			call_reply(
+			    c, tool_error("unknown argument \"%.40s\"", key));
 			return;
 		}
 	}
@@ -71,8 +78,8 @@ const struct tool tool_sandbox_stop = {
     .name = "sandbox_stop",
     .title = "Stop and remove a sandbox",
     .description = "Stop a sandbox (10 seconds' grace, then kill) and "
-		   "remove its container and volumes. Commands still "
-		   "running in it are killed.",
+                   "remove its container and volumes. Commands still "
+                   "running in it are killed.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

@@ -35,22 +35,22 @@ tool_describe(const struct tool *t)
 	o = json_object_new_object();
 	json_object_object_add(o, "name", json_object_new_string(t->name));
 	json_object_object_add(o, "title", json_object_new_string(t->title));
-	json_object_object_add(o, "description",
-	    json_object_new_string(t->description));
-	json_object_object_add(o, "inputSchema",
-	    json_tokener_parse(t->input_schema));
-	json_object_object_add(o, "outputSchema",
-	    json_tokener_parse(t->output_schema));
+	json_object_object_add(
+	    o, "description", json_object_new_string(t->description));
+	json_object_object_add(
+	    o, "inputSchema", json_tokener_parse(t->input_schema));
+	json_object_object_add(
+	    o, "outputSchema", json_tokener_parse(t->output_schema));
 	a = json_object_new_object();
 	json_object_object_add(a, "title", json_object_new_string(t->title));
-	json_object_object_add(a, "readOnlyHint",
-	    json_object_new_boolean(t->read_only));
-	json_object_object_add(a, "destructiveHint",
-	    json_object_new_boolean(t->destructive));
-	json_object_object_add(a, "idempotentHint",
-	    json_object_new_boolean(t->idempotent));
-	json_object_object_add(a, "openWorldHint",
-	    json_object_new_boolean(t->open_world));
+	json_object_object_add(
+	    a, "readOnlyHint", json_object_new_boolean(t->read_only));
+	json_object_object_add(
+	    a, "destructiveHint", json_object_new_boolean(t->destructive));
+	json_object_object_add(
+	    a, "idempotentHint", json_object_new_boolean(t->idempotent));
+	json_object_object_add(
+	    a, "openWorldHint", json_object_new_boolean(t->open_world));
 	json_object_object_add(o, "annotations", a);
 	return o;
 }
@@ -64,7 +64,7 @@ tools_list(const char *cursor, int page, int *code)
 {
 	json_object *r, *list;
 	size_t n, start = 0, i;
-	char *end, next[16];
+	char *end, next[32];
 	long l;
 
 	for (n = 0; tools[n] != NULL; n++)
@@ -85,8 +85,8 @@ tools_list(const char *cursor, int page, int *code)
 	json_object_object_add(r, "tools", list);
 	if (i < n) {
 		snprintf(next, sizeof next, "%zu", i);
-		json_object_object_add(r, "nextCursor",
-		    json_object_new_string(next));
+		json_object_object_add(
+		    r, "nextCursor", json_object_new_string(next));
 	}
 	return r;
 }
@@ -104,9 +104,12 @@ tool_result(json_object *structured, const char *text, int is_error)
 	content = json_object_new_array();
 	t = json_object_new_object();
 	json_object_object_add(t, "type", json_object_new_string("text"));
-	json_object_object_add(t, "text", json_object_new_string(text != NULL
-	    ? text : json_object_to_json_string_ext(structured,
-		  JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+	json_object_object_add(t, "text",
+	    json_object_new_string(
+	        text != NULL ? text
+	                     : json_object_to_json_string_ext(structured,
+	                           JSON_C_TO_STRING_PLAIN |
+	                               JSON_C_TO_STRING_NOSLASHESCAPE)));
 	json_object_array_add(content, t);
 	json_object_object_add(r, "content", content);
 	if (structured != NULL)
@@ -158,8 +161,8 @@ arg_type_ok(struct call *c, const char *key, json_type t, json_object **out)
 		*out = NULL;
 	if (!json_object_object_get_ex(c->args, key, &v) || v == NULL)
 		return 1;
-	if (!json_object_is_type(v, t) && !(t == json_type_double &&
-	    json_object_is_type(v, json_type_int)))
+	if (!json_object_is_type(v, t) &&
+	    !(t == json_type_double && json_object_is_type(v, json_type_int)))
 		return 0;
 	if (out != NULL)
 		*out = v;
@@ -180,7 +183,8 @@ sanitize_docker_error(const char *msg)
 	if ((p = strchr(s, '\n')) != NULL)
 		*p = '\0';
 	if ((p = strstr(s, "/var/lib/")) != NULL ||
-	    (p = strstr(s, "/run/")) != NULL || (p = strstr(s, "/home/")) != NULL)
+	    (p = strstr(s, "/run/")) != NULL ||
+	    (p = strstr(s, "/home/")) != NULL)
 		strcpy(p, "<host path>");
 	return s;
 }

@@ -26,8 +26,8 @@
 
 #define WPROC_HELLO_TIMEOUT 10
 #define WPROC_MAX_RESTARTS 5
-#define WPROC_CRASHED                                                  \
-	"sandbox worker crashed; the call was interrupted and its output " \
+#define WPROC_CRASHED                                                          \
+	"sandbox worker crashed; the call was interrupted and its output "     \
 	"may be incomplete; the sandbox is still there, try again"
 
 struct wcall {
@@ -40,10 +40,10 @@ struct wcall {
 
 struct wproc {
 	pid_t pid;
-	struct bufferevent *bev;	/* NULL once the channel is gone */
-	struct sandbox *sb;		/* NULL once the sandbox is gone */
+	struct bufferevent *bev; /* NULL once the channel is gone */
+	struct sandbox *sb; /* NULL once the sandbox is gone */
 	int ready, exited;
-	int told;			/* sent PROTO_SHUTDOWN */
+	int told; /* sent PROTO_SHUTDOWN */
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct event *hello_timer;
 	TAILQ_HEAD(, wcall) calls;
@@ -85,9 +85,10 @@ wproc_lost(struct wproc *wp, const char *why)
 	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
 		TAILQ_REMOVE(&wp->calls, wc, entry);
 		err = json_object_new_object();
-		json_object_object_add(err, "error", json_object_new_string(why));
-		json_object_object_add(err, "worker_lost",
-		    json_object_new_boolean(1));
+		json_object_object_add(
+		    err, "error", json_object_new_string(why));
+		json_object_object_add(
+		    err, "worker_lost", json_object_new_boolean(1));
 		wc->done_cb(err, wc->arg);
 		json_object_put(err);
 		free(wc);
@@ -113,8 +114,8 @@ wproc_find_call(struct wproc *wp, uint32_t reqid)
 	struct wcall *wc;
 
 	TAILQ_FOREACH(wc, &wp->calls, entry)
-		if (wc->reqid == reqid)
-			return wc;
+	if (wc->reqid == reqid)
+		return wc;
 	return NULL;
 }
 
@@ -142,12 +143,12 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 	case PROTO_DATA:
 		if ((wc = wproc_find_call(wp, f->hdr.reqid)) == NULL)
 			return 0; /* a call we gave up on */
-		wc->data_cb(f->hdr.flags, (const char *)f->data, f->hdr.len,
-		    wc->arg);
+		wc->data_cb(
+		    f->hdr.flags, (const char *)f->data, f->hdr.len, wc->arg);
 		/* The output is taken: give the stream its credit back. */
 		credit = json_object_new_object();
-		json_object_object_add(credit, "bytes",
-		    json_object_new_int64(f->hdr.len));
+		json_object_object_add(
+		    credit, "bytes", json_object_new_int64(f->hdr.len));
 		h.stream = f->hdr.stream;
 		h.reqid = f->hdr.reqid;
 		proto_write_json(bufferevent_get_output(wp->bev), PROTO_CREDIT,
@@ -178,7 +179,7 @@ wproc_read_cb(struct bufferevent *bev, void *arg)
 	int rv;
 
 	while (wp->bev != NULL &&
-	    (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
+	       (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
 		if (rv == -1 || wproc_dispatch(wp, &f) == -1) {
 			log_warnx("%s: worker %d sent a bad frame; dropping it",
 			    __func__, (int)wp->pid);
@@ -217,8 +218,8 @@ wproc_hello_timeout(evutil_socket_t fd, short what, void *arg)
  * or ready_cb(sb, why) if it never does.
  */
 int
-wproc_spawn(struct sandbox *sb, void (*ready_cb)(struct sandbox *,
-    const char *))
+wproc_spawn(
+    struct sandbox *sb, void (*ready_cb)(struct sandbox *, const char *))
 {
 	const struct config *c = sup.conf;
 	struct wproc *wp;
@@ -257,7 +258,8 @@ wproc_spawn(struct sandbox *sb, void (*ready_cb)(struct sandbox *,
 	wp->ready_cb = ready_cb;
 	TAILQ_INIT(&wp->calls);
 	evutil_make_socket_nonblocking(sv[0]);
-	wp->bev = bufferevent_socket_new(sup.base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+	wp->bev =
+	    bufferevent_socket_new(sup.base, sv[0], BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(wp->bev, wproc_read_cb, NULL, wproc_event_cb, wp);
 	bufferevent_enable(wp->bev, EV_READ | EV_WRITE);
 	wp->hello_timer = evtimer_new(sup.base, wproc_hello_timeout, wp);
@@ -282,8 +284,8 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 	wc->done_cb = done_cb;
 	wc->arg = arg;
 	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
-	proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL,
-	    wc->reqid, wc->reqid, call);
+	proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL, wc->reqid,
+	    wc->reqid, call);
 	return wc->reqid;
 }
 
@@ -324,7 +326,7 @@ wproc_count(void)
 	int n = 0;
 
 	LIST_FOREACH(wp, &wprocs, entry)
-		n++;
+	n++;
 	return n;
 }
 
@@ -334,8 +336,8 @@ wproc_kill_all(void)
 	struct wproc *wp;
 
 	LIST_FOREACH(wp, &wprocs, entry)
-		if (!wp->exited)
-			kill(wp->pid, SIGKILL);
+	if (!wp->exited)
+		kill(wp->pid, SIGKILL);
 }
 
 /* SIGCHLD: reap every child that exited and say how. */
@@ -348,8 +350,8 @@ wproc_reap(void)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		LIST_FOREACH(wp, &wprocs, entry)
-			if (wp->pid == pid)
-				break;
+		if (wp->pid == pid)
+			break;
 		if (WIFSIGNALED(status))
 			log_warnx("worker %d exited on signal %d", (int)pid,
 			    WTERMSIG(status));

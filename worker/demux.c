@@ -38,8 +38,8 @@ demux_feed(struct demux *m, const char *p, size_t len, demux_cb cb, void *arg)
 			}
 			m->stream = m->hdr[0];
 			m->left = (uint32_t)m->hdr[4] << 24 |
-			    (uint32_t)m->hdr[5] << 16 |
-			    (uint32_t)m->hdr[6] << 8 | m->hdr[7];
+			          (uint32_t)m->hdr[5] << 16 |
+			          (uint32_t)m->hdr[6] << 8 | m->hdr[7];
 			continue;
 		}
 		n = m->left < len ? m->left : len;

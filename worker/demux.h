@@ -15,7 +15,7 @@
 struct demux {
 	unsigned char hdr[8];
 	size_t hdrlen;
-	uint32_t left;	/* bytes of the current frame still to come */
+	uint32_t left; /* bytes of the current frame still to come */
 	int stream;
 };
 

@@ -73,11 +73,11 @@ events_start(struct worker *w)
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_string("oom"));
 	json_object_object_add(filters, "event", a);
-	esc = docker_escape(json_object_to_json_string_ext(filters,
-	    JSON_C_TO_STRING_PLAIN));
+	esc = docker_escape(
+	    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN));
 	xasprintf(&path, "/events?filters=%s", esc);
-	events_req = docker_stream(w->docker, "GET", path, NULL,
-	    events_data_cb, events_done_cb, w);
+	events_req = docker_stream(
+	    w->docker, "GET", path, NULL, events_data_cb, events_done_cb, w);
 	free(path);
 	free(esc);
 	json_object_put(filters);

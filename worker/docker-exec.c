@@ -61,7 +61,7 @@ struct wexec {
 	enum exec_state state;
 	char token[40];
 	char *exec_id;
-	struct docker_req *req;	 /* the request in flight, if any */
+	struct docker_req *req; /* the request in flight, if any */
 	struct docker_req *kill; /* the killer exec's request, if any */
 	struct demux demux;
 	long credit;
@@ -71,8 +71,8 @@ struct wexec {
 	long exit_code;
 	unsigned long oom_before;
 	struct timespec start;
-	struct event *timer;	/* timeout, then kill grace, then OOM wait */
-	struct event *kick;	/* runs the killer outside curl callbacks */
+	struct event *timer; /* timeout, then kill grace, then OOM wait */
+	struct event *kick; /* runs the killer outside curl callbacks */
 	char *error;
 	LIST_ENTRY(wexec) entry;
 };
@@ -86,8 +86,8 @@ exec_find(struct worker *w, uint32_t reqid)
 	struct wexec *x;
 
 	LIST_FOREACH(x, &w->execs, entry)
-		if (x->reqid == reqid)
-			return x;
+	if (x->reqid == reqid)
+		return x;
 	return NULL;
 }
 
@@ -98,7 +98,7 @@ exec_elapsed_ms(const struct wexec *x)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (long long)(now.tv_sec - x->start.tv_sec) * 1000 +
-	    (now.tv_nsec - x->start.tv_nsec) / 1000000;
+	       (now.tv_nsec - x->start.tv_nsec) / 1000000;
 }
 
 static void
@@ -129,12 +129,13 @@ static void
 exec_killed_cb(const struct docker_resp *resp, void *arg)
 {
 	struct wexec *x = arg;
-	struct timeval tv = {EXEC_KILL_GRACE_MS / 1000,
-	    (EXEC_KILL_GRACE_MS % 1000) * 1000};
+	struct timeval tv = {
+	    EXEC_KILL_GRACE_MS / 1000, (EXEC_KILL_GRACE_MS % 1000) * 1000};
 
 	x->kill = NULL;
 	if (resp->error != NULL)
-		log_warnx("%s: kill of %s: %s", __func__, x->token, resp->error);
+		log_warnx(
+		    "%s: kill of %s: %s", __func__, x->token, resp->error);
 	if (x->state == X_RUN)
 		evtimer_add(x->timer, &tv);
 }
@@ -156,8 +157,8 @@ exec_kill_started(const struct docker_resp *resp, void *arg)
 	start = json_object_new_object();
 	json_object_object_add(start, "Detach", json_object_new_boolean(0));
 	json_object_object_add(start, "Tty", json_object_new_boolean(0));
-	x->kill = docker_call(x->w->docker, "POST", path, start,
-	    exec_killed_cb, x);
+	x->kill =
+	    docker_call(x->w->docker, "POST", path, start, exec_killed_cb, x);
 	json_object_put(start);
 	free(path);
 }
@@ -182,12 +183,14 @@ exec_kick_cb(evutil_socket_t fd, short what, void *arg)
 	json_object_array_add(cmd, json_object_new_string(x->token));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(
+	    body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(
+	    body, "AttachStderr", json_object_new_boolean(1));
 	esc = docker_escape(x->w->container);
 	xasprintf(&path, "/containers/%s/exec", esc);
-	x->kill = docker_call(x->w->docker, "POST", path, body,
-	    exec_kill_started, x);
+	x->kill =
+	    docker_call(x->w->docker, "POST", path, body, exec_kill_started, x);
 	free(path);
 	free(esc);
 	json_object_put(body);
@@ -280,8 +283,8 @@ exec_data_cb(const char *p, size_t len, void *arg)
 		return 1;
 	}
 	if (demux_feed(&x->demux, p, len, exec_output, x) == -1) {
-		log_warnx("%s: %s: bad stream from the engine", __func__,
-		    x->token);
+		log_warnx(
+		    "%s: %s: bad stream from the engine", __func__, x->token);
 		return -1;
 	}
 	return 0;
@@ -319,8 +322,8 @@ exec_inspect(struct wexec *x)
 	x->state = X_INSPECT;
 	evtimer_del(x->timer);
 	xasprintf(&path, "/exec/%s/json", x->exec_id);
-	x->req = docker_call(x->w->docker, "GET", path, NULL,
-	    exec_inspected_cb, x);
+	x->req =
+	    docker_call(x->w->docker, "GET", path, NULL, exec_inspected_cb, x);
 	free(path);
 }
 
@@ -361,8 +364,8 @@ exec_created_cb(const struct docker_resp *resp, void *arg)
 	json_object_object_add(start, "Detach", json_object_new_boolean(0));
 	json_object_object_add(start, "Tty", json_object_new_boolean(0));
 	xasprintf(&path, "/exec/%s/start", x->exec_id);
-	x->req = docker_stream(x->w->docker, "POST", path, start,
-	    exec_data_cb, exec_stream_done, x);
+	x->req = docker_stream(x->w->docker, "POST", path, start, exec_data_cb,
+	    exec_stream_done, x);
 	json_object_put(start);
 	free(path);
 	if (x->killing)
@@ -379,27 +382,29 @@ exec_finish(struct wexec *x)
 	r = json_object_new_object();
 	json_object_object_add(r, "exit_code",
 	    json_object_new_int64(x->error ? -1 : x->exit_code));
-	json_object_object_add(r, "signal", json_object_new_int64(
-	    !x->error && x->exit_code > 128 && x->exit_code < 128 + 65
-		? x->exit_code - 128 : 0));
-	json_object_object_add(r, "timed_out",
-	    json_object_new_boolean(x->timed_out));
-	json_object_object_add(r, "truncated",
-	    json_object_new_boolean(x->truncated));
-	json_object_object_add(r, "cancelled",
-	    json_object_new_boolean(x->cancelled));
+	json_object_object_add(r, "signal",
+	    json_object_new_int64(
+	        !x->error && x->exit_code > 128 && x->exit_code < 128 + 65
+	            ? x->exit_code - 128
+	            : 0));
+	json_object_object_add(
+	    r, "timed_out", json_object_new_boolean(x->timed_out));
+	json_object_object_add(
+	    r, "truncated", json_object_new_boolean(x->truncated));
+	json_object_object_add(
+	    r, "cancelled", json_object_new_boolean(x->cancelled));
 	json_object_object_add(r, "oom_killed",
-	    json_object_new_boolean(x->w->oom_count != x->oom_before &&
-		x->exit_code == 137));
-	json_object_object_add(r, "duration_ms",
-	    json_object_new_int64(exec_elapsed_ms(x)));
-	json_object_object_add(r, "stdout_bytes",
-	    json_object_new_int64(x->out_bytes));
-	json_object_object_add(r, "stderr_bytes",
-	    json_object_new_int64(x->err_bytes));
+	    json_object_new_boolean(
+	        x->w->oom_count != x->oom_before && x->exit_code == 137));
+	json_object_object_add(
+	    r, "duration_ms", json_object_new_int64(exec_elapsed_ms(x)));
+	json_object_object_add(
+	    r, "stdout_bytes", json_object_new_int64(x->out_bytes));
+	json_object_object_add(
+	    r, "stderr_bytes", json_object_new_int64(x->err_bytes));
 	if (x->error != NULL)
-		json_object_object_add(r, "error",
-		    json_object_new_string(x->error));
+		json_object_object_add(
+		    r, "error", json_object_new_string(x->error));
 	worker_send_json(x->w, PROTO_RESULT, x->reqid, r);
 	json_object_put(r);
 	exec_free(x);
@@ -457,8 +462,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		return;
 	}
 	command = json_str(call, "command");
-	if (command == NULL || strcmp(json_str(call, "op") ? json_str(call,
-	    "op") : "", PROTO_OP_EXEC) != 0) {
+	if (command == NULL ||
+	    strcmp(json_str(call, "op") ? json_str(call, "op") : "",
+	        PROTO_OP_EXEC) != 0) {
 		exec_fail(x, "bad call", "no command");
 		return;
 	}
@@ -478,20 +484,23 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		json_object_array_add(cmd, json_object_get(v));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(
+	    body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(
+	    body, "AttachStderr", json_object_new_boolean(1));
 	if ((workdir = json_str(call, "workdir")) != NULL)
-		json_object_object_add(body, "WorkingDir",
-		    json_object_new_string(workdir));
+		json_object_object_add(
+		    body, "WorkingDir", json_object_new_string(workdir));
 	env = json_object_new_array();
 	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
 	json_object_array_add(env, json_object_new_string(kv));
 	free(kv);
 	if (json_object_object_get_ex(call, "env", &v) &&
 	    json_object_is_type(v, json_type_object)) {
-		json_object_object_foreach(v, key, val) {
-			xasprintf(&kv, "%s=%s", key,
-			    json_object_get_string(val));
+		json_object_object_foreach(v, key, val)
+		{
+			xasprintf(
+			    &kv, "%s=%s", key, json_object_get_string(val));
 			json_object_array_add(env, json_object_new_string(kv));
 			free(kv);
 		}
@@ -534,8 +543,7 @@ exec_credit(struct worker *w, uint32_t stream, long bytes)
 	if ((x = exec_find(w, stream)) == NULL || bytes <= 0)
 		return;
 	x->credit += bytes;
-	if (x->paused && x->credit > 0 && x->req != NULL &&
-	    x->state == X_RUN) {
+	if (x->paused && x->credit > 0 && x->req != NULL && x->state == X_RUN) {
 		x->paused = 0;
 		docker_req_pause(x->req, 0);
 	}

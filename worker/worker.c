@@ -37,11 +37,11 @@ worker_send(struct worker *w, uint16_t type, uint16_t flags, uint32_t stream,
 }
 
 int
-worker_send_json(struct worker *w, uint16_t type, uint32_t reqid,
-    json_object *obj)
+worker_send_json(
+    struct worker *w, uint16_t type, uint32_t reqid, json_object *obj)
 {
-	return proto_write_json(bufferevent_get_output(w->bev), type, reqid,
-	    reqid, obj);
+	return proto_write_json(
+	    bufferevent_get_output(w->bev), type, reqid, reqid, obj);
 }
 
 static void
@@ -94,11 +94,11 @@ worker_read_cb(struct bufferevent *bev, void *arg)
 	int rv;
 
 	while (!w->quitting &&
-	    (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
+	       (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
 		if (rv == -1 || worker_dispatch(w, &f) == -1) {
 			if (rv == -1)
-				log_warn("%s: bad frame from supervisor",
-				    __func__);
+				log_warn(
+				    "%s: bad frame from supervisor", __func__);
 			if (rv == 1)
 				proto_frame_free(&f);
 			worker_quit(w);
@@ -148,15 +148,15 @@ worker_main(const struct config *conf)
 		fatalx("bad DOCKER_HOST: %s", conf->docker_host);
 	if (evutil_make_socket_nonblocking(WORKER_FD) == -1)
 		fatal("fd %d", WORKER_FD);
-	w.bev = bufferevent_socket_new(w.base, WORKER_FD,
-	    BEV_OPT_CLOSE_ON_FREE);
+	w.bev =
+	    bufferevent_socket_new(w.base, WORKER_FD, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(w.bev, worker_read_cb, NULL, worker_event_cb, &w);
 	bufferevent_enable(w.bev, EV_READ | EV_WRITE);
 
 	hello = json_object_new_object();
 	json_object_object_add(hello, "pid", json_object_new_int(getpid()));
-	json_object_object_add(hello, "container_id",
-	    json_object_new_string(w.container));
+	json_object_object_add(
+	    hello, "container_id", json_object_new_string(w.container));
 	worker_send_json(&w, PROTO_HELLO, 0, hello);
 	json_object_put(hello);
 	events_start(&w);

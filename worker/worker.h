@@ -16,12 +16,12 @@ struct wexec;
 
 struct worker {
 	struct event_base *base;
-	struct bufferevent *bev;	/* socketpair to the supervisor */
+	struct bufferevent *bev; /* socketpair to the supervisor */
 	struct docker *docker;
-	char *container;		/* full container id */
+	char *container; /* full container id */
 	const struct config *conf;
 	LIST_HEAD(, wexec) execs;
-	unsigned long oom_count;	/* OOM kills seen in the engine's events */
+	unsigned long oom_count; /* OOM kills seen in the engine's events */
 	int quitting;
 };
 
