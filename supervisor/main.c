@@ -150,7 +150,7 @@ main(int argc, char **argv)
 {
 	static struct config conf;
 	struct timeval tv = {REAPER_INTERVAL, 0};
-	char exe[PATH_MAX];
+	static char exe[PATH_MAX];
 	ssize_t n;
 	int rv;
 

@@ -104,11 +104,11 @@ struct rpc_msg {
 	const char *method;
 	json_object *params; /* borrowed, may be NULL */
 };
-#define RPC_PARSE_ERROR -32700
-#define RPC_INVALID_REQUEST -32600
-#define RPC_METHOD_NOT_FOUND -32601
-#define RPC_INVALID_PARAMS -32602
-#define RPC_INTERNAL_ERROR -32603
+#define RPC_PARSE_ERROR (-32700)
+#define RPC_INVALID_REQUEST (-32600)
+#define RPC_METHOD_NOT_FOUND (-32601)
+#define RPC_INVALID_PARAMS (-32602)
+#define RPC_INTERNAL_ERROR (-32603)
 json_object *rpc_parse(const char *, size_t, int, int *);
 int rpc_validate(json_object *, struct rpc_msg *, const char **);
 json_object *rpc_error(json_object *, int, const char *);

@@ -555,6 +555,7 @@ exec_abort_all(struct worker *w)
 {
 	struct wexec *x;
 
+	/* Each exec_free() unlinks the head. */
 	while ((x = LIST_FIRST(&w->execs)) != NULL)
-		exec_free(x);
+		exec_free(x); // NOLINT(clang-analyzer-unix.Malloc)
 }

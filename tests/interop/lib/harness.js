@@ -1,0 +1,158 @@
+// Shared helpers for the interop tests: start mcp-sandboxd under the official
+// MCP TypeScript SDK client, call tools, and check Docker for leaked containers.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+// tests/interop/lib -> tests/interop; the default is ../../build/mcp-sandboxd from there.
+export const INTEROP_DIR = path.resolve(here, '..');
+export const BIN = process.env.MCP_SANDBOXD_BIN
+  ? path.resolve(process.env.MCP_SANDBOXD_BIN)
+  : path.resolve(INTEROP_DIR, '../../build/mcp-sandboxd');
+export const IMAGE = process.env.MCP_SANDBOXD_TEST_IMAGE ?? 'mcp-sandboxd-test/python:bookworm';
+export const LABEL_KEY = 'mcp-sandboxd-test';
+
+/** A label value unique to this test file's run, e.g. interop-tools-1a2b3c4d. */
+export function uniqueLabel(tag) {
+  return `${LABEL_KEY}=interop-${tag}-${randomBytes(4).toString('hex')}`;
+}
+
+export function docker(...args) {
+  return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+/** Ids of all containers (running or not) carrying the label. */
+export function containersWithLabel(label) {
+  const out = docker('ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}`);
+  return out === '' ? [] : out.split('\n');
+}
+
+/**
+ * Spawn the server through StdioClientTransport and connect an SDK Client.
+ * Returns a handle with the client, the negotiated protocol version, the
+ * server's stderr so far, and how the server process ended.
+ */
+export async function startServer({ tag = 'test', args = [], label = uniqueLabel(tag) } = {}) {
+  assert.ok(existsSync(BIN), `server binary not found at ${BIN} (build it, or set MCP_SANDBOXD_BIN)`);
+  const transport = new StdioClientTransport({
+    command: BIN,
+    args: ['--image', IMAGE, '--label', label, '--log-level', 'warn', ...args],
+    stderr: 'pipe',
+  });
+  const handle = {
+    client: new Client({ name: 'mcp-sandboxd-interop', version: '0.0.0' }),
+    transport,
+    label,
+    protocolVersion: undefined,
+    stderr: '',
+    exit: undefined, // { code, signal } once the server process has exited
+    closed: false,
+  };
+  transport.stderr?.on('data', (chunk) => {
+    handle.stderr += chunk;
+    if (process.env.MCP_SANDBOXD_TEST_VERBOSE) process.stderr.write(chunk);
+  });
+  // The SDK client calls transport.setProtocolVersion(version) with the version
+  // from the server's initialize result, when the transport has that method.
+  transport.setProtocolVersion = (version) => {
+    handle.protocolVersion = version;
+  };
+  await handle.client.connect(transport);
+  // The transport keeps the child in a private field; read it only to learn
+  // how the server exited (stdin EOF should make it exit 0 by itself).
+  const child = transport._process;
+  if (child) {
+    child.once('exit', (code, signal) => {
+      handle.exit = { code, signal };
+    });
+  }
+  return handle;
+}
+
+/**
+ * Close the client (stdin EOF; the SDK sends SIGTERM if the server is still
+ * alive 2 s later) and assert that the server exited by itself, cleanly, and
+ * left no container with this run's label.
+ */
+export async function closeAndCheckLeaks(handle) {
+  if (!handle || handle.closed) return;
+  handle.closed = true;
+  const started = Date.now();
+  await handle.client.close();
+  const took = Date.now() - started;
+  const leaked = containersWithLabel(handle.label);
+  assert.deepEqual(
+    leaked,
+    [],
+    `containers with label ${handle.label} left after the client closed: ${leaked.join(' ')}\nserver stderr:\n${handle.stderr}`,
+  );
+  if (handle.exit !== undefined) {
+    assert.deepEqual(
+      handle.exit,
+      { code: 0, signal: null },
+      `server should exit 0 on stdin EOF (close took ${took} ms)\nserver stderr:\n${handle.stderr}`,
+    );
+  }
+  assert.ok(took < 2000, `server took ${took} ms to exit after stdin EOF; the SDK sends SIGTERM after 2000 ms`);
+}
+
+/** Close without assertions, for after() hooks when a test already failed. */
+export async function closeQuietly(handle) {
+  if (!handle || handle.closed) return;
+  handle.closed = true;
+  try {
+    await handle.client.close();
+  } catch {
+    // ignore
+  }
+}
+
+/** Call a tool through the SDK (which validates structuredContent against outputSchema). */
+export function call(client, name, args, options) {
+  return client.callTool({ name, arguments: args }, undefined, options);
+}
+
+export function textOf(result) {
+  assert.ok(Array.isArray(result.content), 'result has a content array');
+  const texts = result.content.filter((c) => c.type === 'text').map((c) => c.text);
+  assert.ok(texts.length >= 1, `result has a text block: ${JSON.stringify(result)}`);
+  return texts.join('\n');
+}
+
+/** Assert a successful tool result with structuredContent and a text block; return structuredContent. */
+export function expectOk(result) {
+  assert.notEqual(result.isError, true, `expected success, got isError: ${JSON.stringify(result)}`);
+  assert.ok(textOf(result).length > 0, 'text block is not empty');
+  assert.equal(typeof result.structuredContent, 'object', `structuredContent present: ${JSON.stringify(result)}`);
+  assert.notEqual(result.structuredContent, null);
+  return result.structuredContent;
+}
+
+/** Assert a tool-level error result (isError true, not a protocol error); return its text. */
+export function expectToolError(result, pattern) {
+  assert.equal(result.isError, true, `expected isError: true, got: ${JSON.stringify(result)}`);
+  const text = textOf(result);
+  assert.ok(text.length > 0, 'error text is not empty');
+  if (pattern) assert.match(text, pattern);
+  return text;
+}
+
+/** Create a sandbox; return its structuredContent. */
+export async function createSandbox(client, args = {}) {
+  return expectOk(await call(client, 'sandbox_initialize', args));
+}
+
+/** Run commands; return { result, out } where out is structuredContent. */
+export async function exec(client, args, options) {
+  const result = await call(client, 'sandbox_exec', args, options);
+  assert.equal(typeof result.structuredContent, 'object', `sandbox_exec returned structuredContent: ${JSON.stringify(result)}`);
+  textOf(result);
+  return { result, out: result.structuredContent };
+}
