@@ -14,46 +14,9 @@
 #include <event2/event.h>
 
 #include "docker.h"
+#include "docker-int.h"
 #include "log.h"
 #include "xmalloc.h"
-
-#define DOCKER_MAX_BODY (16 * 1024 * 1024)
-#define DOCKER_MAX_API_MINOR 43
-#define DOCKER_CONNECT_TIMEOUT_MS 5000L
-#define DOCKER_CALL_TIMEOUT_MS 120000L
-
-enum docker_vstate { V_UNKNOWN, V_PINGING, V_KNOWN };
-
-struct docker_req {
-	struct docker *d;
-	CURL *easy;
-	struct curl_slist *hdrs;
-	char *method, *path, *reqbody;
-	char *body;
-	size_t len, cap;
-	int overflow;
-	int started;
-	docker_data_cb data_cb;
-	docker_done_cb done_cb;
-	void *arg;
-	char errbuf[CURL_ERROR_SIZE];
-	TAILQ_ENTRY(docker_req) entry;
-};
-TAILQ_HEAD(docker_reqs, docker_req);
-
-struct docker {
-	struct event_base *base;
-	CURLM *multi;
-	struct event *timer;
-	char *base_url; /* http://docker or https://host:port */
-	char *unix_path; /* unix socket, or NULL */
-	char *cert_path; /* DOCKER_CERT_PATH for tcp with TLS */
-	enum docker_vstate vstate;
-	char version[16];
-	struct docker_reqs waiting;
-	struct docker_reqs running;
-	struct docker_req *ping;
-};
 
 struct docker_sock {
 	struct event *ev;
@@ -74,7 +37,11 @@ docker_check_info(struct docker *d)
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &r);
-		docker_finish(r, msg->data.result);
+		/* A hijacked connection stays with curl: we speak on it. */
+		if (r->hijack && msg->data.result == CURLE_OK)
+			docker_hijack_connected(r);
+		else
+			docker_finish(r, msg->data.result);
 	}
 }
 
@@ -197,9 +164,11 @@ docker_new(struct event_base *base, const char *host)
 	return d;
 }
 
-static void
+void
 docker_req_free(struct docker_req *r)
 {
+	if (r->hj != NULL)
+		docker_hijack_free(r);
 	if (r->easy != NULL)
 		curl_easy_cleanup(r->easy);
 	curl_slist_free_all(r->hdrs);
@@ -390,8 +359,9 @@ docker_start(struct docker_req *r)
 	r->easy = curl_easy_init();
 	if (r->easy == NULL)
 		fatalx("%s: curl_easy_init", __func__);
-	if (r == d->ping)
-		xasprintf(&url, "%s%s", d->base_url, r->path);
+	if (r == d->ping || r->hijack)
+		xasprintf(
+		    &url, "%s%s", d->base_url, r == d->ping ? r->path : "/");
 	else
 		xasprintf(&url, "%s/%s%s", d->base_url, d->version, r->path);
 	curl_easy_setopt(r->easy, CURLOPT_URL, url);
@@ -435,6 +405,8 @@ docker_start(struct docker_req *r)
 	if (r->data_cb == NULL)
 		curl_easy_setopt(
 		    r->easy, CURLOPT_TIMEOUT_MS, DOCKER_CALL_TIMEOUT_MS);
+	if (r->hijack)
+		curl_easy_setopt(r->easy, CURLOPT_CONNECT_ONLY, 1L);
 	r->started = 1;
 	TAILQ_INSERT_TAIL(&d->running, r, entry);
 	if (curl_multi_add_handle(d->multi, r->easy) != CURLM_OK)
@@ -479,6 +451,19 @@ docker_stream(struct docker *d, const char *method, const char *path,
 	    docker_req_new(d, method, path, body, data_cb, done_cb, arg));
 }
 
+/* A stream on a hijacked connection: data both ways (docker_req_write). */
+struct docker_req *
+docker_hijack(struct docker *d, const char *path, json_object *body,
+    docker_data_cb data_cb, docker_done_cb done_cb, void *arg)
+{
+	struct docker_req *r;
+
+	r = docker_req_new(d, "POST", path, body, data_cb, done_cb, arg);
+	r->hijack = 1;
+	docker_hijack_init(r);
+	return docker_submit(r);
+}
+
 /* Abandon a request: no callback will be called.  Not from its callbacks. */
 void
 docker_req_cancel(struct docker_req *r)
@@ -497,6 +482,10 @@ docker_req_cancel(struct docker_req *r)
 void
 docker_req_pause(struct docker_req *r, int pause)
 {
+	if (r->hijack) {
+		docker_hijack_pause(r, pause);
+		return;
+	}
 	if (r->easy != NULL)
 		curl_easy_pause(
 		    r->easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT);

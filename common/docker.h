@@ -35,7 +35,14 @@ struct docker_req *docker_call(struct docker *, const char *, const char *,
     json_object *, docker_done_cb, void *);
 struct docker_req *docker_stream(struct docker *, const char *, const char *,
     json_object *, docker_data_cb, docker_done_cb, void *);
+struct docker_req *docker_hijack(struct docker *, const char *, json_object *,
+    docker_data_cb, docker_done_cb, void *);
 void docker_req_cancel(struct docker_req *);
+/* Hijacked streams only: send bytes, learn when they left, send EOF. */
+typedef void (*docker_sent_cb)(size_t, void *);
+void docker_req_write(struct docker_req *, const void *, size_t);
+void docker_req_on_sent(struct docker_req *, docker_sent_cb);
+void docker_req_close_write(struct docker_req *);
 void docker_req_pause(struct docker_req *, int);
 
 char *docker_escape(const char *);

@@ -20,9 +20,8 @@
 
 #define EXEC_MAX_COMMANDS 100
 #define EXEC_MAX_COMMAND_LEN (64 * 1024)
-/* stdin travels as an argument of the exec: one argument's kernel limit
- * is 128 KiB. */
-#define EXEC_MAX_STDIN (100 * 1024)
+/* stdin rides in the call's frame, under PROTO_MAX_PAYLOAD. */
+#define EXEC_MAX_STDIN (512 * 1024)
 
 static const char input_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -37,9 +36,8 @@ static const char input_schema[] =
     "\"workdir\":{\"type\":\"string\"},"
     "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
     "\"string\"}},"
-    "\"stdin\":{\"type\":\"string\",\"maxLength\":102400,"
-    "\"description\":\"text given to the first command's standard "
-    "input (up to 100 KiB; use write_file for more)\"},"
+    "\"stdin\":{\"type\":\"string\",\"description\":\"text given "
+    "to the first command's standard input (up to 512 KiB)\"},"
     "\"stop_on_error\":{\"type\":\"boolean\",\"default\":true}},"
     "\"required\":[\"container_id\",\"commands\"],"
     "\"additionalProperties\":false}";
@@ -304,7 +302,7 @@ sandbox_exec(struct call *c)
 	const struct config *conf = sup.conf;
 	struct sandbox *sb;
 	struct xcall *x;
-	json_object *cmds, *v, *env, *list;
+	json_object *cmds, *v, *env, *list, *soe;
 	const char *bad = "";
 	long long timeout = conf->exec_timeout;
 	size_t i, n;
@@ -389,20 +387,18 @@ sandbox_exec(struct call *c)
 		return;
 	}
 	if (!arg_type_ok(c, "stdin", json_type_string, NULL) ||
-	    !arg_type_ok(c, "stop_on_error", json_type_boolean, &v)) {
+	    !arg_type_ok(c, "stop_on_error", json_type_boolean, &soe)) {
 		json_object_put(list);
 		call_reply(c, tool_error("stdin must be a string and "
 		                         "stop_on_error a boolean"));
 		return;
 	}
-	if (arg_string(c, "stdin") != NULL &&
-	    (strlen(arg_string(c, "stdin")) > EXEC_MAX_STDIN)) {
+	if (!arg_type_ok(c, "stdin", json_type_string, &v) ||
+	    (v != NULL && json_object_get_string_len(v) > EXEC_MAX_STDIN)) {
 		json_object_put(list);
-		call_reply(c,
-		    tool_error(
-		        "stdin is limited to %d bytes (and "
-		        "cannot hold NUL); write larger input to a file first",
-		        EXEC_MAX_STDIN));
+		call_reply(c, tool_error("stdin is limited to %d bytes; "
+		                         "write larger input to a file first",
+		                  EXEC_MAX_STDIN));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
@@ -416,7 +412,7 @@ sandbox_exec(struct call *c)
 	x->results = json_object_new_array();
 	x->out = evbuffer_new();
 	x->err = evbuffer_new();
-	x->stop_on_error = v != NULL ? json_object_get_boolean(v) : 1;
+	x->stop_on_error = soe != NULL ? json_object_get_boolean(soe) : 1;
 	x->cap_left = conf->output_cap;
 	x->env = env;
 	x->workdir = arg_string(c, "workdir");

@@ -33,15 +33,11 @@
 #define EXEC_KILL_GRACE_MS 2000
 #define EXEC_OOM_WAIT_MS 300
 
-/*
- * $1 token, $2 command, $3 its standard input if any: record our pid
- * (the process group), run.
- */
+/* $1 token, $2 command: record our pid (the process group), run. */
 static const char exec_wrapper[] =
     "mkdir -p /tmp/.mcp-sandboxd 2>/dev/null;"
     "echo $$ >/tmp/.mcp-sandboxd/$1.pid 2>/dev/null;"
-    "if [ $# -ge 3 ]; then printf %s \"$3\" | /bin/sh -c \"$2\";"
-    " else exec /bin/sh -c \"$2\"; fi";
+    "exec /bin/sh -c \"$2\"";
 
 /* $1 token: kill the group, then anything left that carries the token. */
 static const char exec_killer[] =
@@ -74,6 +70,7 @@ struct wexec {
 	struct event *timer; /* timeout, then kill grace, then OOM wait */
 	struct event *kick; /* runs the killer outside curl callbacks */
 	char *error;
+	json_object *stdin_data; /* standard input, sent over a hijack */
 	LIST_ENTRY(wexec) entry;
 };
 
@@ -113,6 +110,7 @@ exec_free(struct wexec *x)
 	event_free(x->kick);
 	free(x->exec_id);
 	free(x->error);
+	json_object_put(x->stdin_data);
 	free(x);
 }
 
@@ -364,8 +362,16 @@ exec_created_cb(const struct docker_resp *resp, void *arg)
 	json_object_object_add(start, "Detach", json_object_new_boolean(0));
 	json_object_object_add(start, "Tty", json_object_new_boolean(0));
 	xasprintf(&path, "/exec/%s/start", x->exec_id);
-	x->req = docker_stream(x->w->docker, "POST", path, start, exec_data_cb,
-	    exec_stream_done, x);
+	if (x->stdin_data != NULL) {
+		/* Input needs the connection both ways. */
+		x->req = docker_hijack(x->w->docker, path, start, exec_data_cb,
+		    exec_stream_done, x);
+		docker_req_write(x->req, json_object_get_string(x->stdin_data),
+		    (size_t)json_object_get_string_len(x->stdin_data));
+		docker_req_close_write(x->req);
+	} else
+		x->req = docker_stream(x->w->docker, "POST", path, start,
+		    exec_data_cb, exec_stream_done, x);
 	json_object_put(start);
 	free(path);
 	if (x->killing)
@@ -479,15 +485,18 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	json_object_array_add(cmd, json_object_new_string("mcp-exec"));
 	json_object_array_add(cmd, json_object_new_string(x->token));
 	json_object_array_add(cmd, json_object_new_string(command));
-	if (json_object_object_get_ex(call, "stdin", &v) &&
-	    json_object_is_type(v, json_type_string))
-		json_object_array_add(cmd, json_object_get(v));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(
 	    body, "AttachStderr", json_object_new_boolean(1));
+	if (json_object_object_get_ex(call, "stdin", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		x->stdin_data = json_object_get(v);
+		json_object_object_add(
+		    body, "AttachStdin", json_object_new_boolean(1));
+	}
 	if ((workdir = json_str(call, "workdir")) != NULL)
 		json_object_object_add(
 		    body, "WorkingDir", json_object_new_string(workdir));
