@@ -4,11 +4,13 @@
  * credit, its exit code read back.
  *
  * Docker has no call that kills an exec, and closing the stream leaves the
- * process running.  So each command runs in its own session (Docker makes
- * the exec process a session leader), records its pid in the container,
- * and carries a token in its environment; to kill it, a second exec, run
- * as the same user, kills that process group and every process that still
- * carries the token.  This works the same against a remote engine.
+ * process running.  So each command carries a token in its environment
+ * (inherited by everything it starts) and runs in its own session (Docker
+ * makes the exec process a session leader, so its pid is its process
+ * group).  To kill it, a second exec, run as the same user, finds every
+ * process carrying the token in /proc and kills it and its group.  That
+ * needs nothing of the host, so it works against a remote engine too, and
+ * the command itself runs exactly as given (no wrapper, no pid file).
  */
 #include <sys/queue.h>
 
@@ -34,20 +36,13 @@
 #define EXEC_OOM_WAIT_MS 300
 
 /* $1 token, $2 command: record our pid (the process group), run. */
-static const char exec_wrapper[] =
-    "mkdir -p /tmp/.mcp-sandboxd 2>/dev/null;"
-    "echo $$ >/tmp/.mcp-sandboxd/$1.pid 2>/dev/null;"
-    "exec /bin/sh -c \"$2\"";
-
-/* $1 token: kill the group, then anything left that carries the token. */
+/* $1 token: kill each process carrying it, and its process group. */
 static const char exec_killer[] =
-    "f=/tmp/.mcp-sandboxd/$1.pid;"
-    "[ -r $f ] && kill -9 -$(cat $f) 2>/dev/null;"
     "for p in /proc/[0-9]*; do"
     " tr '\\0' '\\n' <$p/environ 2>/dev/null |"
-    " grep -qx \"" EXEC_TOKEN_ENV "=$1\" && kill -9 ${p#/proc/} 2>/dev/null;"
-    " done;"
-    "rm -f $f; exit 0";
+    " grep -qx \"" EXEC_TOKEN_ENV "=$1\" &&"
+    " { kill -9 -${p#/proc/}; kill -9 ${p#/proc/}; } 2>/dev/null;"
+    " done; exit 0";
 
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
 
@@ -481,9 +476,6 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(exec_wrapper));
-	json_object_array_add(cmd, json_object_new_string("mcp-exec"));
-	json_object_array_add(cmd, json_object_new_string(x->token));
 	json_object_array_add(cmd, json_object_new_string(command));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
@@ -501,9 +493,6 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		json_object_object_add(
 		    body, "WorkingDir", json_object_new_string(workdir));
 	env = json_object_new_array();
-	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
-	json_object_array_add(env, json_object_new_string(kv));
-	free(kv);
 	if (json_object_object_get_ex(call, "env", &v) &&
 	    json_object_is_type(v, json_type_object)) {
 		json_object_object_foreach(v, key, val)
@@ -514,6 +503,10 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 			free(kv);
 		}
 	}
+	/* Last, so that no variable of the call can replace it. */
+	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
+	json_object_array_add(env, json_object_new_string(kv));
+	free(kv);
 	json_object_object_add(body, "Env", env);
 
 	esc = docker_escape(w->container);
