@@ -13,10 +13,11 @@
  *
  * Calls carry JSON objects (json-c); stream data carries raw bytes.
  *
- * Backpressure: each stream starts with PROTO_INITIAL_CREDIT bytes of
- * credit.  The worker may send that many bytes of PROTO_DATA on a stream
- * and then must stop reading its source (the curl transfer is paused)
- * until the supervisor returns credit with PROTO_CREDIT.
+ * Backpressure: each direction of a stream starts with PROTO_INITIAL_CREDIT
+ * bytes of credit.  A sender may send that many bytes of PROTO_DATA and
+ * must then wait until the receiver returns credit with PROTO_CREDIT (the
+ * worker pauses its curl transfer meanwhile).  Output flows worker to
+ * supervisor; a command's standard input, when streamed, the other way.
  */
 #ifndef PROTO_H
 #define PROTO_H
@@ -46,27 +47,35 @@ enum proto_type {
 	PROTO_CANCEL = 102, /* sup -> worker: empty, kill the call */
 
 	/* Streams, 200-299; stream names the stream, reqid its call. */
-	PROTO_DATA = 200, /* worker -> sup: raw bytes, flags say which */
-	PROTO_CREDIT = 201, /* sup -> worker: JSON {bytes} more may flow */
+	PROTO_DATA = 200, /* either way: raw bytes, flags say which */
+	PROTO_CREDIT = 201, /* either way: JSON {bytes} more may flow */
 };
 
 /* PROTO_DATA flags. */
 #define PROTO_F_STDOUT 0x1
 #define PROTO_F_STDERR 0x2
+#define PROTO_F_STDIN 0x4
+#define PROTO_F_EOF 0x8 /* the last frame of standard input */
 
 /*
  * PROTO_CALL operations (the "op" member) and their members:
  *
  *	"exec"	command (string), workdir, env (object), stdin (string),
+ *		stdin_stream (bool: standard input follows as PROTO_DATA
+ *		with PROTO_F_STDIN, the last frame flagged PROTO_F_EOF),
  *		timeout_ms (int, 0: none), output_cap (int, bytes of stdout
- *		and stderr together before the command is killed).
+ *		and stderr together before the command is killed; 0: none),
+ *		token (string: marks the command's processes for a kill).
  *		Output flows as PROTO_DATA on stream == reqid.
  *		Result: exit_code (int, -1 when unknown), signal (int),
  *		timed_out, truncated, oom_killed, cancelled (bool),
  *		duration_ms, stdout_bytes, stderr_bytes (int),
  *		error (string, only when the exec could not run at all).
+ *	"kill"	tokens (array of strings): kill what carries them (the
+ *		calls of a worker that died).  Result: {}.
  */
 #define PROTO_OP_EXEC "exec"
+#define PROTO_OP_KILL "kill"
 
 struct proto_hdr {
 	uint16_t type;

@@ -140,12 +140,17 @@ void sandbox_destroy_all(void (*)(void));
 json_object *sandbox_limits_json(const struct sandbox *);
 
 /* workers.c */
-typedef void (*wcall_data_cb)(uint16_t, const char *, size_t, void *);
+/* Output of a call: return 0 if taken, 1 to return credit later. */
+typedef int (*wcall_data_cb)(uint16_t, const char *, size_t, void *);
+typedef void (*wcall_credit_cb)(long, void *);
 typedef void (*wcall_done_cb)(json_object *, void *);
 int wproc_spawn(struct sandbox *, void (*)(struct sandbox *, const char *));
 uint32_t wproc_call(
     struct wproc *, json_object *, wcall_data_cb, wcall_done_cb, void *);
 void wproc_cancel(struct wproc *, uint32_t);
+void wproc_credit(struct wproc *, uint32_t, size_t);
+void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
+void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
 void wproc_shutdown(struct wproc *);
 pid_t wproc_pid(struct wproc *);
 void wproc_reap(void);

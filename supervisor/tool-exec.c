@@ -177,12 +177,13 @@ xcall_cancel(struct call *c)
 
 static void xcall_next(struct xcall *);
 
-static void
+static int
 xcall_data(uint16_t flags, const char *p, size_t len, void *arg)
 {
 	struct xcall *x = arg;
 
 	evbuffer_add(flags & PROTO_F_STDERR ? x->err : x->out, p, len);
+	return 0;
 }
 
 static void

@@ -4,6 +4,7 @@
  * route calls to it and its output back, reap it and say how it died.
  */
 #include <sys/queue.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -27,13 +28,15 @@
 #define WPROC_HELLO_TIMEOUT 10
 #define WPROC_MAX_RESTARTS 5
 #define WPROC_CRASHED                                                          \
-	"sandbox worker crashed; the call was interrupted and its output "     \
-	"may be incomplete; the sandbox is still there, try again"
+	"sandbox worker crashed; processes in the call were killed; "          \
+	"output may be incomplete; the sandbox is still there, try again"
 
 struct wcall {
 	uint32_t reqid;
 	wcall_data_cb data_cb;
 	wcall_done_cb done_cb;
+	wcall_credit_cb credit_cb;
+	char token[33]; /* marks an exec's processes in the container */
 	void *arg;
 	TAILQ_ENTRY(wcall) entry;
 };
@@ -54,6 +57,13 @@ static LIST_HEAD(, wproc) wprocs = LIST_HEAD_INITIALIZER(wprocs);
 static uint32_t next_reqid = 1;
 
 static void
+wproc_noop(json_object *res, void *arg)
+{
+	(void)res;
+	(void)arg;
+}
+
+static void
 wproc_maybe_free(struct wproc *wp)
 {
 	if (wp->bev != NULL || !wp->exited)
@@ -68,7 +78,7 @@ static void
 wproc_lost(struct wproc *wp, const char *why)
 {
 	struct wcall *wc;
-	json_object *err;
+	json_object *err, *tokens, *killop;
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct sandbox *sb = wp->sb;
 
@@ -82,8 +92,12 @@ wproc_lost(struct wproc *wp, const char *why)
 	wp->sb = NULL;
 	if (!wp->exited && !wp->told)
 		kill(wp->pid, SIGKILL);
+	tokens = json_object_new_array();
 	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
 		TAILQ_REMOVE(&wp->calls, wc, entry);
+		if (wc->token[0] != '\0')
+			json_object_array_add(
+			    tokens, json_object_new_string(wc->token));
 		err = json_object_new_object();
 		json_object_object_add(
 		    err, "error", json_object_new_string(why));
@@ -97,14 +111,36 @@ wproc_lost(struct wproc *wp, const char *why)
 		wp->ready_cb = NULL;
 		ready_cb(sb, why);
 	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
-		/* Adopt the container with a new worker, a bounded number
-		 * of times. */
+		/*
+		 * Adopt the container with a new worker, which first kills
+		 * what the interrupted calls left running; a bounded number
+		 * of times, then the sandbox is given up.
+		 */
 		if (sb->restarts++ < WPROC_MAX_RESTARTS &&
-		    wproc_spawn(sb, NULL) == 0)
+		    wproc_spawn(sb, NULL) == 0) {
 			log_info("%s: new worker for %.12s", __func__, sb->id);
-		else
-			log_warnx("%s: %.12s has no worker", __func__, sb->id);
+			if (json_object_array_length(tokens) > 0) {
+				killop = json_object_new_object();
+				json_object_object_add(killop, "op",
+				    json_object_new_string(PROTO_OP_KILL));
+				json_object_object_add(
+				    killop, "tokens", json_object_get(tokens));
+				wproc_call(
+				    sb->worker, killop, NULL, wproc_noop, NULL);
+				json_object_put(killop);
+			}
+		} else {
+			log_warnx("%s: %.12s: worker keeps dying; removing the "
+			          "sandbox",
+			    __func__, sb->id);
+			mcp_log(3,
+			    "sandbox %s failed (its worker kept "
+			    "crashing) and was removed",
+			    sb->name);
+			sandbox_destroy(sb, NULL, NULL);
+		}
 	}
+	json_object_put(tokens);
 	wproc_maybe_free(wp);
 }
 
@@ -123,7 +159,6 @@ wproc_find_call(struct wproc *wp, uint32_t reqid)
 static int
 wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 {
-	struct proto_hdr h = {.type = PROTO_CREDIT};
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct wcall *wc;
 	json_object *obj, *credit;
@@ -143,17 +178,20 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 	case PROTO_DATA:
 		if ((wc = wproc_find_call(wp, f->hdr.reqid)) == NULL)
 			return 0; /* a call we gave up on */
-		wc->data_cb(
-		    f->hdr.flags, (const char *)f->data, f->hdr.len, wc->arg);
-		/* The output is taken: give the stream its credit back. */
-		credit = json_object_new_object();
-		json_object_object_add(
-		    credit, "bytes", json_object_new_int64(f->hdr.len));
-		h.stream = f->hdr.stream;
-		h.reqid = f->hdr.reqid;
-		proto_write_json(bufferevent_get_output(wp->bev), PROTO_CREDIT,
-		    h.stream, h.reqid, credit);
-		json_object_put(credit);
+		/* Output taken at once gets its credit back at once. */
+		if (wc->data_cb == NULL ||
+		    wc->data_cb(f->hdr.flags, (const char *)f->data, f->hdr.len,
+		        wc->arg) == 0)
+			wproc_credit(wp, f->hdr.reqid, f->hdr.len);
+		return 0;
+	case PROTO_CREDIT:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if ((wc = wproc_find_call(wp, f->hdr.reqid)) != NULL &&
+		    wc->credit_cb != NULL &&
+		    json_object_object_get_ex(obj, "bytes", &credit))
+			wc->credit_cb(json_object_get_int64(credit), wc->arg);
+		json_object_put(obj);
 		return 0;
 	case PROTO_RESULT:
 		if ((obj = proto_frame_json(f)) == NULL)
@@ -276,6 +314,9 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
     wcall_done_cb done_cb, void *arg)
 {
 	struct wcall *wc;
+	json_object *op;
+	unsigned char r[16];
+	size_t i;
 
 	wc = xcalloc(1, sizeof *wc);
 	if ((wc->reqid = next_reqid++) == 0)
@@ -283,10 +324,69 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 	wc->data_cb = data_cb;
 	wc->done_cb = done_cb;
 	wc->arg = arg;
+	if (json_object_object_get_ex(call, "op", &op) &&
+	    strcmp(json_object_get_string(op), PROTO_OP_EXEC) == 0) {
+		/* Ours, so that a new worker can kill it if this one dies. */
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			fatal("getrandom");
+		for (i = 0; i < sizeof r; i++)
+			snprintf(wc->token + 2 * i, 3, "%02x", r[i]);
+		json_object_object_add(
+		    call, "token", json_object_new_string(wc->token));
+	}
 	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
 	proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL, wc->reqid,
 	    wc->reqid, call);
 	return wc->reqid;
+}
+
+/* Return credit for output of a call that the caller has now taken. */
+void
+wproc_credit(struct wproc *wp, uint32_t reqid, size_t bytes)
+{
+	json_object *c;
+
+	if (wp->bev == NULL || bytes == 0)
+		return;
+	c = json_object_new_object();
+	json_object_object_add(
+	    c, "bytes", json_object_new_int64((int64_t)bytes));
+	proto_write_json(
+	    bufferevent_get_output(wp->bev), PROTO_CREDIT, reqid, reqid, c);
+	json_object_put(c);
+}
+
+/* Standard input for a call made with stdin_stream (eof: the last). */
+void
+wproc_send(struct wproc *wp, uint32_t reqid, const void *p, size_t len, int eof)
+{
+	struct proto_hdr h = {.type = PROTO_DATA,
+	    .flags = PROTO_F_STDIN,
+	    .stream = reqid,
+	    .reqid = reqid};
+	const char *s = p;
+	size_t n;
+
+	if (wp->bev == NULL)
+		return;
+	do {
+		n = len > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK : len;
+		if (eof && n == len)
+			h.flags |= PROTO_F_EOF;
+		proto_write(bufferevent_get_output(wp->bev), &h, s, n);
+		s += n;
+		len -= n;
+	} while (len > 0);
+}
+
+/* Learn when the worker passed a call's input on (its credit). */
+void
+wproc_on_credit(struct wproc *wp, uint32_t reqid, wcall_credit_cb cb)
+{
+	struct wcall *wc;
+
+	if ((wc = wproc_find_call(wp, reqid)) != NULL)
+		wc->credit_cb = cb;
 }
 
 /* Ask the worker to kill a call; its result still comes. */

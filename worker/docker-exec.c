@@ -1,16 +1,9 @@
 /*
  * Exec sessions: one command run in the container as the sandbox user,
  * its output demultiplexed and forwarded as PROTO_DATA under the stream's
- * credit, its exit code read back.
- *
- * Docker has no call that kills an exec, and closing the stream leaves the
- * process running.  So each command carries a token in its environment
- * (inherited by everything it starts) and runs in its own session (Docker
- * makes the exec process a session leader, so its pid is its process
- * group).  To kill it, a second exec, run as the same user, finds every
- * process carrying the token in /proc and kills it and its group.  That
- * needs nothing of the host, so it works against a remote engine too, and
- * the command itself runs exactly as given (no wrapper, no pid file).
+ * credit, its standard input (if any) sent over a hijacked connection,
+ * its exit code read back.  Timeouts, output caps and cancellation kill
+ * the command's processes inside the container (docker-kill.c).
  */
 #include <sys/queue.h>
 
@@ -20,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "config.h"
@@ -30,20 +25,10 @@
 #include "worker.h"
 #include "xmalloc.h"
 
-#define EXEC_USER "65534:65534"
-#define EXEC_TOKEN_ENV "MCP_SANDBOXD_EXEC"
 #define EXEC_KILL_GRACE_MS 2000
 #define EXEC_OOM_WAIT_MS 300
 
 /* $1 token, $2 command: record our pid (the process group), run. */
-/* $1 token: kill each process carrying it, and its process group. */
-static const char exec_killer[] =
-    "for p in /proc/[0-9]*; do"
-    " tr '\\0' '\\n' <$p/environ 2>/dev/null |"
-    " grep -qx \"" EXEC_TOKEN_ENV "=$1\" &&"
-    " { kill -9 -${p#/proc/}; kill -9 ${p#/proc/}; } 2>/dev/null;"
-    " done; exit 0";
-
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
 
 struct wexec {
@@ -53,7 +38,7 @@ struct wexec {
 	char token[40];
 	char *exec_id;
 	struct docker_req *req; /* the request in flight, if any */
-	struct docker_req *kill; /* the killer exec's request, if any */
+	struct killer *killer; /* the killer in flight, if any */
 	struct demux demux;
 	long credit;
 	int paused;
@@ -66,6 +51,9 @@ struct wexec {
 	struct event *kick; /* runs the killer outside curl callbacks */
 	char *error;
 	json_object *stdin_data; /* standard input, sent over a hijack */
+	int stdin_stream; /* ... or streamed by the supervisor */
+	struct evbuffer *stdin_early; /* input that came before the exec */
+	int stdin_eof;
 	LIST_ENTRY(wexec) entry;
 };
 
@@ -99,8 +87,10 @@ exec_free(struct wexec *x)
 	LIST_REMOVE(x, entry);
 	if (x->req != NULL)
 		docker_req_cancel(x->req);
-	if (x->kill != NULL)
-		docker_req_cancel(x->kill);
+	if (x->killer != NULL)
+		killer_cancel(x->killer);
+	if (x->stdin_early != NULL)
+		evbuffer_free(x->stdin_early);
 	event_free(x->timer);
 	event_free(x->kick);
 	free(x->exec_id);
@@ -117,76 +107,32 @@ exec_fail(struct wexec *x, const char *what, const char *err)
 	exec_finish(x);
 }
 
-/* The killer exec ran (or failed); the stream should end by itself now. */
+/* The killer ran (or failed); the stream should end by itself now. */
 static void
-exec_killed_cb(const struct docker_resp *resp, void *arg)
+exec_killed(void *arg, const char *err)
 {
 	struct wexec *x = arg;
 	struct timeval tv = {
 	    EXEC_KILL_GRACE_MS / 1000, (EXEC_KILL_GRACE_MS % 1000) * 1000};
 
-	x->kill = NULL;
-	if (resp->error != NULL)
-		log_warnx(
-		    "%s: kill of %s: %s", __func__, x->token, resp->error);
+	x->killer = NULL;
+	if (err != NULL)
+		log_warnx("%s: kill of %s: %s", __func__, x->token, err);
 	if (x->state == X_RUN)
 		evtimer_add(x->timer, &tv);
-}
-
-static void
-exec_kill_started(const struct docker_resp *resp, void *arg)
-{
-	struct wexec *x = arg;
-	json_object *id, *start;
-	char *path;
-
-	x->kill = NULL;
-	if (resp->error != NULL || resp->json == NULL ||
-	    !json_object_object_get_ex(resp->json, "Id", &id)) {
-		exec_killed_cb(resp, arg);
-		return;
-	}
-	xasprintf(&path, "/exec/%s/start", json_object_get_string(id));
-	start = json_object_new_object();
-	json_object_object_add(start, "Detach", json_object_new_boolean(0));
-	json_object_object_add(start, "Tty", json_object_new_boolean(0));
-	x->kill =
-	    docker_call(x->w->docker, "POST", path, start, exec_killed_cb, x);
-	json_object_put(start);
-	free(path);
 }
 
 static void
 exec_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct wexec *x = arg;
-	json_object *body, *cmd;
-	char *path, *esc;
+	const char *tok = x->token;
 
 	(void)fd;
 	(void)what;
-	if (x->kill != NULL || x->state != X_RUN)
+	if (x->killer != NULL || x->state != X_RUN)
 		return;
-	body = json_object_new_object();
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(exec_killer));
-	json_object_array_add(cmd, json_object_new_string("mcp-kill"));
-	json_object_array_add(cmd, json_object_new_string(x->token));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
-	json_object_object_add(
-	    body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(
-	    body, "AttachStderr", json_object_new_boolean(1));
-	esc = docker_escape(x->w->container);
-	xasprintf(&path, "/containers/%s/exec", esc);
-	x->kill =
-	    docker_call(x->w->docker, "POST", path, body, exec_kill_started, x);
-	free(path);
-	free(esc);
-	json_object_put(body);
+	x->killer = killer_run(x->w, &tok, 1, exec_killed, x);
 }
 
 /* Kill the command's processes inside the container (once). */
@@ -241,7 +187,7 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 	if (stream == DEMUX_STDIN)
 		return 0;
 	room = x->cap - (x->out_bytes + x->err_bytes);
-	if ((long long)len > room) {
+	if (x->cap > 0 && (long long)len > room) {
 		len = room > 0 ? (size_t)room : 0;
 		if (!x->truncated) {
 			x->truncated = 1;
@@ -333,6 +279,22 @@ exec_stream_done(const struct docker_resp *resp, void *arg)
 	exec_inspect(x);
 }
 
+/* Input left for the engine: the supervisor may send that much more. */
+static void
+exec_stdin_sent(size_t n, void *arg)
+{
+	struct wexec *x = arg;
+	json_object *c;
+
+	if (!x->stdin_stream)
+		return;
+	c = json_object_new_object();
+	json_object_object_add(c, "bytes", json_object_new_int64((int64_t)n));
+	proto_write_json(bufferevent_get_output(x->w->bev), PROTO_CREDIT,
+	    x->reqid, x->reqid, c);
+	json_object_put(c);
+}
+
 static void
 exec_created_cb(const struct docker_resp *resp, void *arg)
 {
@@ -357,13 +319,24 @@ exec_created_cb(const struct docker_resp *resp, void *arg)
 	json_object_object_add(start, "Detach", json_object_new_boolean(0));
 	json_object_object_add(start, "Tty", json_object_new_boolean(0));
 	xasprintf(&path, "/exec/%s/start", x->exec_id);
-	if (x->stdin_data != NULL) {
+	if (x->stdin_data != NULL || x->stdin_stream) {
 		/* Input needs the connection both ways. */
 		x->req = docker_hijack(x->w->docker, path, start, exec_data_cb,
 		    exec_stream_done, x);
-		docker_req_write(x->req, json_object_get_string(x->stdin_data),
-		    (size_t)json_object_get_string_len(x->stdin_data));
-		docker_req_close_write(x->req);
+		docker_req_on_sent(x->req, exec_stdin_sent);
+		if (x->stdin_data != NULL)
+			docker_req_write(x->req,
+			    json_object_get_string(x->stdin_data),
+			    (size_t)json_object_get_string_len(x->stdin_data));
+		if (x->stdin_early != NULL) {
+			docker_req_write(x->req,
+			    evbuffer_pullup(x->stdin_early, -1),
+			    evbuffer_get_length(x->stdin_early));
+			evbuffer_free(x->stdin_early);
+			x->stdin_early = NULL;
+		}
+		if (x->stdin_data != NULL || x->stdin_eof)
+			docker_req_close_write(x->req);
 	} else
 		x->req = docker_stream(x->w->docker, "POST", path, start,
 		    exec_data_cb, exec_stream_done, x);
@@ -443,6 +416,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	struct timeval tv;
 	long long timeout;
 	char *path, *esc, *kv;
+	int dup;
 
 	x = xcalloc(1, sizeof *x);
 	x->w = w;
@@ -454,22 +428,30 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	demux_init(&x->demux);
 	x->timer = evtimer_new(w->base, exec_timer_cb, x);
 	x->kick = event_new(w->base, -1, 0, exec_kick_cb, x);
-	snprintf(x->token, sizeof x->token, "%08x%08x%08x", (unsigned)getpid(),
-	    reqid, (unsigned)random());
+	if (json_object_object_get_ex(call, "token", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    killer_token_valid(json_object_get_string(v)))
+		snprintf(
+		    x->token, sizeof x->token, "%s", json_object_get_string(v));
+	else
+		snprintf(x->token, sizeof x->token, "%08x%08x%08x",
+		    (unsigned)getpid(), reqid, (unsigned)random());
+	dup = exec_find(w, reqid) != NULL;
 	LIST_INSERT_HEAD(&w->execs, x, entry);
-
-	if (exec_find(w, reqid) != x) {
+	if (dup) {
 		exec_fail(x, "bad call", "duplicate request id");
 		return;
 	}
-	command = json_str(call, "command");
-	if (command == NULL ||
-	    strcmp(json_str(call, "op") ? json_str(call, "op") : "",
-	        PROTO_OP_EXEC) != 0) {
+	if ((command = json_str(call, "command")) == NULL) {
 		exec_fail(x, "bad call", "no command");
 		return;
 	}
 	x->cap = json_int(call, "output_cap", w->conf->output_cap);
+	if (json_object_object_get_ex(call, "stdin_stream", &v) &&
+	    json_object_get_boolean(v)) {
+		x->stdin_stream = 1;
+		x->stdin_early = evbuffer_new();
+	}
 	timeout = json_int(call, "timeout_ms", 0);
 
 	body = json_object_new_object();
@@ -484,11 +466,11 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	json_object_object_add(
 	    body, "AttachStderr", json_object_new_boolean(1));
 	if (json_object_object_get_ex(call, "stdin", &v) &&
-	    json_object_is_type(v, json_type_string)) {
+	    json_object_is_type(v, json_type_string) && !x->stdin_stream)
 		x->stdin_data = json_object_get(v);
+	if (x->stdin_data != NULL || x->stdin_stream)
 		json_object_object_add(
 		    body, "AttachStdin", json_object_new_boolean(1));
-	}
 	if ((workdir = json_str(call, "workdir")) != NULL)
 		json_object_object_add(
 		    body, "WorkingDir", json_object_new_string(workdir));
@@ -560,4 +542,70 @@ exec_abort_all(struct worker *w)
 	/* Each exec_free() unlinks the head. */
 	while ((x = LIST_FIRST(&w->execs)) != NULL)
 		exec_free(x); // NOLINT(clang-analyzer-unix.Malloc)
+}
+
+/* PROTO_DATA with PROTO_F_STDIN: input for a streamed exec. */
+void
+exec_stdin(
+    struct worker *w, uint32_t reqid, uint16_t flags, const void *p, size_t len)
+{
+	struct wexec *x;
+
+	if ((x = exec_find(w, reqid)) == NULL || !x->stdin_stream ||
+	    x->stdin_eof)
+		return;
+	if (flags & PROTO_F_EOF)
+		x->stdin_eof = 1;
+	if (x->req != NULL && x->state == X_RUN) {
+		docker_req_write(x->req, p, len);
+		if (x->stdin_eof)
+			docker_req_close_write(x->req);
+	} else if (x->stdin_early != NULL)
+		evbuffer_add(x->stdin_early, p, len);
+}
+
+struct killcall {
+	struct worker *w;
+	uint32_t reqid;
+};
+
+static void
+exec_tokens_killed(void *arg, const char *err)
+{
+	struct killcall *kc = arg;
+	json_object *r;
+
+	r = json_object_new_object();
+	if (err != NULL)
+		json_object_object_add(r, "error", json_object_new_string(err));
+	worker_send_json(kc->w, PROTO_RESULT, kc->reqid, r);
+	json_object_put(r);
+	free(kc);
+}
+
+/* PROTO_CALL "kill": kill what carries these tokens (a dead worker's). */
+void
+exec_kill_tokens(struct worker *w, uint32_t reqid, json_object *call)
+{
+	const char *toks[64];
+	struct killcall *kc;
+	json_object *a, *v;
+	size_t i, n = 0;
+
+	if (json_object_object_get_ex(call, "tokens", &a) &&
+	    json_object_is_type(a, json_type_array))
+		for (i = 0; i < json_object_array_length(a) && n < 64; i++) {
+			v = json_object_array_get_idx(a, i);
+			if (json_object_is_type(v, json_type_string) &&
+			    killer_token_valid(json_object_get_string(v)))
+				toks[n++] = json_object_get_string(v);
+		}
+	kc = xcalloc(1, sizeof *kc);
+	kc->w = w;
+	kc->reqid = reqid;
+	if (n == 0) {
+		exec_tokens_killed(kc, NULL);
+		return;
+	}
+	killer_run(w, toks, n, exec_tokens_killed, kc);
 }

@@ -68,8 +68,25 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 	case PROTO_CALL:
 		if ((obj = proto_frame_json(f)) == NULL)
 			return -1;
-		exec_start(w, f->hdr.reqid, obj);
+		if (!json_object_object_get_ex(obj, "op", &v) ||
+		    !json_object_is_type(v, json_type_string)) {
+			json_object_put(obj);
+			return -1;
+		}
+		if (strcmp(json_object_get_string(v), PROTO_OP_EXEC) == 0)
+			exec_start(w, f->hdr.reqid, obj);
+		else if (strcmp(json_object_get_string(v), PROTO_OP_KILL) == 0)
+			exec_kill_tokens(w, f->hdr.reqid, obj);
+		else {
+			json_object_put(obj);
+			return -1;
+		}
 		json_object_put(obj);
+		return 0;
+	case PROTO_DATA:
+		if (!(f->hdr.flags & PROTO_F_STDIN))
+			return -1;
+		exec_stdin(w, f->hdr.reqid, f->hdr.flags, f->data, f->hdr.len);
 		return 0;
 	case PROTO_CANCEL:
 		exec_cancel(w, f->hdr.reqid);

@@ -34,7 +34,18 @@ int worker_send_json(struct worker *, uint16_t, uint32_t, json_object *);
 void exec_start(struct worker *, uint32_t, json_object *);
 void exec_cancel(struct worker *, uint32_t);
 void exec_credit(struct worker *, uint32_t, long);
+void exec_stdin(struct worker *, uint32_t, uint16_t, const void *, size_t);
+void exec_kill_tokens(struct worker *, uint32_t, json_object *);
 void exec_abort_all(struct worker *);
+
+/* docker-kill.c */
+#define EXEC_USER "65534:65534"
+#define EXEC_TOKEN_ENV "MCP_SANDBOXD_EXEC"
+struct killer;
+struct killer *killer_run(struct worker *, const char *const *, size_t,
+    void (*)(void *, const char *), void *);
+void killer_cancel(struct killer *);
+int killer_token_valid(const char *);
 
 /* docker-events.c */
 void events_start(struct worker *);
