@@ -191,6 +191,7 @@ mcp_tools_call(
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();
 	TAILQ_INSERT_TAIL(&calls, c, entry);
+	progress_start(c, params);
 	if (sup.shutting_down) {
 		call_reply(c, tool_error("the server is shutting down"));
 		return NULL;
@@ -202,6 +203,7 @@ mcp_tools_call(
 static void
 call_free(struct call *c)
 {
+	progress_end(c);
 	TAILQ_REMOVE(&calls, c, entry);
 	json_object_put(c->id);
 	json_object_put(c->args);
@@ -213,6 +215,7 @@ call_free(struct call *c)
 void
 call_reply(struct call *c, json_object *result)
 {
+	progress_end(c);
 	if (!c->cancelled)
 		mcp_send(rpc_result(c->id, result));
 	else
@@ -233,6 +236,7 @@ mcp_cancelled(json_object *params)
 	{
 		if (json_object_equal(c->id, rid) && !c->cancelled) {
 			c->cancelled = 1;
+			progress_end(c);
 			log_info("call %s cancelled by the client", c->tool);
 			if (c->cancel != NULL)
 				c->cancel(c);

@@ -46,6 +46,7 @@ struct call {
 	int cancelled;
 	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
+	struct progress *progress; /* when the client asked for it */
 	TAILQ_ENTRY(call) entry;
 };
 
@@ -95,6 +96,11 @@ void mcp_send(json_object *);
 void mcp_log(int, const char *, ...) __attribute__((format(printf, 2, 3)));
 void call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
+
+/* progress.c */
+void progress_start(struct call *, json_object *);
+void progress_output(struct call *, const char *, size_t);
+void progress_end(struct call *);
 
 /* jsonrpc.c */
 enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE };

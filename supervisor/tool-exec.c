@@ -183,6 +183,7 @@ xcall_data(uint16_t flags, const char *p, size_t len, void *arg)
 	struct xcall *x = arg;
 
 	evbuffer_add(flags & PROTO_F_STDERR ? x->err : x->out, p, len);
+	progress_output(x->call, p, len);
 	return 0;
 }
 
