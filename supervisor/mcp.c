@@ -17,34 +17,80 @@
 static const char *const mcp_versions[] = {
     "2025-11-25", "2025-06-18", "2025-03-26"};
 
-static struct {
-	int initialized; /* initialize answered */
-	char version[16];
-	int log_level; /* index into mcp_levels; -1: none sent */
-} mcp = {.log_level = 5};
+static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
+static unsigned int next_session_id = 1;
 
 /* syslog severities, as MCP names them; notifications at or above. */
 static const char *const mcp_levels[] = {"emergency", "alert", "critical",
     "error", "warning", "notice", "info", "debug"};
 
-static TAILQ_HEAD(, call) calls = TAILQ_HEAD_INITIALIZER(calls);
-
-void
-mcp_send(json_object *msg)
+/* A new client session; send(sess, msg) delivers its messages. */
+struct session *
+session_new(void (*send)(struct session *, json_object *), void *transport)
 {
-	size_t len;
-	const char *s;
+	struct session *sess;
 
-	s = json_object_to_json_string_length(
-	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	stdio_write(s, len);
-	json_object_put(msg);
+	sess = xcalloc(1, sizeof *sess);
+	sess->id = next_session_id++;
+	sess->send = send;
+	sess->transport = transport;
+	sess->log_level = 5; /* notice */
+	TAILQ_INIT(&sess->calls);
+	TAILQ_INSERT_TAIL(&sessions, sess, entry);
+	return sess;
 }
 
-/* A notifications/message to the client, if its level asks for it. */
-void
-mcp_log(int level, const char *fmt, ...)
+static void
+session_sandboxes_gone(void *arg)
 {
+	struct session *sess = arg;
+
+	TAILQ_REMOVE(&sessions, sess, entry);
+	free(sess);
+}
+
+/*
+ * The client went away: its calls are cancelled (no answers go out) and
+ * its sandboxes removed; then the session is freed.
+ */
+void
+session_close(struct session *sess)
+{
+	struct call *c;
+
+	if (sess->closing)
+		return;
+	sess->closing = 1;
+	TAILQ_FOREACH(c, &sess->calls, entry)
+	{
+		if (!c->cancelled) {
+			c->cancelled = 1;
+			progress_end(c);
+			if (c->cancel != NULL)
+				c->cancel(c);
+		}
+	}
+	sandbox_destroy_owned(sess, session_sandboxes_gone, sess);
+}
+
+/* Send a message (taken) to a session's client. */
+void
+mcp_send(struct session *sess, json_object *msg)
+{
+	if (sess->closing)
+		json_object_put(msg);
+	else
+		sess->send(sess, msg);
+}
+
+/*
+ * A notifications/message to a session (NULL: every session), if its
+ * level asks for it.
+ */
+void
+mcp_log(struct session *only, int level, const char *fmt, ...)
+{
+	struct session *sess;
 	json_object *n, *p;
 	char buf[1024];
 	va_list ap;
@@ -52,24 +98,30 @@ mcp_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	if (!mcp.initialized || level > mcp.log_level)
-		return;
-	n = json_object_new_object();
-	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(
-	    n, "method", json_object_new_string("notifications/message"));
-	p = json_object_new_object();
-	json_object_object_add(
-	    p, "level", json_object_new_string(mcp_levels[level]));
-	json_object_object_add(
-	    p, "logger", json_object_new_string("mcp-sandboxd"));
-	json_object_object_add(p, "data", json_object_new_string(buf));
-	json_object_object_add(n, "params", p);
-	mcp_send(n);
+	TAILQ_FOREACH(sess, &sessions, entry)
+	{
+		if ((only != NULL && sess != only) || !sess->initialized ||
+		    level > sess->log_level)
+			continue;
+		n = json_object_new_object();
+		json_object_object_add(
+		    n, "jsonrpc", json_object_new_string("2.0"));
+		json_object_object_add(n, "method",
+		    json_object_new_string("notifications/message"));
+		p = json_object_new_object();
+		json_object_object_add(
+		    p, "level", json_object_new_string(mcp_levels[level]));
+		json_object_object_add(
+		    p, "logger", json_object_new_string("mcp-sandboxd"));
+		json_object_object_add(p, "data", json_object_new_string(buf));
+		json_object_object_add(n, "params", p);
+		mcp_send(sess, n);
+	}
 }
 
 static json_object *
-mcp_initialize(json_object *params, int *code, const char **why)
+mcp_initialize(struct session *sess, json_object *id, json_object *params,
+    int *code, const char **why)
 {
 	json_object *v, *r, *caps, *o, *info;
 	const char *want = NULL;
@@ -84,16 +136,17 @@ mcp_initialize(json_object *params, int *code, const char **why)
 	}
 	want = json_object_get_string(v);
 	/* The client's version if we speak it, else our latest. */
-	snprintf(mcp.version, sizeof mcp.version, "%s", mcp_versions[0]);
+	(void)id;
+	snprintf(sess->version, sizeof sess->version, "%s", mcp_versions[0]);
 	for (i = 0; i < sizeof mcp_versions / sizeof mcp_versions[0]; i++)
 		if (strcmp(want, mcp_versions[i]) == 0)
-			snprintf(mcp.version, sizeof mcp.version, "%s",
+			snprintf(sess->version, sizeof sess->version, "%s",
 			    mcp_versions[i]);
-	mcp.initialized = 1;
+	sess->initialized = 1;
 
 	r = json_object_new_object();
 	json_object_object_add(
-	    r, "protocolVersion", json_object_new_string(mcp.version));
+	    r, "protocolVersion", json_object_new_string(sess->version));
 	caps = json_object_new_object();
 	o = json_object_new_object();
 	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
@@ -118,18 +171,32 @@ mcp_initialize(json_object *params, int *code, const char **why)
 }
 
 static json_object *
-mcp_set_level(json_object *params, int *code, const char **why)
+mcp_ping(struct session *sess, json_object *id, json_object *params, int *code,
+    const char **why)
+{
+	(void)sess;
+	(void)id;
+	(void)params;
+	(void)code;
+	(void)why;
+	return json_object_new_object();
+}
+
+static json_object *
+mcp_set_level(struct session *sess, json_object *id, json_object *params,
+    int *code, const char **why)
 {
 	json_object *v;
 	size_t i;
 
+	(void)id;
 	if (params != NULL && json_object_is_type(params, json_type_object) &&
 	    json_object_object_get_ex(params, "level", &v) &&
 	    json_object_is_type(v, json_type_string))
 		for (i = 0; i < sizeof mcp_levels / sizeof mcp_levels[0]; i++)
 			if (strcmp(json_object_get_string(v), mcp_levels[i]) ==
 			    0) {
-				mcp.log_level = (int)i;
+				sess->log_level = (int)i;
 				return json_object_new_object();
 			}
 	*code = RPC_INVALID_PARAMS;
@@ -139,11 +206,14 @@ mcp_set_level(json_object *params, int *code, const char **why)
 }
 
 static json_object *
-mcp_tools_list(json_object *params, int *code, const char **why)
+mcp_tools_list(struct session *sess, json_object *id, json_object *params,
+    int *code, const char **why)
 {
 	json_object *v, *r;
 	const char *cursor = NULL;
 
+	(void)sess;
+	(void)id;
 	if (params != NULL && json_object_is_type(params, json_type_object) &&
 	    json_object_object_get_ex(params, "cursor", &v) && v != NULL) {
 		if (!json_object_is_type(v, json_type_string)) {
@@ -160,8 +230,8 @@ mcp_tools_list(json_object *params, int *code, const char **why)
 
 /* Start a tools/call; its result goes out later through call_reply(). */
 static json_object *
-mcp_tools_call(
-    json_object *id, json_object *params, int *code, const char **why)
+mcp_tools_call(struct session *sess, json_object *id, json_object *params,
+    int *code, const char **why)
 {
 	const struct tool *t;
 	struct call *c;
@@ -186,11 +256,12 @@ mcp_tools_call(
 		return NULL;
 	}
 	c = xcalloc(1, sizeof *c);
+	c->sess = sess;
 	c->id = json_object_get(id);
 	c->tool = xstrdup(t->name);
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();
-	TAILQ_INSERT_TAIL(&calls, c, entry);
+	TAILQ_INSERT_TAIL(&sess->calls, c, entry);
 	progress_start(c, params);
 	if (sup.shutting_down) {
 		call_reply(c, tool_error("the server is shutting down"));
@@ -204,7 +275,7 @@ static void
 call_free(struct call *c)
 {
 	progress_end(c);
-	TAILQ_REMOVE(&calls, c, entry);
+	TAILQ_REMOVE(&c->sess->calls, c, entry);
 	json_object_put(c->id);
 	json_object_put(c->args);
 	free(c->tool);
@@ -217,14 +288,14 @@ call_reply(struct call *c, json_object *result)
 {
 	progress_end(c);
 	if (!c->cancelled)
-		mcp_send(rpc_result(c->id, result));
+		mcp_send(c->sess, rpc_result(c->id, result));
 	else
 		json_object_put(result);
 	call_free(c);
 }
 
 static void
-mcp_cancelled(json_object *params)
+mcp_cancelled(struct session *sess, json_object *params)
 {
 	json_object *rid;
 	struct call *c;
@@ -232,7 +303,7 @@ mcp_cancelled(json_object *params)
 	if (params == NULL || !json_object_is_type(params, json_type_object) ||
 	    !json_object_object_get_ex(params, "requestId", &rid))
 		return;
-	TAILQ_FOREACH(c, &calls, entry)
+	TAILQ_FOREACH(c, &sess->calls, entry)
 	{
 		if (json_object_equal(c->id, rid) && !c->cancelled) {
 			c->cancelled = 1;
@@ -249,30 +320,50 @@ mcp_cancelled(json_object *params)
 void
 mcp_shutdown_calls(void)
 {
+	struct session *sess;
 	struct call *c;
 
-	TAILQ_FOREACH(c, &calls, entry)
-	if (c->cancel != NULL && !c->cancelled)
-		c->cancel(c);
+	TAILQ_FOREACH(sess, &sessions, entry)
+	{
+		TAILQ_FOREACH(c, &sess->calls, entry)
+		if (c->cancel != NULL && !c->cancelled)
+			c->cancel(c);
+	}
 }
 
-/* One message from the client. */
+static const struct {
+	const char *name;
+	json_object *(*fn)(struct session *, json_object *, json_object *,
+	    int *, const char **);
+} methods[] = {
+    {"initialize", mcp_initialize},
+    {"ping", mcp_ping},
+    {"logging/setLevel", mcp_set_level},
+    {"tools/list", mcp_tools_list},
+    {"tools/call", mcp_tools_call},
+};
+
+/* One message from a session's client. */
 void
-mcp_handle_line(const char *line, size_t len)
+mcp_handle_line(struct session *sess, const char *line, size_t len)
 {
 	struct rpc_msg m;
 	json_object *obj, *result = NULL;
-	const char *why = NULL;
-	int code = 0;
+	const char *why = "method not found";
+	int code = RPC_METHOD_NOT_FOUND;
+	size_t i;
 
 	if ((obj = rpc_parse(line, len, sup.conf->max_json_depth, &code)) ==
 	    NULL) {
-		mcp_send(rpc_error(NULL, RPC_PARSE_ERROR,
-		    "parse error: not valid JSON (or nested too deeply)"));
+		mcp_send(sess,
+		    rpc_error(NULL, code,
+		        code == RPC_PARSE_ERROR
+		            ? "parse error: not valid JSON (or nested too deeply)"
+		            : "invalid request: a message is a JSON object"));
 		return;
 	}
 	if ((code = rpc_validate(obj, &m, &why)) != 0) {
-		mcp_send(rpc_error(m.id, code, why));
+		mcp_send(sess, rpc_error(m.id, code, why));
 		json_object_put(obj);
 		return;
 	}
@@ -282,28 +373,23 @@ mcp_handle_line(const char *line, size_t len)
 	}
 	if (m.kind == RPC_NOTIFICATION) {
 		if (strcmp(m.method, "notifications/cancelled") == 0)
-			mcp_cancelled(m.params);
+			mcp_cancelled(sess, m.params);
 		json_object_put(obj);
 		return;
 	}
-
-	if (strcmp(m.method, "initialize") == 0)
-		result = mcp_initialize(m.params, &code, &why);
-	else if (strcmp(m.method, "ping") == 0)
-		result = json_object_new_object();
-	else if (strcmp(m.method, "logging/setLevel") == 0)
-		result = mcp_set_level(m.params, &code, &why);
-	else if (strcmp(m.method, "tools/list") == 0)
-		result = mcp_tools_list(m.params, &code, &why);
-	else if (strcmp(m.method, "tools/call") == 0)
-		result = mcp_tools_call(m.id, m.params, &code, &why);
-	else {
-		code = RPC_METHOD_NOT_FOUND;
-		why = "method not found";
+	code = RPC_METHOD_NOT_FOUND;
+	why = "method not found";
+	for (i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		if (strcmp(m.method, methods[i].name) == 0) {
+			code = 0;
+			result =
+			    methods[i].fn(sess, m.id, m.params, &code, &why);
+			break;
+		}
 	}
 	if (result != NULL)
-		mcp_send(rpc_result(m.id, result));
+		mcp_send(sess, rpc_result(m.id, result));
 	else if (code != 0)
-		mcp_send(rpc_error(m.id, code, why));
+		mcp_send(sess, rpc_error(m.id, code, why));
 	json_object_put(obj);
 }

@@ -62,7 +62,7 @@ progress_send(struct progress *p)
 		evbuffer_drain(p->tail, len);
 	}
 	json_object_object_add(n, "params", params);
-	mcp_send(n);
+	mcp_send(p->call->sess, n);
 	p->last_ms = now_ms();
 	evtimer_add(p->timer, &tv);
 }

@@ -21,23 +21,31 @@
 
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
 
-/* A sandbox by full id, unique id prefix (12 or more) or name. */
+/*
+ * A session's sandbox by full id, unique id prefix (12 or more) or name
+ * (sess NULL: any session's, by full id only).
+ */
 struct sandbox *
-sandbox_find(const char *key)
+sandbox_find(struct session *sess, const char *key)
 {
 	struct sandbox *sb, *found = NULL;
 	size_t len = strlen(key);
 
 	TAILQ_FOREACH(sb, &sandboxes, entry)
 	{
-		if (strcmp(sb->id, key) == 0 || strcmp(sb->name, key) == 0)
+		if (sb->id != NULL && strcmp(sb->id, key) == 0 &&
+		    (sess == NULL || sb->owner == sess))
+			return sb;
+		if (sess != NULL && sb->owner == sess &&
+		    strcmp(sb->name, key) == 0)
 			return sb;
 	}
-	if (len < 12)
+	if (len < 12 || sess == NULL)
 		return NULL;
 	TAILQ_FOREACH(sb, &sandboxes, entry)
 	{
-		if (strncmp(sb->id, key, len) == 0) {
+		if (sb->owner == sess && sb->id != NULL &&
+		    strncmp(sb->id, key, len) == 0) {
 			if (found != NULL)
 				return NULL;
 			found = sb;
@@ -65,7 +73,7 @@ sandbox_lookup(struct call *c, const char *key)
 		        key));
 		return NULL;
 	}
-	if ((sb = sandbox_find(id)) == NULL) {
+	if ((sb = sandbox_find(c->sess, id)) == NULL) {
 		call_reply(c,
 		    tool_error(
 		        "no sandbox \"%.80s\": it may have "
@@ -178,6 +186,12 @@ sandbox_destroy(
 	free(path);
 }
 
+struct sowned {
+	int pending;
+	void (*done)(void *);
+	void *arg;
+};
+
 static int destroy_pending;
 static void (*destroy_all_done)(void);
 
@@ -188,6 +202,39 @@ sandbox_destroy_all_cb(void *arg, const char *err)
 	(void)err;
 	if (--destroy_pending == 0 && destroy_all_done != NULL)
 		destroy_all_done();
+}
+
+static void
+sandbox_owned_cb(void *arg, const char *err)
+{
+	struct sowned *o = arg;
+
+	(void)err;
+	if (--o->pending > 0)
+		return;
+	o->done(o->arg);
+	free(o);
+}
+
+/* Remove every sandbox of a session; done(arg) once all are gone. */
+void
+sandbox_destroy_owned(struct session *sess, void (*done)(void *), void *arg)
+{
+	struct sandbox *sb, *next;
+	struct sowned *o;
+
+	o = xcalloc(1, sizeof *o);
+	o->done = done;
+	o->arg = arg;
+	o->pending = 1;
+	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
+		next = TAILQ_NEXT(sb, entry);
+		if (sb->owner != sess || sb->id == NULL)
+			continue;
+		o->pending++;
+		sandbox_destroy(sb, sandbox_owned_cb, o);
+	}
+	sandbox_owned_cb(o, NULL);
 }
 
 /* Remove every sandbox; done() once all are gone. */
@@ -213,7 +260,7 @@ sandbox_expire_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	log_info("sandbox %.12s reached its lifetime; removing it", sb->id);
-	mcp_log(6, "sandbox %s expired and was removed", sb->name);
+	mcp_log(sb->owner, 6, "sandbox %s expired and was removed", sb->name);
 	sandbox_destroy(sb, NULL, NULL);
 }
 
@@ -413,7 +460,7 @@ screate_pull(struct screate *s)
 		xasprintf(
 		    &path, "/images/create?fromImage=%s&tag=%s", eimg, etag);
 	log_info("pulling image %s", s->sb->image);
-	mcp_log(6, "pulling image %s", s->sb->image);
+	mcp_log(s->call->sess, 6, "pulling image %s", s->sb->image);
 	docker_stream(sup.docker, "POST", path, NULL, screate_pull_data,
 	    screate_pulled_cb, s);
 	free(path);
@@ -474,8 +521,8 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 {
 	const struct config *c = sup.conf;
 	json_object *o, *h, *a, *t, *labels, *lc;
-	char *s;
-	int has_home = 0;
+	char *s, *k, *eq;
+	int has_home = 0, i;
 
 	o = json_object_new_object();
 	json_object_object_add(o, "Image", json_object_new_string(sb->image));
@@ -506,6 +553,13 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 	}
 	json_object_object_add(o, "Env", a);
 	labels = json_object_new_object();
+	for (i = 0; i < c->nlabels; i++) {
+		eq = strchr(c->labels[i], '=');
+		k = xstrndup(c->labels[i], (size_t)(eq - c->labels[i]));
+		json_object_object_add(
+		    labels, k, json_object_new_string(eq + 1));
+		free(k);
+	}
 	reaper_labels(labels, sb->expires);
 	json_object_object_add(
 	    labels, NAME_LABEL, json_object_new_string(sb->name));
@@ -580,6 +634,7 @@ sandbox_create(struct call *c, const char *image, const char *name,
 	sb->created = time(NULL);
 	sb->expires = sb->created + ttl;
 	sb->state = SB_STARTING;
+	sb->owner = c->sess;
 	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
 
 	s = xcalloc(1, sizeof *s);
@@ -589,8 +644,8 @@ sandbox_create(struct call *c, const char *image, const char *name,
 	if (name != NULL) {
 		ename = docker_escape(name);
 		xasprintf(&s->path,
-		    "/containers/create?name=mcp-sandboxd-%.8s-%s",
-		    sup.instance, ename);
+		    "/containers/create?name=mcp-sandboxd-%.8s-%u-%s",
+		    sup.instance, c->sess->id, ename);
 		free(ename);
 	} else
 		s->path = xstrdup("/containers/create");

@@ -2,7 +2,11 @@
  * The stdio transport: one JSON-RPC message per line on stdin, one per
  * line on stdout and nothing else there.  A line longer than the cap is
  * dropped whole (answered with a parse error) without being buffered.
+ * Pipes and sockets are watched by libevent; a regular file (epoll cannot
+ * watch one) is read a chunk per loop turn and written synchronously.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,49 +22,49 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
+#define STDIO_FILE_CHUNK (64 * 1024)
+
 static struct bufferevent *in_bev, *out_bev;
+static struct evbuffer *in_file; /* input read from a regular file */
+static struct event *in_file_ev;
+static int out_is_file;
 static int discarding; /* inside a line that was too long */
+static struct session *stdio_sess;
 
 static void
-stdio_read_cb(struct bufferevent *bev, void *arg)
+stdio_too_long(void)
 {
-	struct evbuffer *in = bufferevent_get_input(bev);
+	log_warnx("stdin: message over %ld bytes dropped", sup.conf->max_line);
+	mcp_send(
+	    stdio_sess, rpc_error(NULL, RPC_PARSE_ERROR, "message too large"));
+}
+
+/* Take every complete line off the buffer. */
+static void
+stdio_lines(struct evbuffer *in)
+{
 	struct evbuffer_ptr eol;
 	size_t len;
 	char *line;
 
-	(void)arg;
 	while (!sup.shutting_down) {
 		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 		if (eol.pos == -1) {
 			len = evbuffer_get_length(in);
 			if (len > (size_t)sup.conf->max_line) {
-				if (!discarding) {
-					log_warnx("stdin: message over %ld "
-					          "bytes dropped",
-					    sup.conf->max_line);
-					mcp_send(
-					    rpc_error(NULL, RPC_PARSE_ERROR,
-					        "message too "
-					        "large"));
-				}
+				if (!discarding)
+					stdio_too_long();
 				discarding = 1;
 				evbuffer_drain(in, len);
 			}
 			return;
 		}
 		len = (size_t)eol.pos;
-		if (discarding) {
+		if (discarding || len > (size_t)sup.conf->max_line) {
+			if (!discarding)
+				stdio_too_long();
 			evbuffer_drain(in, len + 1);
 			discarding = 0;
-			continue;
-		}
-		if (len > (size_t)sup.conf->max_line) {
-			evbuffer_drain(in, len + 1);
-			log_warnx("stdin: message over %ld bytes dropped",
-			    sup.conf->max_line);
-			mcp_send(rpc_error(
-			    NULL, RPC_PARSE_ERROR, "message too large"));
 			continue;
 		}
 		line = xmalloc(len + 1);
@@ -70,9 +74,23 @@ stdio_read_cb(struct bufferevent *bev, void *arg)
 		if (len > 0 && line[len - 1] == '\r')
 			line[--len] = '\0';
 		if (len > 0)
-			mcp_handle_line(line, len);
+			mcp_handle_line(stdio_sess, line, len);
 		free(line);
 	}
+}
+
+static void
+stdio_eof(void)
+{
+	log_info("stdin closed; shutting down");
+	supervisor_quit();
+}
+
+static void
+stdio_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)arg;
+	stdio_lines(bufferevent_get_input(bev));
 }
 
 static void
@@ -81,10 +99,32 @@ stdio_event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	(void)arg;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		log_info("stdin closed; shutting down");
 		bufferevent_disable(in_bev, EV_READ);
-		supervisor_quit();
+		stdio_eof();
 	}
+}
+
+/* A regular file on stdin: a chunk per loop turn, then EOF. */
+static void
+stdio_file_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int n;
+
+	(void)what;
+	(void)arg;
+	if (sup.shutting_down)
+		return;
+	n = evbuffer_read(in_file, fd, STDIO_FILE_CHUNK);
+	if (n > 0) {
+		stdio_lines(in_file);
+		event_active(in_file_ev, EV_READ, 0);
+		return;
+	}
+	if (n == -1 && errno == EINTR) {
+		event_active(in_file_ev, EV_READ, 0);
+		return;
+	}
+	stdio_eof();
 }
 
 static void
@@ -99,34 +139,75 @@ stdio_out_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
+/* Write all of it to a regular file (which never blocks for long). */
+static void
+stdio_write_file(const char *s, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(1, s, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("stdout");
+			return;
+		}
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+static void
+stdio_send(struct session *sess, json_object *msg)
+{
+	size_t len;
+	const char *s;
+
+	(void)sess;
+	s = json_object_to_json_string_length(
+	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	if (out_is_file) {
+		stdio_write_file(s, len);
+		stdio_write_file("\n", 1);
+	} else if (out_bev != NULL) {
+		evbuffer_add(bufferevent_get_output(out_bev), s, len);
+		evbuffer_add(bufferevent_get_output(out_bev), "\n", 1);
+	}
+	json_object_put(msg);
+}
+
+static int
+is_regular(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int
 stdio_start(void)
 {
-	if (evutil_make_socket_nonblocking(0) == -1 ||
-	    evutil_make_socket_nonblocking(1) == -1)
+	stdio_sess = session_new(stdio_send, NULL);
+	if (is_regular(0)) {
+		in_file = evbuffer_new();
+		in_file_ev = event_new(sup.base, 0, 0, stdio_file_cb, NULL);
+		event_active(in_file_ev, EV_READ, 0);
+	} else {
+		if (evutil_make_socket_nonblocking(0) == -1 ||
+		    (in_bev = bufferevent_socket_new(sup.base, 0, 0)) == NULL)
+			return -1;
+		bufferevent_setcb(
+		    in_bev, stdio_read_cb, NULL, stdio_event_cb, NULL);
+		bufferevent_enable(in_bev, EV_READ);
+	}
+	if ((out_is_file = is_regular(1)))
+		return 0;
+	if (evutil_make_socket_nonblocking(1) == -1 ||
+	    (out_bev = bufferevent_socket_new(sup.base, 1, 0)) == NULL)
 		return -1;
-	in_bev = bufferevent_socket_new(sup.base, 0, 0);
-	out_bev = bufferevent_socket_new(sup.base, 1, 0);
-	if (in_bev == NULL || out_bev == NULL)
-		return -1;
-	bufferevent_setcb(in_bev, stdio_read_cb, NULL, stdio_event_cb, NULL);
 	bufferevent_setcb(out_bev, NULL, NULL, stdio_out_event_cb, NULL);
-	bufferevent_enable(in_bev, EV_READ);
 	bufferevent_enable(out_bev, EV_WRITE);
 	return 0;
-}
-
-/* Queue one message and its newline. */
-void
-stdio_write(const char *s, size_t len)
-{
-	struct evbuffer *out;
-
-	if (out_bev == NULL)
-		return;
-	out = bufferevent_get_output(out_bev);
-	evbuffer_add(out, s, len);
-	evbuffer_add(out, "\n", 1);
 }
 
 /* Push out what is queued (blocking: we are about to exit). */
@@ -135,14 +216,21 @@ stdio_stop(void)
 {
 	struct evbuffer *out;
 
-	if (out_bev == NULL)
-		return;
-	out = bufferevent_get_output(out_bev);
-	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
-	while (evbuffer_get_length(out) > 0)
-		if (evbuffer_write(out, 1) <= 0)
-			break;
-	bufferevent_free(in_bev);
-	bufferevent_free(out_bev);
-	in_bev = out_bev = NULL;
+	if (out_bev != NULL) {
+		out = bufferevent_get_output(out_bev);
+		fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
+		while (evbuffer_get_length(out) > 0)
+			if (evbuffer_write(out, 1) <= 0)
+				break;
+		bufferevent_free(out_bev);
+		out_bev = NULL;
+	}
+	if (in_bev != NULL)
+		bufferevent_free(in_bev);
+	in_bev = NULL;
+	if (in_file_ev != NULL) {
+		event_free(in_file_ev);
+		evbuffer_free(in_file);
+		in_file_ev = NULL;
+	}
 }

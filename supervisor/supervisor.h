@@ -38,8 +38,25 @@ struct supervisor {
 };
 extern struct supervisor sup;
 
+/*
+ * One MCP client connection: the stdio client, or one HTTP session.  It
+ * owns its calls and its sandboxes; no client sees another's.
+ */
+struct session {
+	unsigned int id;
+	void (*send)(struct session *, json_object *); /* takes the message */
+	void *transport; /* the transport's own state */
+	int initialized;
+	char version[16]; /* negotiated protocol version */
+	int log_level; /* notifications/message at or above */
+	int closing;
+	TAILQ_HEAD(, call) calls;
+	TAILQ_ENTRY(session) entry;
+};
+
 /* A tools/call in flight. */
 struct call {
+	struct session *sess;
 	json_object *id; /* JSON-RPC id, owned */
 	char *tool;
 	json_object *args; /* arguments object, owned */
@@ -84,6 +101,7 @@ struct sandbox {
 	int restarts;
 	struct wproc *worker;
 	struct screate *create; /* while starting */
+	struct session *owner;
 	struct event *expiry;
 	TAILQ_ENTRY(sandbox) entry;
 };
@@ -91,9 +109,12 @@ TAILQ_HEAD(sandboxes, sandbox);
 extern struct sandboxes sandboxes;
 
 /* mcp.c */
-void mcp_handle_line(const char *, size_t);
-void mcp_send(json_object *);
-void mcp_log(int, const char *, ...) __attribute__((format(printf, 2, 3)));
+struct session *session_new(void (*)(struct session *, json_object *), void *);
+void session_close(struct session *);
+void mcp_handle_line(struct session *, const char *, size_t);
+void mcp_send(struct session *, json_object *);
+void mcp_log(struct session *, int, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
 void call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
 
@@ -136,13 +157,14 @@ int valid_workdir(const char *);
 int valid_env(json_object *, const char **);
 
 /* sandbox.c */
-struct sandbox *sandbox_find(const char *);
+struct sandbox *sandbox_find(struct session *, const char *);
 struct sandbox *sandbox_lookup(struct call *, const char *);
 int sandbox_count(void);
 void sandbox_create(struct call *, const char *, const char *, json_object *,
     const char *, const char *, const struct limits *, long);
 void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
+void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
 json_object *sandbox_limits_json(const struct sandbox *);
 
 /* workers.c */
@@ -169,7 +191,6 @@ void reaper_labels(json_object *, time_t);
 
 /* stdio.c */
 int stdio_start(void);
-void stdio_write(const char *, size_t);
 void stdio_stop(void);
 
 /* main.c */

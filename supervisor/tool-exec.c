@@ -254,7 +254,7 @@ xcall_next(struct xcall *x)
 		xcall_finish(x);
 		return;
 	}
-	sb = sandbox_find(x->sandbox);
+	sb = sandbox_find(NULL, x->sandbox);
 	if (sb == NULL || sb->state != SB_READY || sb->worker == NULL) {
 		x->failed = 1;
 		if (json_object_array_length(x->results) == 0) {

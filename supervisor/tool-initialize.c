@@ -159,7 +159,7 @@ sandbox_initialize(struct call *c)
 			        "or digit"));
 			return;
 		}
-		if (sandbox_find(name) != NULL) {
+		if (sandbox_find(c->sess, name) != NULL) {
 			call_reply(
 			    c, tool_error("a sandbox named \"%s\" "
 			                  "exists already; pick another name",

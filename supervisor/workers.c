@@ -84,6 +84,9 @@ wproc_lost(struct wproc *wp, const char *why)
 
 	if (wp->bev == NULL)
 		return;
+	if (wp->told || sup.shutting_down)
+		why = "the sandbox was stopped (or the server is shutting "
+		      "down) while the call ran";
 	bufferevent_free(wp->bev);
 	wp->bev = NULL;
 	evtimer_del(wp->hello_timer);
@@ -133,7 +136,7 @@ wproc_lost(struct wproc *wp, const char *why)
 			log_warnx("%s: %.12s: worker keeps dying; removing the "
 			          "sandbox",
 			    __func__, sb->id);
-			mcp_log(3,
+			mcp_log(sb->owner, 3,
 			    "sandbox %s failed (its worker kept "
 			    "crashing) and was removed",
 			    sb->name);
@@ -464,8 +467,9 @@ wproc_reap(void)
 			continue;
 		wp->exited = 1;
 		if (wp->bev != NULL && WIFSIGNALED(status)) {
-			mcp_log(4, "sandbox worker %d died on signal %d",
-			    (int)pid, WTERMSIG(status));
+			mcp_log(wp->sb != NULL ? wp->sb->owner : NULL, 4,
+			    "sandbox worker %d died on signal %d", (int)pid,
+			    WTERMSIG(status));
 			wproc_lost(wp, WPROC_CRASHED);
 		} else
 			wproc_maybe_free(wp);
