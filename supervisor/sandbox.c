@@ -561,8 +561,9 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 		free(k);
 	}
 	reaper_labels(labels, sb->expires);
-	json_object_object_add(
-	    labels, NAME_LABEL, json_object_new_string(sb->name));
+	if (*sb->name != '\0')
+		json_object_object_add(
+		    labels, NAME_LABEL, json_object_new_string(sb->name));
 	json_object_object_add(o, "Labels", labels);
 	if (strcmp(network, "none") == 0)
 		json_object_object_add(
