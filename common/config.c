@@ -198,7 +198,7 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	lopts[N + 3] = (struct option){"worker", required_argument, NULL, 'W'};
 	lopts[N + 4] = (struct option){NULL, 0, NULL, 0};
 
-	optind = 1;
+	optind = 0; /* 0, not 1: a full reset of getopt's state */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "+hV", lopts, &idx)) != -1) {
 		switch (ch) {
@@ -224,10 +224,18 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 			c->worker_container = xstrdup(optarg);
 			break;
 		default:
-			fprintf(err,
-			    "unknown or incomplete option: %s "
-			    "(see --help)\n",
-			    argv[optind - 1]);
+			/* Inside "-xh", argv[optind - 1] is not the bad one. */
+			if (optopt > ' ' && optopt < 127 &&
+			    strncmp(argv[optind - 1], "--", 2) != 0)
+				fprintf(err,
+				    "unknown or incomplete option: -%c "
+				    "(see --help)\n",
+				    optopt);
+			else
+				fprintf(err,
+				    "unknown or incomplete option: %s "
+				    "(see --help)\n",
+				    argv[optind - 1]);
 			return -1;
 		}
 	}

@@ -62,3 +62,18 @@ utf8_sanitize(const char *buf, size_t len, size_t *outlen)
 	*outlen = (size_t)(o - out);
 	return out;
 }
+
+/* Is the buffer valid UTF-8 (no overlongs, surrogates or > U+10FFFF)? */
+int
+utf8_valid(const char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	size_t i = 0, n;
+
+	while (i < len) {
+		if ((n = utf8_seq(p + i, len - i)) == 0)
+			return 0;
+		i += n;
+	}
+	return 1;
+}

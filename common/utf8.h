@@ -5,5 +5,6 @@
 #include <stddef.h>
 
 char *utf8_sanitize(const char *, size_t, size_t *);
+int utf8_valid(const char *, size_t);
 
 #endif

@@ -1,43 +1,161 @@
 /* JSON-RPC 2.0: parsing, validation and the error codes of the spec. */
+#include <ctype.h>
 #include <string.h>
 
 #include "supervisor.h"
+#include "utf8.h"
 
 /*
- * Parse one message.  NULL with *err set to RPC_PARSE_ERROR on bad JSON,
- * trailing bytes, or nesting deeper than maxdepth.
+ * What json-c's strict mode still lets through: single quotes, NaN and
+ * Infinity, "01", "1.", comments, trailing commas, raw control characters
+ * inside strings.  A lexical pass over the text rejects those; json-c
+ * then does the parsing.
+ */
+static int
+json_number_ok(const char *p, size_t len, size_t *used)
+{
+	size_t i = 0;
+
+	if (i < len && p[i] == '-')
+		i++;
+	if (i < len && p[i] == '0')
+		i++;
+	else if (i < len && p[i] >= '1' && p[i] <= '9')
+		while (i < len && p[i] >= '0' && p[i] <= '9')
+			i++;
+	else
+		return 0;
+	if (i < len && p[i] == '.') {
+		if (++i >= len || p[i] < '0' || p[i] > '9')
+			return 0;
+		while (i < len && p[i] >= '0' && p[i] <= '9')
+			i++;
+	}
+	if (i < len && (p[i] == 'e' || p[i] == 'E')) {
+		if (++i < len && (p[i] == '+' || p[i] == '-'))
+			i++;
+		if (i >= len || p[i] < '0' || p[i] > '9')
+			return 0;
+		while (i < len && p[i] >= '0' && p[i] <= '9')
+			i++;
+	}
+	if (i < len && ((p[i] >= '0' && p[i] <= '9') || p[i] == '.'))
+		return 0;
+	*used = i;
+	return 1;
+}
+
+static int
+json_lex_ok(const char *p, size_t len)
+{
+	static const char *const words[] = {"true", "false", "null"};
+	size_t i = 0, j, n, w;
+	char last = 0; /* the last structural character or value */
+
+	while (i < len) {
+		switch (p[i]) {
+		case ' ':
+		case '\t':
+		case '\r':
+		case '\n':
+			i++;
+			continue;
+		case '}':
+		case ']':
+			if (last == ',')
+				return 0;
+			/* FALLTHROUGH */
+		case '{':
+		case '[':
+		case ':':
+		case ',':
+			last = p[i++];
+			continue;
+		case '"':
+			for (i++; i < len && p[i] != '"'; i++) {
+				if ((unsigned char)p[i] < 0x20)
+					return 0;
+				if (p[i] != '\\')
+					continue;
+				if (++i >= len ||
+				    strchr("\"\\/bfnrtu", p[i]) == NULL)
+					return 0;
+				if (p[i] == 'u') {
+					for (j = 1; j <= 4; j++)
+						if (i + j >= len ||
+						    !isxdigit((
+						        unsigned char)p[i + j]))
+							return 0;
+					i += 4;
+				}
+			}
+			if (i >= len)
+				return 0;
+			i++;
+			last = 'v';
+			continue;
+		}
+		if (p[i] == '-' || (p[i] >= '0' && p[i] <= '9')) {
+			if (!json_number_ok(p + i, len - i, &n))
+				return 0;
+			i += n;
+			last = 'v';
+			continue;
+		}
+		for (w = 0; w < 3; w++) {
+			n = strlen(words[w]);
+			if (len - i >= n && memcmp(p + i, words[w], n) == 0)
+				break;
+		}
+		if (w == 3)
+			return 0;
+		i += n;
+		last = 'v';
+	}
+	return 1;
+}
+
+/*
+ * Parse one message.  NULL with *err set to RPC_PARSE_ERROR on text that
+ * is not JSON (or not UTF-8, or nested deeper than maxdepth); NULL with
+ * *err 0 for the JSON value null.
  */
 json_object *
 rpc_parse(const char *buf, size_t len, int maxdepth, int *err)
 {
+	enum json_tokener_error jerr;
 	json_tokener *tok;
 	json_object *obj;
 	size_t end;
 
-	*err = 0;
+	*err = RPC_PARSE_ERROR;
+	if (!utf8_valid(buf, len) || !json_lex_ok(buf, len))
+		return NULL;
 	if ((tok = json_tokener_new_ex(maxdepth)) == NULL) {
 		*err = RPC_INTERNAL_ERROR;
 		return NULL;
 	}
-	json_tokener_set_flags(
-	    tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
-	if (obj == NULL ||
-	    json_tokener_get_error(tok) != json_tokener_success) {
-		json_object_put(obj);
-		obj = NULL;
-	} else {
-		end = json_tokener_get_parse_end(tok);
-		while (end < len && strchr(" \t\r\n", buf[end]) != NULL)
+	end = json_tokener_get_parse_end(tok);
+	if ((jerr = json_tokener_get_error(tok)) == json_tokener_continue) {
+		/* A bare number or word at the very end: finish it. */
+		obj = json_tokener_parse_ex(tok, " ", 1);
+		jerr = json_tokener_get_error(tok);
+		end = len;
+	}
+	if (jerr == json_tokener_success) {
+		while (end < len && buf[end] != '\0' &&
+		       strchr(" \t\r\n", buf[end]) != NULL)
 			end++;
-		if (end != len) {
-			json_object_put(obj);
-			obj = NULL;
-		}
+		if (end == len)
+			*err = 0;
 	}
 	json_tokener_free(tok);
-	if (obj == NULL)
-		*err = RPC_PARSE_ERROR;
+	if (*err != 0) {
+		json_object_put(obj);
+		obj = NULL;
+	}
 	return obj;
 }
 

@@ -1,0 +1,612 @@
+/* Unit tests of configuration parsing (common/config.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "config.h"
+
+extern char **environ;
+
+/* Start every test from an environment without our variables. */
+static void
+clean_env(void)
+{
+	char **e, *name;
+	size_t n;
+	int again = 1;
+
+	while (again) {
+		again = 0;
+		for (e = environ; *e != NULL; e++) {
+			if (strncmp(*e, "MCP_SANDBOXD_", 13) != 0 &&
+			    strncmp(*e, "DOCKER_HOST=", 12) != 0)
+				continue;
+			n = strcspn(*e, "=");
+			name = strndup(*e, n);
+			cr_assert_not_null(name);
+			unsetenv(name);
+			free(name);
+			again = 1; /* environ changed under us: rescan */
+			break;
+		}
+	}
+}
+
+static struct config conf;
+static char *errtext;
+static size_t errlen;
+
+static void
+setup(void)
+{
+	clean_env();
+	memset(&conf, 0, sizeof conf);
+	errtext = NULL;
+	errlen = 0;
+}
+
+static void
+teardown(void)
+{
+	config_free(&conf);
+	free(errtext);
+	clean_env();
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+/* config_parse on a NULL-terminated argv, its messages in errtext. */
+static int
+parse_argv(char **argv)
+{
+	FILE *err;
+	int argc, r;
+
+	for (argc = 0; argv[argc] != NULL; argc++)
+		continue;
+	free(errtext);
+	errtext = NULL;
+	err = open_memstream(&errtext, &errlen);
+	cr_assert_not_null(err);
+	r = config_parse(&conf, argc, argv, err);
+	cr_assert_eq(fclose(err), 0);
+	return r;
+}
+
+#define PARSE(...) parse_argv((char *[]){"mcp-sandboxd", __VA_ARGS__, NULL})
+#define PARSE0() parse_argv((char *[]){"mcp-sandboxd", NULL})
+
+/* Parse must fail and say something containing each of the words. */
+#define EXPECT_FAIL_MENTIONING(words, ...)                                     \
+	do {                                                                   \
+		const char *const w_[] = {words};                              \
+		size_t i_;                                                     \
+		cr_assert_eq(                                                  \
+		    PARSE(__VA_ARGS__), -1, "accepted: %s", #__VA_ARGS__);     \
+		cr_assert_not_null(errtext);                                   \
+		for (i_ = 0; i_ < sizeof w_ / sizeof w_[0]; i_++)              \
+			cr_assert_not_null(strstr(errtext, w_[i_]),            \
+			    "message \"%s\" does not mention \"%s\"", errtext, \
+			    w_[i_]);                                           \
+		config_free(&conf);                                            \
+	} while (0)
+
+#define W(...) __VA_ARGS__
+
+Test(config, defaults)
+{
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_str_eq(conf.default_image, "python:3.12-slim-bookworm");
+	cr_assert_str_eq(conf.docker_host, "unix:///var/run/docker.sock");
+	cr_assert_str_eq(conf.log_level, "info");
+	cr_assert_eq(conf.memory_mb, 512);
+	cr_assert_eq(conf.max_memory_mb, 4096);
+	cr_assert_float_eq(conf.cpus, 1.0, 1e-9);
+	cr_assert_float_eq(conf.max_cpus, 2.0, 1e-9);
+	cr_assert_eq(conf.pids, 128);
+	cr_assert_eq(conf.max_pids, 1024);
+	cr_assert_eq(conf.ttl, 3600);
+	cr_assert_eq(conf.max_ttl, 86400);
+	cr_assert_eq(conf.workdir_mb, 256);
+	cr_assert_eq(conf.tmp_mb, 64);
+	cr_assert_eq(conf.nofile, 1024);
+	cr_assert_eq(conf.fsize_mb, 128);
+	cr_assert_eq(conf.allow_network, 0);
+	cr_assert_eq(conf.exec_timeout, 60);
+	cr_assert_eq(conf.max_exec_timeout, 3600);
+	cr_assert_eq(conf.output_cap, 1048576);
+	cr_assert_eq(conf.max_sandboxes, 32);
+	cr_assert_eq(conf.max_line, 16777216);
+	cr_assert_eq(conf.max_json_depth, 64);
+	cr_assert_eq(conf.nlabels, 0);
+	cr_assert_eq(conf.help, 0);
+	cr_assert_eq(conf.version, 0);
+	cr_assert_null(conf.print_config);
+	cr_assert_null(conf.worker_container);
+	cr_assert_eq(errlen, 0, "unexpected message: %s", errtext);
+}
+
+Test(config, environment_overrides_defaults)
+{
+	setenv("MCP_SANDBOXD_MEMORY_MB", "1024", 1);
+	setenv("MCP_SANDBOXD_IMAGE", "alpine:3.20", 1);
+	setenv("DOCKER_HOST", "tcp://127.0.0.1:2375", 1);
+	setenv("MCP_SANDBOXD_CPUS", "0.5", 1);
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "yes", 1);
+	setenv("MCP_SANDBOXD_LOG_LEVEL", "debug", 1);
+	setenv("MCP_SANDBOXD_MAX_JSON_DEPTH", "16", 1);
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 1024);
+	cr_assert_str_eq(conf.default_image, "alpine:3.20");
+	cr_assert_str_eq(conf.docker_host, "tcp://127.0.0.1:2375");
+	cr_assert_float_eq(conf.cpus, 0.5, 1e-9);
+	cr_assert_eq(conf.allow_network, 1);
+	cr_assert_str_eq(conf.log_level, "debug");
+	cr_assert_eq(conf.max_json_depth, 16);
+	/* Untouched options keep their defaults. */
+	cr_assert_eq(conf.pids, 128);
+}
+
+Test(config, empty_environment_variable_keeps_the_default)
+{
+	setenv("MCP_SANDBOXD_MEMORY_MB", "", 1);
+	setenv("MCP_SANDBOXD_IMAGE", "", 1);
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 512);
+	cr_assert_str_eq(conf.default_image, "python:3.12-slim-bookworm");
+}
+
+Test(config, flags_override_environment)
+{
+	setenv("MCP_SANDBOXD_MEMORY_MB", "1024", 1);
+	setenv("MCP_SANDBOXD_IMAGE", "alpine:3.20", 1);
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "true", 1);
+	cr_assert_eq(PARSE("--memory-mb=2048", "--image", "debian:12",
+	                 "--allow-network=false"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 2048);
+	cr_assert_str_eq(conf.default_image, "debian:12");
+	cr_assert_eq(conf.allow_network, 0);
+}
+
+Test(config, equals_and_separate_value_forms)
+{
+	cr_assert_eq(
+	    PARSE("--memory-mb=768", "--pids", "64", "--cpus=1.5", "--max-cpus",
+	        "3", "--docker-host=tcp://h:1", "--log-level", "warn"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 768);
+	cr_assert_eq(conf.pids, 64);
+	cr_assert_float_eq(conf.cpus, 1.5, 1e-9);
+	cr_assert_float_eq(conf.max_cpus, 3.0, 1e-9);
+	cr_assert_str_eq(conf.docker_host, "tcp://h:1");
+	cr_assert_str_eq(conf.log_level, "warn");
+}
+
+Test(config, every_numeric_flag_is_settable)
+{
+	cr_assert_eq(
+	    PARSE("--max-memory-mb=8192", "--max-pids=2048", "--ttl=60",
+	        "--max-ttl=120", "--workdir-mb=10", "--tmp-mb=11",
+	        "--nofile=4096", "--fsize-mb=12", "--exec-timeout=5",
+	        "--max-exec-timeout=6", "--output-cap=2048",
+	        "--max-sandboxes=3", "--max-line=4096", "--max-json-depth=4"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.max_memory_mb, 8192);
+	cr_assert_eq(conf.max_pids, 2048);
+	cr_assert_eq(conf.ttl, 60);
+	cr_assert_eq(conf.max_ttl, 120);
+	cr_assert_eq(conf.workdir_mb, 10);
+	cr_assert_eq(conf.tmp_mb, 11);
+	cr_assert_eq(conf.nofile, 4096);
+	cr_assert_eq(conf.fsize_mb, 12);
+	cr_assert_eq(conf.exec_timeout, 5);
+	cr_assert_eq(conf.max_exec_timeout, 6);
+	cr_assert_eq(conf.output_cap, 2048);
+	cr_assert_eq(conf.max_sandboxes, 3);
+	cr_assert_eq(conf.max_line, 4096);
+	cr_assert_eq(conf.max_json_depth, 4);
+}
+
+Test(config, last_repeated_flag_wins)
+{
+	cr_assert_eq(PARSE("--image=a", "--image=b", "--memory-mb=100",
+	                 "--memory-mb", "200"),
+	    0, "%s", errtext);
+	cr_assert_str_eq(conf.default_image, "b");
+	cr_assert_eq(conf.memory_mb, 200);
+}
+
+Test(config, range_limits_are_inclusive)
+{
+	cr_assert_eq(PARSE("--memory-mb=16", "--max-json-depth=1000",
+	                 "--pids=8", "--output-cap=1024"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 16);
+	cr_assert_eq(conf.max_json_depth, 1000);
+	cr_assert_eq(conf.pids, 8);
+	cr_assert_eq(conf.output_cap, 1024);
+}
+
+Test(config, rejects_bad_integers)
+{
+	EXPECT_FAIL_MENTIONING(W("--memory-mb", "12abc"), "--memory-mb=12abc");
+	EXPECT_FAIL_MENTIONING(W("--memory-mb"), "--memory-mb=");
+	EXPECT_FAIL_MENTIONING(W("--memory-mb", "abc"), "--memory-mb", "abc");
+	EXPECT_FAIL_MENTIONING(W("--memory-mb", "1.5"), "--memory-mb=1.5");
+	EXPECT_FAIL_MENTIONING(
+	    W("--memory-mb"), "--memory-mb=99999999999999999999999");
+	EXPECT_FAIL_MENTIONING(W("--pids", "0x40"), "--pids=0x40");
+	EXPECT_FAIL_MENTIONING(W("--max-sandboxes"), "--max-sandboxes=1 0");
+}
+
+Test(config, rejects_out_of_range_integers)
+{
+	EXPECT_FAIL_MENTIONING(W("--memory-mb", "15"), "--memory-mb=15");
+	EXPECT_FAIL_MENTIONING(W("--memory-mb"), "--memory-mb=-512");
+	EXPECT_FAIL_MENTIONING(
+	    W("--max-json-depth", "1001"), "--max-json-depth=1001");
+	EXPECT_FAIL_MENTIONING(W("--max-json-depth"), "--max-json-depth=3");
+	EXPECT_FAIL_MENTIONING(W("--pids"), "--pids=7");
+	EXPECT_FAIL_MENTIONING(W("--ttl"), "--ttl=0");
+	EXPECT_FAIL_MENTIONING(W("--output-cap"), "--output-cap=1023");
+	EXPECT_FAIL_MENTIONING(W("--max-sandboxes"), "--max-sandboxes=100001");
+}
+
+Test(config, rejects_bad_numbers_for_cpus)
+{
+	EXPECT_FAIL_MENTIONING(W("--cpus"), "--cpus=0");
+	EXPECT_FAIL_MENTIONING(W("--cpus"), "--cpus=-1");
+	EXPECT_FAIL_MENTIONING(W("--cpus"), "--cpus=nan");
+	EXPECT_FAIL_MENTIONING(W("--cpus"), "--cpus=inf");
+	EXPECT_FAIL_MENTIONING(W("--cpus"), "--cpus=abc");
+	EXPECT_FAIL_MENTIONING(W("--cpus"), "--cpus=1.5x");
+	EXPECT_FAIL_MENTIONING(W("--max-cpus"), "--max-cpus=2000");
+}
+
+Test(config, rejects_bad_environment_value_naming_the_variable)
+{
+	setenv("MCP_SANDBOXD_MEMORY_MB", "lots", 1);
+	EXPECT_FAIL_MENTIONING(
+	    W("MCP_SANDBOXD_MEMORY_MB", "--memory-mb", "lots"),
+	    "--memory-mb=1024");
+}
+
+Test(config, rejects_out_of_range_environment_value)
+{
+	setenv("MCP_SANDBOXD_PIDS", "1", 1);
+	cr_assert_eq(PARSE0(), -1);
+	cr_assert_not_null(strstr(errtext, "MCP_SANDBOXD_PIDS"), "%s", errtext);
+}
+
+Test(config, rejects_unknown_option)
+{
+	EXPECT_FAIL_MENTIONING(W("--bogus"), "--bogus");
+	EXPECT_FAIL_MENTIONING(W("--bogus"), "--bogus=1");
+	EXPECT_FAIL_MENTIONING(W("-x"), "-x");
+}
+
+Test(config, rejects_unknown_short_option_in_a_cluster_naming_it)
+{
+	/* "-xh": the message must name -x, not some other argument. */
+	cr_assert_eq(PARSE("-xh"), -1);
+	cr_assert_not_null(errtext);
+	cr_expect_not_null(strstr(errtext, "-x"),
+	    "message \"%s\" does not mention -x", errtext);
+	cr_expect_null(strstr(errtext, "mcp-sandboxd "),
+	    "message \"%s\" names the program as the option", errtext);
+}
+
+Test(config, rejects_option_missing_its_value)
+{
+	EXPECT_FAIL_MENTIONING(W("--memory-mb"), "--memory-mb");
+	EXPECT_FAIL_MENTIONING(W("--image"), "--image");
+	EXPECT_FAIL_MENTIONING(W("--print-config"), "--print-config");
+	EXPECT_FAIL_MENTIONING(W("--label"), "--label");
+}
+
+Test(config, rejects_stray_arguments)
+{
+	EXPECT_FAIL_MENTIONING(W("extra"), "extra");
+	EXPECT_FAIL_MENTIONING(W("oops"), "--memory-mb=600", "oops");
+	/* Options after the first operand are not reordered in front. */
+	EXPECT_FAIL_MENTIONING(W("stray"), "stray", "--help");
+}
+
+Test(config, double_dash_ends_options)
+{
+	cr_assert_eq(PARSE("--memory-mb=600", "--"), 0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 600);
+	config_free(&conf);
+	EXPECT_FAIL_MENTIONING(W("--help"), "--", "--help");
+}
+
+Test(config, rejects_default_above_its_ceiling)
+{
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--memory-mb=8192");
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--max-memory-mb=256");
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--cpus=3");
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--pids=2000");
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--ttl=90000");
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--exec-timeout=3601");
+	EXPECT_FAIL_MENTIONING(W("ceiling"), "--max-exec-timeout=59");
+}
+
+Test(config, rejects_default_above_its_ceiling_from_the_environment)
+{
+	setenv("MCP_SANDBOXD_MAX_MEMORY_MB", "128", 1);
+	cr_assert_eq(PARSE0(), -1);
+	cr_assert_not_null(strstr(errtext, "ceiling"), "%s", errtext);
+}
+
+Test(config, accepts_default_equal_to_ceiling_or_raised_ceiling)
+{
+	cr_assert_eq(
+	    PARSE("--memory-mb=8192", "--max-memory-mb=8192", "--cpus=2",
+	        "--pids=1024", "--ttl=86400", "--exec-timeout=3600"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 8192);
+}
+
+Test(config, bool_flag_without_value_is_true)
+{
+	cr_assert_eq(PARSE("--allow-network"), 0, "%s", errtext);
+	cr_assert_eq(conf.allow_network, 1);
+	config_free(&conf);
+
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "0", 1);
+	cr_assert_eq(PARSE("--allow-network"), 0, "%s", errtext);
+	cr_assert_eq(conf.allow_network, 1);
+}
+
+Test(config, bool_flag_values)
+{
+	static const char *const yes[] = {
+	    "--allow-network=1", "--allow-network=true", "--allow-network=yes"};
+	static const char *const no[] = {
+	    "--allow-network=0", "--allow-network=false", "--allow-network=no"};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(PARSE((char *)yes[i]), 0, "%s", errtext);
+		cr_assert_eq(conf.allow_network, 1, "%s", yes[i]);
+		config_free(&conf);
+		setenv("MCP_SANDBOXD_ALLOW_NETWORK", "1", 1);
+		cr_assert_eq(PARSE((char *)no[i]), 0, "%s", errtext);
+		cr_assert_eq(conf.allow_network, 0, "%s", no[i]);
+		config_free(&conf);
+		unsetenv("MCP_SANDBOXD_ALLOW_NETWORK");
+	}
+}
+
+Test(config, rejects_bad_bool_values)
+{
+	EXPECT_FAIL_MENTIONING(
+	    W("--allow-network", "maybe"), "--allow-network=maybe");
+	EXPECT_FAIL_MENTIONING(W("--allow-network"), "--allow-network=");
+	EXPECT_FAIL_MENTIONING(W("--allow-network"), "--allow-network=TRUE1");
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "perhaps", 1);
+	EXPECT_FAIL_MENTIONING(
+	    W("MCP_SANDBOXD_ALLOW_NETWORK", "perhaps"), "--memory-mb=600");
+}
+
+Test(config, bool_value_is_not_taken_from_the_next_argument)
+{
+	/* "--allow-network false" must not silently mean true. */
+	EXPECT_FAIL_MENTIONING(W("false"), "--allow-network", "false");
+}
+
+Test(config, labels_from_repeated_flag)
+{
+	cr_assert_eq(
+	    PARSE("--label", "team=ml", "--label=env=dev", "--label", "empty="),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.nlabels, 3);
+	cr_assert_str_eq(conf.labels[0], "team=ml");
+	cr_assert_str_eq(conf.labels[1], "env=dev");
+	cr_assert_str_eq(conf.labels[2], "empty=");
+}
+
+Test(config, labels_from_environment_list)
+{
+	setenv("MCP_SANDBOXD_LABELS", "a=1,,b=2,c=x=y,", 1);
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_eq(conf.nlabels, 3);
+	cr_assert_str_eq(conf.labels[0], "a=1");
+	cr_assert_str_eq(conf.labels[1], "b=2");
+	cr_assert_str_eq(conf.labels[2], "c=x=y");
+}
+
+Test(config, labels_from_environment_then_flags)
+{
+	setenv("MCP_SANDBOXD_LABELS", "a=1,b=2", 1);
+	cr_assert_eq(PARSE("--label", "c=3"), 0, "%s", errtext);
+	cr_assert_eq(conf.nlabels, 3);
+	cr_assert_str_eq(conf.labels[0], "a=1");
+	cr_assert_str_eq(conf.labels[1], "b=2");
+	cr_assert_str_eq(conf.labels[2], "c=3");
+}
+
+Test(config, rejects_reserved_label_prefix)
+{
+	EXPECT_FAIL_MENTIONING(W("io.mcp-sandboxd.instance"), "--label",
+	    "io.mcp-sandboxd.instance=x");
+	EXPECT_FAIL_MENTIONING(W("io.mcp-sandboxd.expires"), "--label",
+	    "ok=1,io.mcp-sandboxd.expires=0");
+	setenv("MCP_SANDBOXD_LABELS", "a=1,io.mcp-sandboxd.pid=1", 1);
+	EXPECT_FAIL_MENTIONING(
+	    W("io.mcp-sandboxd.pid", "MCP_SANDBOXD_LABELS"), "--memory-mb=600");
+}
+
+Test(config, rejects_malformed_labels)
+{
+	EXPECT_FAIL_MENTIONING(W("novalue"), "--label", "novalue");
+	EXPECT_FAIL_MENTIONING(W("=v"), "--label", "=v");
+}
+
+Test(config, accepts_at_most_max_labels)
+{
+	char *argv[2 * CONFIG_MAX_LABELS + 4], bufs[CONFIG_MAX_LABELS + 1][16];
+	int i, argc = 0;
+
+	argv[argc++] = "mcp-sandboxd";
+	for (i = 0; i < CONFIG_MAX_LABELS; i++) {
+		snprintf(bufs[i], sizeof bufs[i], "k%d=v", i);
+		argv[argc++] = "--label";
+		argv[argc++] = bufs[i];
+	}
+	argv[argc] = NULL;
+	cr_assert_eq(parse_argv(argv), 0, "%s", errtext);
+	cr_assert_eq(conf.nlabels, CONFIG_MAX_LABELS);
+	cr_assert_str_eq(conf.labels[CONFIG_MAX_LABELS - 1], "k15=v");
+	config_free(&conf);
+
+	snprintf(bufs[i], sizeof bufs[i], "k%d=v", i);
+	argv[argc++] = "--label";
+	argv[argc++] = bufs[i];
+	argv[argc] = NULL;
+	cr_assert_eq(
+	    parse_argv(argv), -1, "%d labels accepted", CONFIG_MAX_LABELS + 1);
+	cr_assert_not_null(strstr(errtext, "--label"), "%s", errtext);
+	cr_assert_leq(conf.nlabels, CONFIG_MAX_LABELS);
+}
+
+Test(config, rejects_too_many_labels_from_environment)
+{
+	char list[512] = "";
+	char one[16];
+	int i;
+
+	for (i = 0; i <= CONFIG_MAX_LABELS; i++) {
+		snprintf(one, sizeof one, "%sk%d=v", i ? "," : "", i);
+		strcat(list, one);
+	}
+	setenv("MCP_SANDBOXD_LABELS", list, 1);
+	cr_assert_eq(PARSE0(), -1);
+	cr_assert_not_null(
+	    strstr(errtext, "MCP_SANDBOXD_LABELS"), "%s", errtext);
+}
+
+Test(config, rejects_too_many_labels_across_environment_and_flags)
+{
+	char list[512] = "";
+	char one[16];
+	int i;
+
+	for (i = 0; i < CONFIG_MAX_LABELS; i++) {
+		snprintf(one, sizeof one, "%sk%d=v", i ? "," : "", i);
+		strcat(list, one);
+	}
+	setenv("MCP_SANDBOXD_LABELS", list, 1);
+	EXPECT_FAIL_MENTIONING(W("--label"), "--label", "one=more");
+}
+
+Test(config, mode_flags)
+{
+	cr_assert_eq(PARSE("--help"), 0, "%s", errtext);
+	cr_assert_eq(conf.help, 1);
+	cr_assert_eq(conf.version, 0);
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("-h"), 0, "%s", errtext);
+	cr_assert_eq(conf.help, 1);
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("--version"), 0, "%s", errtext);
+	cr_assert_eq(conf.version, 1);
+	cr_assert_eq(conf.help, 0);
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("-V"), 0, "%s", errtext);
+	cr_assert_eq(conf.version, 1);
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("-hV"), 0, "%s", errtext);
+	cr_assert_eq(conf.help, 1);
+	cr_assert_eq(conf.version, 1);
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("--print-config", "claude"), 0, "%s", errtext);
+	cr_assert_str_eq(conf.print_config, "claude");
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("--print-config=claude", "--print-config=other"), 0,
+	    "%s", errtext);
+	cr_assert_str_eq(conf.print_config, "other");
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("--worker", "0123abcd"), 0, "%s", errtext);
+	cr_assert_str_eq(conf.worker_container, "0123abcd");
+	config_free(&conf);
+
+	cr_assert_eq(PARSE("--worker=c1", "--worker=c2"), 0, "%s", errtext);
+	cr_assert_str_eq(conf.worker_container, "c2");
+}
+
+Test(config, free_clears_everything_and_is_idempotent)
+{
+	setenv("MCP_SANDBOXD_LABELS", "a=1,b=2", 1);
+	cr_assert_eq(PARSE("--print-config=claude", "--worker=w", "--image=i",
+	                 "--label=c=3"),
+	    0, "%s", errtext);
+	config_free(&conf);
+	cr_assert_null(conf.default_image);
+	cr_assert_null(conf.docker_host);
+	cr_assert_null(conf.log_level);
+	cr_assert_null(conf.print_config);
+	cr_assert_null(conf.worker_container);
+	cr_assert_eq(conf.nlabels, 0);
+	config_free(&conf);
+}
+
+Test(config, failed_parse_can_be_freed)
+{
+	/* Strings and labels set before the error are released by free. */
+	setenv("MCP_SANDBOXD_LABELS", "a=1,b=2", 1);
+	cr_assert_eq(PARSE("--image=x", "--print-config=claude", "--worker=w",
+	                 "--label=c=3", "--memory-mb=bad"),
+	    -1);
+	config_free(&conf);
+	cr_assert_eq(PARSE("--label=c=3", "--label=io.mcp-sandboxd.x=1"), -1);
+}
+
+Test(config, parses_again_after_a_successful_parse)
+{
+	cr_assert_eq(PARSE("--memory-mb=600", "--help"), 0, "%s", errtext);
+	config_free(&conf);
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_eq(conf.memory_mb, 512);
+	cr_assert_eq(conf.help, 0);
+}
+
+Test(config, parses_again_after_an_error_inside_an_option_cluster)
+{
+	/*
+	 * config_parse resets getopt with optind = 1, which in glibc keeps
+	 * the position inside a half-read "-xh" cluster: the next call then
+	 * reads a stale 'h' that is not in its argv.
+	 */
+	cr_assert_eq(PARSE("-xh"), -1);
+	config_free(&conf);
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_expect_eq(conf.help, 0, "--help set though the argv was empty");
+}
+
+Test(config, usage_lists_every_variable)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	cr_assert_not_null(f);
+	config_usage(f);
+	fclose(f);
+	cr_assert_not_null(strstr(text, "--memory-mb"));
+	cr_assert_not_null(strstr(text, "MCP_SANDBOXD_MEMORY_MB"));
+	cr_assert_not_null(strstr(text, "DOCKER_HOST"));
+	cr_assert_not_null(strstr(text, "MCP_SANDBOXD_LABELS"));
+	cr_assert_not_null(strstr(text, "python:3.12-slim-bookworm"));
+	free(text);
+}

@@ -34,6 +34,16 @@ export function containersWithLabel(label) {
   return out === '' ? [] : out.split('\n');
 }
 
+/** Whether a container with this full id still exists (running or not). */
+export function containerExists(id) {
+  return docker('ps', '-a', '-q', '--no-trunc', '--filter', `id=${id}`) !== '';
+}
+
+/** The labels of a container. */
+export function containerLabels(id) {
+  return JSON.parse(docker('inspect', '--format', '{{json .Config.Labels}}', id)) ?? {};
+}
+
 /**
  * Spawn the server through StdioClientTransport and connect an SDK Client.
  * Returns a handle with the client, the negotiated protocol version, the
@@ -54,6 +64,15 @@ export async function startServer({ tag = 'test', args = [], label = uniqueLabel
     stderr: '',
     exit: undefined, // { code, signal } once the server process has exited
     closed: false,
+    created: new Set(), // container ids of every sandbox this server created
+  };
+  // Remember every sandbox created, so the leak check does not depend on --label alone.
+  const callTool = handle.client.callTool.bind(handle.client);
+  handle.client.callTool = async (params, ...rest) => {
+    const result = await callTool(params, ...rest);
+    const id = result?.structuredContent?.container_id;
+    if (params.name === 'sandbox_initialize' && !result.isError && typeof id === 'string') handle.created.add(id);
+    return result;
   };
   transport.stderr?.on('data', (chunk) => {
     handle.stderr += chunk;
@@ -79,7 +98,7 @@ export async function startServer({ tag = 'test', args = [], label = uniqueLabel
 /**
  * Close the client (stdin EOF; the SDK sends SIGTERM if the server is still
  * alive 2 s later) and assert that the server exited by itself, cleanly, and
- * left no container with this run's label.
+ * left no container: none with this run's label, and none of the ids it created.
  */
 export async function closeAndCheckLeaks(handle) {
   if (!handle || handle.closed) return;
@@ -87,6 +106,12 @@ export async function closeAndCheckLeaks(handle) {
   const started = Date.now();
   await handle.client.close();
   const took = Date.now() - started;
+  const leakedIds = [...handle.created].filter(containerExists);
+  assert.deepEqual(
+    leakedIds,
+    [],
+    `sandboxes left after the client closed: ${leakedIds.join(' ')}\nserver stderr:\n${handle.stderr}`,
+  );
   const leaked = containersWithLabel(handle.label);
   assert.deepEqual(
     leaked,

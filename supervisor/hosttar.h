@@ -1,0 +1,72 @@
+/* Host side of tar transfers: archive host trees, extract into them. */
+#ifndef HOSTTAR_H
+#define HOSTTAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/buffer.h>
+#include <json-c/json.h>
+
+#include "hostpath.h"
+
+/*
+ * What one transfer may hold, counting every entry of the archive (a
+ * directory is an entry like a file) and every content byte, whether it
+ * ends up written or skipped. 0 means no limit.
+ */
+struct tar_limits {
+	uint64_t max_bytes;
+	uint64_t max_files;
+};
+
+#define TAR_MAX_DEPTH 128   /* directories open at once while archiving */
+#define TAR_MAX_LISTED 1000 /* paths listed in a report; the rest counted */
+#define TAR_OWNER_ID 65534  /* uid/gid of every archived entry */
+
+/*
+ * Producer (host -> sandbox): a pax (ustar when it can) stream of one host
+ * file or directory, made on the caller's thread, a slice per pump, in
+ * bounded memory. Only regular files and directories go in; symlinks,
+ * FIFOs, sockets, devices, excluded and unreadable entries are skipped
+ * and listed.
+ */
+struct tar_out;
+
+struct tar_out *tar_out_new(const struct hostpolicy *, const char *,
+    const char *, const struct tar_limits *, const char *const *, char *,
+    size_t);
+/* Appends about want bytes to the buffer: 1 more to come, 0 done, -1. */
+int tar_out_pump(struct tar_out *, struct evbuffer *, size_t);
+const char *tar_out_error(struct tar_out *);
+/* [{"path", "reason"}], owned by the tar_out (json_object_get to keep). */
+json_object *tar_out_skipped(struct tar_out *);
+uint64_t tar_out_nskipped(struct tar_out *); /* listed or not */
+uint64_t tar_out_files(struct tar_out *);    /* entries, directories too */
+uint64_t tar_out_bytes(struct tar_out *);    /* file content */
+void tar_out_free(struct tar_out *);
+
+/*
+ * Consumer (sandbox -> host): the caller writes the stream into a
+ * non-blocking pipe; a thread extracts it into a directory, regular files
+ * and directories only, never through a symlink, never above the
+ * directory. Without overwrite an existing file is kept and listed as
+ * skipped ("exists"); existing directories are merged.
+ */
+struct tar_in;
+
+struct tar_in *tar_in_new(const char *, const struct tar_limits *, int,
+    char *, size_t);
+int tar_in_fd(struct tar_in *);        /* write the archive here */
+void tar_in_close_input(struct tar_in *); /* end of the archive */
+int tar_in_done_fd(struct tar_in *);   /* readable once extraction ended */
+/*
+ * Waits for the end, then 0 or -1 (tar_in_error), and a new summary:
+ * {"files", "bytes", "written": [...], "skipped": [{"path", "reason"}]}.
+ */
+int tar_in_result(struct tar_in *, json_object **);
+const char *tar_in_error(struct tar_in *);
+/* Stops a transfer still running (a partial file is removed), joins. */
+void tar_in_free(struct tar_in *);
+
+#endif
