@@ -503,3 +503,14 @@ docker_escape(const char *s)
 	curl_free(e);
 	return ret;
 }
+
+/*
+ * curl_global_init() flags for an engine: TLS libraries are initialised
+ * (and their memory paid for) only for a tcp:// engine.
+ */
+long
+docker_global_flags(const char *host)
+{
+	return strncmp(host, "unix://", 7) == 0 ? CURL_GLOBAL_NOTHING
+	                                        : CURL_GLOBAL_DEFAULT;
+}

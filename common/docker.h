@@ -46,5 +46,6 @@ void docker_req_close_write(struct docker_req *);
 void docker_req_pause(struct docker_req *, int);
 
 char *docker_escape(const char *);
+long docker_global_flags(const char *);
 
 #endif

@@ -186,7 +186,7 @@ main(int argc, char **argv)
 	if (proc_start_ticks(getpid(), &sup.start_ticks) == -1)
 		fatal("cannot read /proc/self/stat");
 	signal(SIGPIPE, SIG_IGN);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+	if (curl_global_init(docker_global_flags(conf.docker_host)) != 0)
 		fatalx("curl_global_init");
 	if ((sup.base = event_base_new()) == NULL)
 		fatalx("event_base_new");

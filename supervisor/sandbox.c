@@ -273,8 +273,19 @@ struct screate {
 	char *path; /* /containers/create?name=... */
 	int pulled;
 	char pull_tail[512]; /* the end of the pull's progress stream */
+	int pending; /* of the container start and the worker */
+	char *error;
 	size_t pull_len;
 };
+
+static void
+screate_free(struct screate *s)
+{
+	json_object_put(s->config);
+	free(s->path);
+	free(s->error);
+	free(s);
+}
 
 static void
 screate_fail(struct screate *s, const char *fmt, const char *detail)
@@ -292,9 +303,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 		free(s->sb->workdir);
 		free(s->sb);
 	}
-	json_object_put(s->config);
-	free(s->path);
-	free(s);
+	screate_free(s);
 }
 
 json_object *
@@ -317,19 +326,22 @@ sandbox_limits_json(const struct sandbox *sb)
 	return l;
 }
 
+/* The container started and its worker said hello (both, any order). */
 static void
-screate_ready(struct sandbox *sb, const char *err)
+screate_ready(struct screate *s)
 {
-	struct screate *s = sb->create;
+	struct sandbox *sb = s->sb;
 	json_object *r;
 	char *text, when[32];
 	struct tm tm;
 	struct timeval tv;
 
+	if (--s->pending > 0)
+		return;
 	sb->create = NULL;
-	if (err != NULL) {
-		screate_fail(
-		    s, "sandbox for image \"%s\" could not start: %s", err);
+	if (s->error != NULL) {
+		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
+		    s->error);
 		return;
 	}
 	sb->state = SB_READY;
@@ -365,9 +377,14 @@ screate_ready(struct sandbox *sb, const char *err)
 	} else
 		call_reply(s->call, tool_result(r, text, 0));
 	free(text);
-	json_object_put(s->config);
-	free(s->path);
-	free(s);
+	screate_free(s);
+}
+
+static void
+screate_error(struct screate *s, const char *err)
+{
+	if (s->error == NULL && err != NULL)
+		s->error = xstrdup(err);
 }
 
 static void
@@ -375,17 +392,17 @@ screate_started_cb(const struct docker_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 
-	if (resp->error != NULL) {
-		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
-		    resp->error);
-		return;
-	}
-	s->sb->create = s;
-	if (wproc_spawn(s->sb, screate_ready) == -1) {
-		s->sb->create = NULL;
-		screate_fail(s, "sandbox for image \"%s\": %s",
-		    "cannot start a worker process");
-	}
+	screate_error(s, resp->error);
+	screate_ready(s);
+}
+
+static void
+screate_worker_cb(struct sandbox *sb, const char *err)
+{
+	struct screate *s = sb->create;
+
+	screate_error(s, err);
+	screate_ready(s);
 }
 
 static void screate_create(struct screate *);
@@ -490,6 +507,13 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 	if (*s->sb->name == '\0') {
 		free(s->sb->name);
 		s->sb->name = xstrndup(s->sb->id, 12);
+	}
+	/* The worker starts while the container does. */
+	s->sb->create = s;
+	s->pending = 2;
+	if (wproc_spawn(s->sb, screate_worker_cb) == -1) {
+		screate_error(s, "cannot start a worker process");
+		s->pending--;
 	}
 	xasprintf(&path, "/containers/%s/start", s->sb->id);
 	docker_call(sup.docker, "POST", path, NULL, screate_started_cb, s);

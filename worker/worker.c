@@ -157,7 +157,7 @@ worker_main(const struct config *conf)
 	LIST_INIT(&w.execs);
 	w.conf = conf;
 	w.container = conf->worker_container;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+	if (curl_global_init(docker_global_flags(conf->docker_host)) != 0)
 		fatalx("curl_global_init");
 	if ((w.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
