@@ -29,6 +29,24 @@
 #define EXEC_OOM_WAIT_MS 300
 
 /* $1 token, $2 command: record our pid (the process group), run. */
+/*
+ * The command runs in the exec's own shell (no extra process), which is
+ * the session leader.  When it ends, what it left running in its session
+ * (background children) is killed with shell builtins only, so that even
+ * a sandbox out of processes gets them back.  Daemons that left the
+ * session go with the token killer or with the sandbox.
+ */
+static const char exec_wrapper[] =
+    "__mcp_c=$1; shift;"
+    "trap '__mcp_rc=$?;"
+    " for __mcp_p in /proc/[0-9]*; do"
+    "  read -r __mcp_l 2>/dev/null <\"$__mcp_p/stat\" || continue;"
+    "  __mcp_l=${__mcp_l##*) }; set -- $__mcp_l;"
+    "  [ \"$4\" = $$ ] && [ ${__mcp_p#/proc/} != $$ ] &&"
+    "  kill -9 ${__mcp_p#/proc/} 2>/dev/null;"
+    " done; exit $__mcp_rc' EXIT;"
+    "eval \"$__mcp_c\"";
+
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
 
 struct wexec {
@@ -458,6 +476,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
+	json_object_array_add(cmd, json_object_new_string(exec_wrapper));
+	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
 	json_object_array_add(cmd, json_object_new_string(command));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));

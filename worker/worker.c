@@ -51,6 +51,7 @@ worker_quit(struct worker *w)
 		return;
 	w->quitting = 1;
 	exec_abort_all(w);
+	killer_abort_all(w);
 	events_stop(w);
 	event_base_loopexit(w->base, NULL);
 }
@@ -155,6 +156,7 @@ worker_main(const struct config *conf)
 
 	memset(&w, 0, sizeof w);
 	LIST_INIT(&w.execs);
+	LIST_INIT(&w.killers);
 	w.conf = conf;
 	w.container = conf->worker_container;
 	if (curl_global_init(docker_global_flags(conf->docker_host)) != 0)

@@ -21,6 +21,7 @@ struct worker {
 	char *container; /* full container id */
 	const struct config *conf;
 	LIST_HEAD(, wexec) execs;
+	LIST_HEAD(, killer) killers;
 	unsigned long oom_count; /* OOM kills seen in the engine's events */
 	int quitting;
 };
@@ -45,6 +46,7 @@ struct killer;
 struct killer *killer_run(struct worker *, const char *const *, size_t,
     void (*)(void *, const char *), void *);
 void killer_cancel(struct killer *);
+void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);
 
 /* docker-events.c */
