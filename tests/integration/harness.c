@@ -81,6 +81,7 @@ h_startv(const char *const *extra)
 	if (pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
+		closefrom(3); /* nothing of criterion's */
 		signal(SIGPIPE, SIG_DFL);
 		execv(argv[0], (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
@@ -157,8 +158,9 @@ h_wait_exit(struct h_server *s, int timeout_ms)
 			return -1;
 		}
 		if (h_now_ms() >= deadline) {
-			fprintf(stderr, "harness: server %d did not exit in "
-					"%d ms; killing it\n",
+			fprintf(stderr,
+			    "harness: server %d did not exit in "
+			    "%d ms; killing it\n",
 			    (int)s->pid, timeout_ms);
 			kill(s->pid, SIGKILL);
 			waitpid(s->pid, &s->status, 0);
@@ -221,8 +223,9 @@ h_send_line(struct h_server *s, const char *line)
 static void
 h_send_obj(struct h_server *s, json_object *msg)
 {
-	h_send_line(s, json_object_to_json_string_ext(msg,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	h_send_line(
+	    s, json_object_to_json_string_ext(msg,
+	           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(msg);
 }
 
@@ -237,8 +240,7 @@ h_parse(const char *text)
 }
 
 long
-h_send_request_obj(struct h_server *s, const char *method,
-    json_object *params)
+h_send_request_obj(struct h_server *s, const char *method, json_object *params)
 {
 	json_object *m;
 	long id = s->next_id++;
@@ -256,13 +258,12 @@ h_send_request_obj(struct h_server *s, const char *method,
 long
 h_send_request(struct h_server *s, const char *method, const char *params)
 {
-	return h_send_request_obj(s, method,
-	    params != NULL ? h_parse(params) : NULL);
+	return h_send_request_obj(
+	    s, method, params != NULL ? h_parse(params) : NULL);
 }
 
 void
-h_send_notification(struct h_server *s, const char *method,
-    const char *params)
+h_send_notification(struct h_server *s, const char *method, const char *params)
 {
 	json_object *m;
 
@@ -335,8 +336,9 @@ h_read_message(struct h_server *s, int timeout_ms)
 			continue;
 		if (n <= 0) {
 			if (s->len > 0)
-				fprintf(stderr, "harness: %zu bytes without a "
-						"newline at EOF\n",
+				fprintf(stderr,
+				    "harness: %zu bytes without a "
+				    "newline at EOF\n",
 				    s->len);
 			close(s->from_fd);
 			s->from_fd = -1;
@@ -350,7 +352,7 @@ static int
 h_is_response(json_object *m)
 {
 	return json_object_object_get_ex(m, "id", NULL) &&
-	    !json_object_object_get_ex(m, "method", NULL);
+	       !json_object_object_get_ex(m, "method", NULL);
 }
 
 /* The next response, queued first; notifications are collected. */
@@ -419,8 +421,8 @@ h_wait_id(struct h_server *s, long id, int timeout_ms)
 }
 
 json_object *
-h_request(struct h_server *s, const char *method, const char *params,
-    int timeout_ms)
+h_request(
+    struct h_server *s, const char *method, const char *params, int timeout_ms)
 {
 	json_object *m;
 	long id;
@@ -455,7 +457,7 @@ h_tool_result(json_object *m)
 	json_object *r;
 
 	cr_assert(json_object_object_get_ex(m, "result", &r) &&
-		json_object_is_type(r, json_type_object),
+	              json_object_is_type(r, json_type_object),
 	    "tools/call answered without a result: %.2000s",
 	    json_object_to_json_string(m));
 	json_object_get(r);
@@ -470,31 +472,31 @@ h_send_tool(struct h_server *s, const char *name, json_object *args)
 
 	p = json_object_new_object();
 	json_object_object_add(p, "name", json_object_new_string(name));
-	json_object_object_add(p, "arguments",
-	    args != NULL ? args : json_object_new_object());
+	json_object_object_add(
+	    p, "arguments", args != NULL ? args : json_object_new_object());
 	return h_send_request_obj(s, "tools/call", p);
 }
 
 json_object *
-h_call_tool_obj(struct h_server *s, const char *name, json_object *args,
-    int timeout_ms)
+h_call_tool_obj(
+    struct h_server *s, const char *name, json_object *args, int timeout_ms)
 {
 	json_object *m;
 	long id;
 
 	id = h_send_tool(s, name, args);
 	m = h_wait_id(s, id, timeout_ms);
-	cr_assert(m != NULL, "no answer to tools/call %s in %d ms", name,
-	    timeout_ms);
+	cr_assert(
+	    m != NULL, "no answer to tools/call %s in %d ms", name, timeout_ms);
 	return h_tool_result(m);
 }
 
 json_object *
-h_call_tool_t(struct h_server *s, const char *name, const char *args,
-    int timeout_ms)
+h_call_tool_t(
+    struct h_server *s, const char *name, const char *args, int timeout_ms)
 {
-	return h_call_tool_obj(s, name, args != NULL ? h_parse(args) : NULL,
-	    timeout_ms);
+	return h_call_tool_obj(
+	    s, name, args != NULL ? h_parse(args) : NULL, timeout_ms);
 }
 
 json_object *
@@ -528,7 +530,7 @@ h_get(json_object *o, const char *path)
 				return NULL;
 			o = json_object_array_get_idx(o, (size_t)idx);
 		} else if (!json_object_is_type(o, json_type_object) ||
-		    !json_object_object_get_ex(o, key, &o))
+		           !json_object_object_get_ex(o, key, &o))
 			return NULL;
 		p += n;
 		if (*p == '.')
@@ -543,8 +545,8 @@ h_str(json_object *o, const char *path)
 	json_object *v = h_get(o, path);
 
 	return v != NULL && json_object_is_type(v, json_type_string)
-	    ? json_object_get_string(v)
-	    : NULL;
+	           ? json_object_get_string(v)
+	           : NULL;
 }
 
 long long
@@ -594,10 +596,9 @@ h_create(struct h_server *s, const char *args)
 	const char *id;
 	char *cid;
 
-	r = h_call_tool_t(s, "sandbox_initialize", args != NULL ? args : "{}",
-	    120000);
-	cr_assert(!h_is_error(r), "sandbox_initialize failed: %s",
-	    h_text(r));
+	r = h_call_tool_t(
+	    s, "sandbox_initialize", args != NULL ? args : "{}", 120000);
+	cr_assert(!h_is_error(r), "sandbox_initialize failed: %s", h_text(r));
 	id = h_str(r, "structuredContent.container_id");
 	cr_assert(id != NULL && strlen(id) >= 12,
 	    "sandbox_initialize gave no container_id: %.2000s",
@@ -616,8 +617,8 @@ h_stop(struct h_server *s, const char *cid)
 	json_object *r, *args;
 
 	args = json_object_new_object();
-	json_object_object_add(args, "container_id",
-	    json_object_new_string(cid));
+	json_object_object_add(
+	    args, "container_id", json_object_new_string(cid));
 	r = h_call_tool_obj(s, "sandbox_stop", args, 60000);
 	cr_assert(!h_is_error(r), "sandbox_stop failed: %s", h_text(r));
 	cr_assert(h_bool(r, "structuredContent.removed"));
@@ -625,13 +626,13 @@ h_stop(struct h_server *s, const char *cid)
 }
 
 json_object *
-h_exec_obj(struct h_server *s, const char *cid, json_object *args,
-    int timeout_ms)
+h_exec_obj(
+    struct h_server *s, const char *cid, json_object *args, int timeout_ms)
 {
 	if (args == NULL)
 		args = json_object_new_object();
-	json_object_object_add(args, "container_id",
-	    json_object_new_string(cid));
+	json_object_object_add(
+	    args, "container_id", json_object_new_string(cid));
 	return h_call_tool_obj(s, "sandbox_exec", args, timeout_ms);
 }
 
@@ -644,10 +645,10 @@ h_exec(struct h_server *s, const char *cid, const char *cmd, int timeout_s)
 	args = json_object_new_object();
 	json_object_object_add(args, "commands", json_object_new_string(cmd));
 	if (timeout_s > 0)
-		json_object_object_add(args, "timeout_seconds",
-		    json_object_new_int(timeout_s));
-	return h_exec_obj(s, cid, args,
-	    (timeout_s > 0 ? timeout_s * 1000 : 60000) + 30000);
+		json_object_object_add(
+		    args, "timeout_seconds", json_object_new_int(timeout_s));
+	return h_exec_obj(
+	    s, cid, args, (timeout_s > 0 ? timeout_s * 1000 : 60000) + 30000);
 }
 
 json_object *
@@ -767,8 +768,8 @@ h_docker_inspect(const char *id)
 	int st;
 
 	cr_assert(h_shell_safe(id));
-	snprintf(cmd, sizeof cmd, "docker inspect --format '{{json .}}' '%s'",
-	    id);
+	snprintf(
+	    cmd, sizeof cmd, "docker inspect --format '{{json .}}' '%s'", id);
 	out = h_run(cmd, &st);
 	cr_assert_eq(st, 0, "%s failed", cmd);
 	o = json_tokener_parse(out);

@@ -16,23 +16,23 @@
 
 #define H_IMAGE "mcp-sandboxd-test/python:bookworm"
 #define H_LABEL_KEY "mcp-sandboxd-test"
-#define H_TIMEOUT_MS 30000	/* default wait for one answer */
+#define H_TIMEOUT_MS 30000 /* default wait for one answer */
 #define H_MAX_IDS 32
 
 struct h_server {
 	pid_t pid;
-	int to_fd;		/* the server's stdin */
-	int from_fd;		/* the server's stdout */
-	char label[96];		/* mcp-sandboxd-test=<pid>-<n> */
-	char *buf;		/* bytes read, not yet a whole line */
+	int to_fd; /* the server's stdin */
+	int from_fd; /* the server's stdout */
+	char label[96]; /* mcp-sandboxd-test=<pid>-<n> */
+	char *buf; /* bytes read, not yet a whole line */
 	size_t len, cap;
 	long next_id;
-	json_object *queue;	/* responses read while waiting for another */
-	json_object *notes;	/* notifications received */
-	char *ids[H_MAX_IDS];	/* containers made through h_create() */
+	json_object *queue; /* responses read while waiting for another */
+	json_object *notes; /* notifications received */
+	char *ids[H_MAX_IDS]; /* containers made through h_create() */
 	int nids;
-	int reaped;		/* waitpid done */
-	int status;		/* its wait status */
+	int reaped; /* waitpid done */
+	int status; /* its wait status */
 };
 
 /* Start a server with the test image, --log-level warn, a unique label,
@@ -66,10 +66,9 @@ json_object *h_initialize(struct h_server *);
 /* tools/call; returns the result object (the test fails on a JSON-RPC
  * error or no answer). */
 json_object *h_call_tool(struct h_server *, const char *, const char *);
-json_object *h_call_tool_t(struct h_server *, const char *, const char *,
-    int);
-json_object *h_call_tool_obj(struct h_server *, const char *,
-    json_object *, int);
+json_object *h_call_tool_t(struct h_server *, const char *, const char *, int);
+json_object *h_call_tool_obj(
+    struct h_server *, const char *, json_object *, int);
 long h_send_tool(struct h_server *, const char *, json_object *);
 /* The result of a response to a tools/call (asserts it is one); the
  * response is released. */
@@ -86,30 +85,29 @@ void h_finish(struct h_server *);
 void h_free(struct h_server *);
 
 /* Sandboxes. */
-char *h_create(struct h_server *, const char *);	/* container_id */
+char *h_create(struct h_server *, const char *); /* container_id */
 void h_stop(struct h_server *, const char *);
 json_object *h_exec(struct h_server *, const char *, const char *, int);
-json_object *h_exec_obj(struct h_server *, const char *, json_object *,
-    int);
+json_object *h_exec_obj(struct h_server *, const char *, json_object *, int);
 char *h_exec_ok(struct h_server *, const char *, const char *);
-json_object *h_first(json_object *);	/* results[0] of an exec result */
+json_object *h_first(json_object *); /* results[0] of an exec result */
 
 /* JSON. */
-json_object *h_get(json_object *, const char *);	/* "a.b.0.c" */
+json_object *h_get(json_object *, const char *); /* "a.b.0.c" */
 const char *h_str(json_object *, const char *);
 long long h_int(json_object *, const char *);
 int h_bool(json_object *, const char *);
 int h_is_error(json_object *);
-const char *h_text(json_object *);	/* content[0].text */
+const char *h_text(json_object *); /* content[0].text */
 json_object *h_parse(const char *);
 
 /* Docker and processes. */
-int h_docker_count(const char *);	/* containers with this label */
+int h_docker_count(const char *); /* containers with this label */
 int h_container_exists(const char *);
 int h_wait_container_gone(const char *, int);
 json_object *h_docker_inspect(const char *);
-char *h_run(const char *, int *);	/* popen: output, exit status */
-int h_pid_alive(pid_t);			/* exists and not a zombie */
+char *h_run(const char *, int *); /* popen: output, exit status */
+int h_pid_alive(pid_t); /* exists and not a zombie */
 int h_children(pid_t, pid_t *, int, int *);
 long long h_now_ms(void);
 int h_contains(const char *, const char *);
