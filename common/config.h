@@ -23,6 +23,9 @@ struct config {
 	/* Per call. */
 	long exec_timeout, max_exec_timeout;
 	long output_cap;
+	long inline_output;
+	long log_buffer_kb;
+	long spool_mb;
 
 	/* Server. */
 	long max_sandboxes;

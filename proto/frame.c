@@ -42,6 +42,7 @@ proto_type_valid(unsigned int type)
 	switch (type) {
 	case PROTO_HELLO:
 	case PROTO_SHUTDOWN:
+	case PROTO_NOTIFY:
 	case PROTO_CALL:
 	case PROTO_RESULT:
 	case PROTO_CANCEL:

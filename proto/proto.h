@@ -40,6 +40,7 @@ enum proto_type {
 	/* Control, 1-99. */
 	PROTO_HELLO = 1, /* worker -> sup: JSON {pid, container_id} */
 	PROTO_SHUTDOWN = 2, /* sup -> worker: empty, finish and exit */
+	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news) */
 
 	/* Calls, 100-199; reqid names the call. */
 	PROTO_CALL = 100, /* sup -> worker: JSON {op, ...} */
@@ -73,9 +74,12 @@ enum proto_type {
  *		error (string, only when the exec could not run at all).
  *	"kill"	tokens (array of strings): kill what carries them (the
  *		calls of a worker that died).  Result: {}.
+ *	"logs"	the activity log: PROTO_DATA (stream == reqid), then the
+ *		result {bytes, dropped}.
  */
 #define PROTO_OP_EXEC "exec"
 #define PROTO_OP_KILL "kill"
+#define PROTO_OP_LOGS "logs"
 
 struct proto_hdr {
 	uint16_t type;

@@ -19,6 +19,7 @@
 #include "docker.h"
 #include "log.h"
 #include "procinfo.h"
+#include "spool.h"
 #include "supervisor.h"
 #include "version.h"
 #include "worker.h"
@@ -181,6 +182,7 @@ main(int argc, char **argv)
 
 	sup.conf = &conf;
 	make_instance_id();
+	stats_init();
 	if (proc_boot_id(sup.boot_id, sizeof sup.boot_id) == -1)
 		snprintf(sup.boot_id, sizeof sup.boot_id, "unknown");
 	if (proc_start_ticks(getpid(), &sup.start_ticks) == -1)
@@ -202,6 +204,8 @@ main(int argc, char **argv)
 	evsignal_add(ev_chld, NULL);
 	ev_reaper = event_new(sup.base, -1, EV_PERSIST, reaper_cb, NULL);
 	evtimer_add(ev_reaper, &tv);
+	if (spool_init(sup.instance) == -1)
+		fatal("cannot make a private directory for output spools");
 	if (stdio_start() == -1)
 		fatal("stdin and stdout must be pipes or sockets");
 	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
@@ -214,6 +218,7 @@ main(int argc, char **argv)
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
 	stdio_stop();
+	spool_cleanup();
 	docker_free(sup.docker);
 	event_free(ev_term);
 	event_free(ev_int);

@@ -35,9 +35,18 @@ session_new(void (*send)(struct session *, json_object *), void *transport)
 	sess->send = send;
 	sess->transport = transport;
 	sess->log_level = 5; /* notice */
+	sess->subs = json_object_new_object();
 	TAILQ_INIT(&sess->calls);
 	TAILQ_INSERT_TAIL(&sessions, sess, entry);
 	return sess;
+}
+
+static void
+session_free(struct session *sess)
+{
+	TAILQ_REMOVE(&sessions, sess, entry);
+	json_object_put(sess->subs);
+	free(sess);
 }
 
 static void
@@ -45,8 +54,10 @@ session_sandboxes_gone(void *arg)
 {
 	struct session *sess = arg;
 
-	TAILQ_REMOVE(&sessions, sess, entry);
-	free(sess);
+	/* Freed with its last call, if some still wait for a worker. */
+	sess->gone = 1;
+	if (TAILQ_EMPTY(&sess->calls))
+		session_free(sess);
 }
 
 /*
@@ -152,6 +163,10 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
 	json_object_object_add(caps, "tools", o);
 	json_object_object_add(caps, "logging", json_object_new_object());
+	o = json_object_new_object();
+	json_object_object_add(o, "subscribe", json_object_new_boolean(1));
+	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
+	json_object_object_add(caps, "resources", o);
 	json_object_object_add(r, "capabilities", caps);
 	info = json_object_new_object();
 	json_object_object_add(
@@ -255,13 +270,9 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 		*why = "arguments must be an object";
 		return NULL;
 	}
-	c = xcalloc(1, sizeof *c);
-	c->sess = sess;
-	c->id = json_object_get(id);
-	c->tool = xstrdup(t->name);
+	c = call_new(sess, id, t->name);
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();
-	TAILQ_INSERT_TAIL(&sess->calls, c, entry);
 	progress_start(c, params);
 	if (sup.shutting_down) {
 		call_reply(c, tool_error("the server is shutting down"));
@@ -271,15 +282,33 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 	return NULL;
 }
 
+/* A request answered later with call_reply(); name is for the logs. */
+struct call *
+call_new(struct session *sess, json_object *id, const char *name)
+{
+	struct call *c;
+
+	c = xcalloc(1, sizeof *c);
+	c->sess = sess;
+	c->id = json_object_get(id);
+	c->tool = xstrdup(name);
+	TAILQ_INSERT_TAIL(&sess->calls, c, entry);
+	return c;
+}
+
 static void
 call_free(struct call *c)
 {
+	struct session *sess = c->sess;
+
 	progress_end(c);
-	TAILQ_REMOVE(&c->sess->calls, c, entry);
+	TAILQ_REMOVE(&sess->calls, c, entry);
 	json_object_put(c->id);
 	json_object_put(c->args);
 	free(c->tool);
 	free(c);
+	if (sess->gone && TAILQ_EMPTY(&sess->calls))
+		session_free(sess);
 }
 
 /* Answer a tools/call (unless it was cancelled) and free it. */
@@ -341,6 +370,11 @@ static const struct {
     {"logging/setLevel", mcp_set_level},
     {"tools/list", mcp_tools_list},
     {"tools/call", mcp_tools_call},
+    {"resources/list", resources_list},
+    {"resources/templates/list", resources_templates},
+    {"resources/read", resources_read},
+    {"resources/subscribe", resources_subscribe},
+    {"resources/unsubscribe", resources_unsubscribe},
 };
 
 /* One message from a session's client. */

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "docker.h"
 #include "log.h"
+#include "spool.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -112,6 +113,7 @@ sandbox_free(struct sandbox *sb)
 		wproc_shutdown(sb->worker);
 	if (sb->expiry != NULL)
 		event_free(sb->expiry);
+	spool_dir_free(sb->spool);
 	free(sb->id);
 	free(sb->name);
 	free(sb->image);
@@ -137,8 +139,10 @@ sandbox_removed_cb(const struct docker_resp *resp, void *arg)
 	if (resp->error != NULL && resp->status != 404) {
 		err = sanitize_docker_error(resp->error);
 		log_warnx("remove %.12s: %s", d->id, resp->error);
-	} else
+	} else {
 		log_info("sandbox %.12s removed", d->id);
+		stats.sandboxes_removed++;
+	}
 	if (d->done != NULL)
 		d->done(d->arg, err);
 	free(err);
@@ -266,6 +270,16 @@ sandbox_expire_cb(evutil_socket_t fd, short what, void *arg)
 
 /* --- creation --- */
 
+static double
+elapsed_ms(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) * 1000 +
+	       (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 struct screate {
 	struct call *call;
 	struct sandbox *sb;
@@ -274,6 +288,7 @@ struct screate {
 	int pulled;
 	char pull_tail[512]; /* the end of the pull's progress stream */
 	int pending; /* of the container start and the worker */
+	struct timespec t0;
 	char *error;
 	size_t pull_len;
 };
@@ -292,6 +307,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 {
 	char *msg = sanitize_docker_error(detail);
 
+	stats.sandboxes_failed++;
 	call_reply(s->call, tool_error(fmt, s->sb->image, msg));
 	free(msg);
 	if (s->sb->id != NULL) {
@@ -345,6 +361,9 @@ screate_ready(struct screate *s)
 		return;
 	}
 	sb->state = SB_READY;
+	stats.sandboxes_created++;
+	stats_observe(&stats.create_ms, elapsed_ms(&s->t0));
+	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
 	tv.tv_sec = sb->expires - time(NULL);
 	tv.tv_usec = 0;
 	if (tv.tv_sec < 1)
@@ -665,6 +684,7 @@ sandbox_create(struct call *c, const char *image, const char *name,
 	s = xcalloc(1, sizeof *s);
 	s->call = c;
 	s->sb = sb;
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	s->config = sandbox_config(sb, env, network);
 	if (name != NULL) {
 		ename = docker_escape(name);

@@ -49,7 +49,8 @@ struct session {
 	int initialized;
 	char version[16]; /* negotiated protocol version */
 	int log_level; /* notifications/message at or above */
-	int closing;
+	int closing, gone;
+	json_object *subs; /* resource URIs subscribed to (a set) */
 	TAILQ_HEAD(, call) calls;
 	TAILQ_ENTRY(session) entry;
 };
@@ -85,6 +86,7 @@ struct limits {
 };
 
 struct wproc;
+struct spool_dir;
 struct screate;
 
 enum sandbox_state { SB_STARTING, SB_READY, SB_STOPPING };
@@ -101,6 +103,7 @@ struct sandbox {
 	int restarts;
 	struct wproc *worker;
 	struct screate *create; /* while starting */
+	struct spool_dir *spool; /* full outputs of its execs */
 	struct session *owner;
 	struct event *expiry;
 	TAILQ_ENTRY(sandbox) entry;
@@ -115,8 +118,62 @@ void mcp_handle_line(struct session *, const char *, size_t);
 void mcp_send(struct session *, json_object *);
 void mcp_log(struct session *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
+struct call *call_new(struct session *, json_object *, const char *);
 void call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
+
+/* execrun.c */
+struct xrun;
+struct xrun_opts {
+	const char *command;
+	const char *workdir; /* NULL: the sandbox's */
+	json_object *env;
+	const char *stdin_text;
+	long long timeout_ms;
+	long long output_cap; /* 0: none */
+};
+struct xrun *xrun_start(struct call *, struct sandbox *,
+    const struct xrun_opts *, void (*)(struct xrun *, json_object *, void *),
+    void *);
+void xrun_cancel(struct xrun *);
+void xrun_links(json_object *, json_object *);
+
+/* stats.c */
+#define STATS_BUCKETS 12
+struct histogram {
+	long long count[STATS_BUCKETS]; /* cumulative, as Prometheus has it */
+	long long total;
+	double sum;
+};
+struct stats {
+	long long sandboxes_created, sandboxes_removed, sandboxes_failed;
+	long long workers_restarted;
+	long long execs_run, execs_failed, execs_timed_out, execs_cancelled;
+	long long bytes_in, bytes_out;
+	long long engine_errors;
+	struct histogram create_ms, exec_ms;
+	long long started_ms;
+};
+extern struct stats stats;
+void stats_init(void);
+void stats_observe(struct histogram *, double);
+json_object *stats_json(void);
+void stats_prometheus(struct evbuffer *);
+
+/* resources.c */
+typedef json_object *(*mcp_method)(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *resources_list(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *resources_templates(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *resources_read(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *resources_subscribe(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *resources_unsubscribe(
+    struct session *, json_object *, json_object *, int *, const char **);
+void resources_logs_updated(struct sandbox *);
 
 /* progress.c */
 void progress_start(struct call *, json_object *);
@@ -146,6 +203,7 @@ extern const struct tool *const tools[];
 json_object *tools_list(const char *, int, int *);
 const struct tool *tool_find(const char *);
 json_object *tool_result(json_object *, const char *, int);
+void tool_result_add_content(json_object *, json_object *);
 json_object *tool_error(const char *, ...)
     __attribute__((format(printf, 1, 2)));
 const char *arg_string(struct call *, const char *);

@@ -15,7 +15,6 @@
 #include "log.h"
 #include "proto.h"
 #include "supervisor.h"
-#include "utf8.h"
 #include "xmalloc.h"
 
 #define EXEC_MAX_COMMANDS 100
@@ -54,6 +53,14 @@ static const char output_schema[] =
     "\"timed_out\":{\"type\":\"boolean\"},"
     "\"oom_killed\":{\"type\":\"boolean\"},"
     "\"truncated\":{\"type\":\"boolean\"},"
+    "\"cancelled\":{\"type\":\"boolean\"},"
+    "\"signal\":{\"type\":\"integer\"},"
+    "\"stdout_bytes\":{\"type\":\"integer\"},"
+    "\"stderr_bytes\":{\"type\":\"integer\"},"
+    "\"exec_id\":{\"type\":\"integer\"},"
+    "\"stdout_uri\":{\"type\":\"string\"},"
+    "\"stderr_uri\":{\"type\":\"string\"},"
+    "\"spool_incomplete\":{\"type\":\"boolean\"},"
     "\"error\":{\"type\":\"string\"}},"
     "\"required\":[\"command\",\"exit_code\",\"stdout\",\"stderr\","
     "\"duration_ms\",\"timed_out\",\"oom_killed\",\"truncated\"]}}},"
@@ -65,9 +72,8 @@ struct xcall {
 	json_object *commands; /* array of strings, owned */
 	size_t next;
 	json_object *results;
-	struct evbuffer *out, *err;
-	struct wproc *worker;
-	uint32_t reqid;
+	json_object *links; /* resource links of cut outputs */
+	struct xrun *run; /* the command running */
 	int stop_on_error, failed, timed_out;
 	long long cap_left;
 	struct timespec deadline;
@@ -86,21 +92,6 @@ ms_until(const struct timespec *t)
 	       (t->tv_nsec - now.tv_nsec) / 1000000;
 }
 
-static json_object *
-buf_string(struct evbuffer *b)
-{
-	json_object *s;
-	size_t len = evbuffer_get_length(b), outlen;
-	char *clean;
-
-	clean =
-	    utf8_sanitize((const char *)evbuffer_pullup(b, -1), len, &outlen);
-	s = json_object_new_string_len(clean, (int)outlen);
-	free(clean);
-	evbuffer_drain(b, len);
-	return s;
-}
-
 static void
 xcall_text_append(struct evbuffer *t, json_object *r)
 {
@@ -113,12 +104,15 @@ xcall_text_append(struct evbuffer *t, json_object *r)
 	if (json_object_object_get_ex(r, "timed_out", &v) &&
 	    json_object_get_boolean(v))
 		evbuffer_add_printf(t, ", timed out (processes killed)");
+	if (json_object_object_get_ex(r, "cancelled", &v) &&
+	    json_object_get_boolean(v))
+		evbuffer_add_printf(t, ", cancelled (processes killed)");
 	if (json_object_object_get_ex(r, "oom_killed", &v) &&
 	    json_object_get_boolean(v))
 		evbuffer_add_printf(t, ", killed: out of memory");
 	if (json_object_object_get_ex(r, "truncated", &v) &&
 	    json_object_get_boolean(v))
-		evbuffer_add_printf(t, ", output cut at the cap (command "
+		evbuffer_add_printf(t, ", output over the cap (command "
 		                       "killed)");
 	if (json_object_object_get_ex(r, "error", &v))
 		evbuffer_add_printf(
@@ -135,12 +129,21 @@ xcall_text_append(struct evbuffer *t, json_object *r)
 }
 
 static void
+xcall_free(struct xcall *x)
+{
+	json_object_put(x->commands);
+	json_object_put(x->results);
+	json_object_put(x->links);
+	free(x->sandbox);
+	free(x);
+}
+
+static void
 xcall_finish(struct xcall *x)
 {
 	struct evbuffer *t;
-	json_object *r;
+	json_object *r, *res;
 	size_t i, n;
-	char *text;
 
 	n = json_object_array_length(x->results);
 	t = evbuffer_new();
@@ -150,20 +153,17 @@ xcall_finish(struct xcall *x)
 		evbuffer_add_printf(t, "(%zu later command(s) not run)\n",
 		    json_object_array_length(x->commands) - x->next);
 	evbuffer_add(t, "", 1);
-	text = (char *)evbuffer_pullup(t, -1);
 	r = json_object_new_object();
 	json_object_object_add(
 	    r, "container_id", json_object_new_string(x->sandbox));
 	json_object_object_add(
 	    r, "success", json_object_new_boolean(!x->failed));
-	json_object_object_add(r, "results", x->results);
-	call_reply(x->call, tool_result(r, text, x->failed));
+	json_object_object_add(r, "results", json_object_get(x->results));
+	res = tool_result(r, (char *)evbuffer_pullup(t, -1), x->failed);
+	tool_result_add_content(res, x->links);
+	call_reply(x->call, res);
 	evbuffer_free(t);
-	evbuffer_free(x->out);
-	evbuffer_free(x->err);
-	json_object_put(x->commands);
-	free(x->sandbox);
-	free(x);
+	xcall_free(x);
 }
 
 static void
@@ -171,68 +171,37 @@ xcall_cancel(struct call *c)
 {
 	struct xcall *x = c->state;
 
-	if (x->worker != NULL && x->reqid != 0)
-		wproc_cancel(x->worker, x->reqid);
+	if (x->run != NULL)
+		xrun_cancel(x->run);
 }
 
 static void xcall_next(struct xcall *);
 
-static int
-xcall_data(uint16_t flags, const char *p, size_t len, void *arg)
-{
-	struct xcall *x = arg;
-
-	evbuffer_add(flags & PROTO_F_STDERR ? x->err : x->out, p, len);
-	progress_output(x->call, p, len);
-	return 0;
-}
-
 static void
-xcall_done(json_object *res, void *arg)
+xcall_done(struct xrun *run, json_object *r, void *arg)
 {
 	struct xcall *x = arg;
-	json_object *r, *v;
-	int bad = 0;
+	json_object *v;
+	int bad;
 
-	x->worker = NULL;
-	x->reqid = 0;
-	r = json_object_new_object();
-	json_object_object_add(r, "command",
-	    json_object_get(
-	        json_object_array_get_idx(x->commands, x->next - 1)));
-	v = NULL;
-	json_object_object_get_ex(res, "exit_code", &v);
-	json_object_object_add(r, "exit_code",
-	    json_object_new_int64(v != NULL ? json_object_get_int64(v) : -1));
-	if (v == NULL || json_object_get_int64(v) != 0)
-		bad = 1;
-	json_object_object_add(r, "stdout", buf_string(x->out));
-	json_object_object_add(r, "stderr", buf_string(x->err));
-	json_object_object_get_ex(res, "duration_ms", &v);
-	json_object_object_add(r, "duration_ms",
-	    json_object_new_int64(v ? json_object_get_int64(v) : 0));
-	json_object_object_get_ex(res, "timed_out", &v);
-	json_object_object_add(r, "timed_out",
-	    json_object_new_boolean(v && json_object_get_boolean(v)));
-	if (v != NULL && json_object_get_boolean(v))
+	(void)run;
+	x->run = NULL;
+	json_object_array_add(x->results, json_object_get(r));
+	xrun_links(r, x->links);
+	bad = !json_object_object_get_ex(r, "exit_code", &v) ||
+	      json_object_get_int64(v) != 0;
+	if (json_object_object_get_ex(r, "timed_out", &v) &&
+	    json_object_get_boolean(v))
 		x->timed_out = 1;
-	json_object_object_get_ex(res, "oom_killed", &v);
-	json_object_object_add(r, "oom_killed",
-	    json_object_new_boolean(v && json_object_get_boolean(v)));
-	json_object_object_get_ex(res, "truncated", &v);
-	json_object_object_add(r, "truncated",
-	    json_object_new_boolean(v && json_object_get_boolean(v)));
-	if (v != NULL && json_object_get_boolean(v))
+	if (json_object_object_get_ex(r, "truncated", &v) &&
+	    json_object_get_boolean(v))
 		x->cap_left = 0;
-	json_object_object_get_ex(res, "stdout_bytes", &v);
-	x->cap_left -= v ? json_object_get_int64(v) : 0;
-	json_object_object_get_ex(res, "stderr_bytes", &v);
-	x->cap_left -= v ? json_object_get_int64(v) : 0;
-	if (json_object_object_get_ex(res, "error", &v)) {
-		json_object_object_add(r, "error", json_object_get(v));
+	if (json_object_object_get_ex(r, "stdout_bytes", &v))
+		x->cap_left -= json_object_get_int64(v);
+	if (json_object_object_get_ex(r, "stderr_bytes", &v))
+		x->cap_left -= json_object_get_int64(v);
+	if (json_object_object_get_ex(r, "error", &v))
 		x->stop_on_error = 1; /* the sandbox is in trouble: stop */
-	}
-	json_object_array_add(x->results, r);
 	if (bad)
 		x->failed = 1;
 	if ((bad && x->stop_on_error) || x->timed_out || x->cap_left <= 0 ||
@@ -246,9 +215,8 @@ xcall_done(json_object *res, void *arg)
 static void
 xcall_next(struct xcall *x)
 {
+	struct xrun_opts o;
 	struct sandbox *sb;
-	json_object *op;
-	long long left;
 
 	if (x->next >= json_object_array_length(x->commands)) {
 		xcall_finish(x);
@@ -263,39 +231,22 @@ xcall_next(struct xcall *x)
 			        "sandbox %.12s went away "
 			        "(stopped or expired) before the commands ran",
 			        x->sandbox));
-			evbuffer_free(x->out);
-			evbuffer_free(x->err);
-			json_object_put(x->results);
-			json_object_put(x->commands);
-			free(x->sandbox);
-			free(x);
+			xcall_free(x);
 			return;
 		}
 		xcall_finish(x);
 		return;
 	}
-	left = ms_until(&x->deadline);
-	op = json_object_new_object();
-	json_object_object_add(op, "op", json_object_new_string(PROTO_OP_EXEC));
-	json_object_object_add(op, "command",
-	    json_object_get(json_object_array_get_idx(x->commands, x->next)));
-	json_object_object_add(op, "workdir",
-	    json_object_new_string(
-	        x->workdir != NULL ? x->workdir : sb->workdir));
-	if (x->env != NULL)
-		json_object_object_add(op, "env", json_object_get(x->env));
-	if (x->stdin_text != NULL && x->next == 0)
-		json_object_object_add(
-		    op, "stdin", json_object_new_string(x->stdin_text));
-	json_object_object_add(
-	    op, "timeout_ms", json_object_new_int64(left > 1 ? left : 1));
-	json_object_object_add(
-	    op, "output_cap", json_object_new_int64(x->cap_left));
+	memset(&o, 0, sizeof o);
+	o.command = json_object_get_string(
+	    json_object_array_get_idx(x->commands, x->next));
+	o.workdir = x->workdir;
+	o.env = x->env;
+	o.stdin_text = x->next == 0 ? x->stdin_text : NULL;
+	o.timeout_ms = ms_until(&x->deadline);
+	o.output_cap = x->cap_left;
 	x->next++;
-	sb->exec_count++;
-	x->worker = sb->worker;
-	x->reqid = wproc_call(sb->worker, op, xcall_data, xcall_done, x);
-	json_object_put(op);
+	x->run = xrun_start(x->call, sb, &o, xcall_done, x);
 }
 
 static void
@@ -412,8 +363,7 @@ sandbox_exec(struct call *c)
 	x->sandbox = xstrdup(sb->id);
 	x->commands = list;
 	x->results = json_object_new_array();
-	x->out = evbuffer_new();
-	x->err = evbuffer_new();
+	x->links = json_object_new_array();
 	x->stop_on_error = soe != NULL ? json_object_get_boolean(soe) : 1;
 	x->cap_left = conf->output_cap;
 	x->env = env;

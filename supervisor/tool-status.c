@@ -31,6 +31,8 @@ static const char output_schema[] =
     "\"worker_pid\":{\"type\":\"integer\"}},"
     "\"required\":[\"container_id\",\"name\",\"state\",\"image\","
     "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}}},"
+    "\"stats\":{\"type\":\"object\",\"description\":\"the server's "
+    "statistics, as sandbox://stats\"}},"
     "\"required\":[\"sandboxes\"]}";
 
 struct status {
@@ -90,6 +92,7 @@ status_done(struct status *st)
 	evbuffer_add(t, "", 1);
 	r = json_object_new_object();
 	json_object_object_add(r, "sandboxes", st->list);
+	json_object_object_add(r, "stats", stats_json());
 	call_reply(st->call, tool_result(r, (char *)evbuffer_pullup(t, -1), 0));
 	evbuffer_free(t);
 	free(st);

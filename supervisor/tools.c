@@ -118,6 +118,21 @@ tool_result(json_object *structured, const char *text, int is_error)
 	return r;
 }
 
+/* Append content items (an array; borrowed) to a tool result. */
+void
+tool_result_add_content(json_object *result, json_object *items)
+{
+	json_object *content;
+	size_t i;
+
+	if (items == NULL ||
+	    !json_object_object_get_ex(result, "content", &content))
+		return;
+	for (i = 0; i < json_object_array_length(items); i++)
+		json_object_array_add(content,
+		    json_object_get(json_object_array_get_idx(items, i)));
+}
+
 /* A failure the model can act on: isError with a message, no structure. */
 json_object *
 tool_error(const char *fmt, ...)

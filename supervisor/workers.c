@@ -122,6 +122,7 @@ wproc_lost(struct wproc *wp, const char *why)
 		if (sb->restarts++ < WPROC_MAX_RESTARTS &&
 		    wproc_spawn(sb, NULL) == 0) {
 			log_info("%s: new worker for %.12s", __func__, sb->id);
+			stats.workers_restarted++;
 			if (json_object_array_length(tokens) > 0) {
 				killop = json_object_new_object();
 				json_object_object_add(killop, "op",
@@ -196,6 +197,10 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 			wc->credit_cb(json_object_get_int64(credit), wc->arg);
 		json_object_put(obj);
 		return 0;
+	case PROTO_NOTIFY:
+		if (wp->sb != NULL)
+			resources_logs_updated(wp->sb);
+		return 0;
 	case PROTO_RESULT:
 		if ((obj = proto_frame_json(f)) == NULL)
 			return -1;
@@ -265,13 +270,14 @@ wproc_spawn(
 	const struct config *c = sup.conf;
 	struct wproc *wp;
 	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
-	char cap[32];
+	char cap[32], logkb[32];
 	int sv[2], null;
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 		return -1;
 	snprintf(cap, sizeof cap, "%ld", c->output_cap);
+	snprintf(logkb, sizeof logkb, "%ld", c->log_buffer_kb);
 	switch ((pid = fork())) {
 	case -1:
 		close(sv[0]);
@@ -289,7 +295,8 @@ wproc_spawn(
 		signal(SIGPIPE, SIG_DFL);
 		execl(sup.self_exe, "mcp-sandboxd", "--worker", sb->id,
 		    "--docker-host", c->docker_host, "--log-level",
-		    c->log_level, "--output-cap", cap, (char *)NULL);
+		    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
+		    (char *)NULL);
 		_exit(127);
 	}
 	close(sv[1]);

@@ -54,6 +54,7 @@ struct wexec {
 	uint32_t reqid;
 	enum exec_state state;
 	char token[40];
+	char tag[2][32]; /* in the activity log: stdout, stderr */
 	char *exec_id;
 	struct docker_req *req; /* the request in flight, if any */
 	struct killer *killer; /* the killer in flight, if any */
@@ -215,6 +216,7 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 	if (len == 0)
 		return 0;
 	flag = stream == DEMUX_STDOUT ? PROTO_F_STDOUT : PROTO_F_STDERR;
+	logs_add(x->tag[stream == DEMUX_STDERR], p, len);
 	if (stream == DEMUX_STDOUT)
 		x->out_bytes += (long long)len;
 	else
@@ -399,6 +401,12 @@ exec_finish(struct wexec *x)
 		    r, "error", json_object_new_string(x->error));
 	worker_send_json(x->w, PROTO_RESULT, x->reqid, r);
 	json_object_put(r);
+	if (x->tag[0][0] != '\0')
+		logs_addf(x->tag[0], "exit %ld%s%s%s%s", x->exit_code,
+		    x->timed_out ? ", timed out" : "",
+		    x->cancelled ? ", cancelled" : "",
+		    x->truncated ? ", output over the cap" : "",
+		    x->error != NULL ? ", failed to run" : "");
 	exec_free(x);
 }
 
@@ -464,6 +472,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		exec_fail(x, "bad call", "no command");
 		return;
 	}
+	snprintf(x->tag[0], sizeof x->tag[0], "exec %.8s", x->token);
+	snprintf(x->tag[1], sizeof x->tag[1], "exec %.8s stderr", x->token);
+	logs_addf(x->tag[0], "$ %s", command);
 	x->cap = json_int(call, "output_cap", w->conf->output_cap);
 	if (json_object_object_get_ex(call, "stdin_stream", &v) &&
 	    json_object_get_boolean(v)) {

@@ -52,6 +52,7 @@ worker_quit(struct worker *w)
 	w->quitting = 1;
 	exec_abort_all(w);
 	killer_abort_all(w);
+	logs_stop();
 	events_stop(w);
 	event_base_loopexit(w->base, NULL);
 }
@@ -78,6 +79,8 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 			exec_start(w, f->hdr.reqid, obj);
 		else if (strcmp(json_object_get_string(v), PROTO_OP_KILL) == 0)
 			exec_kill_tokens(w, f->hdr.reqid, obj);
+		else if (strcmp(json_object_get_string(v), PROTO_OP_LOGS) == 0)
+			logs_read(w, f->hdr.reqid);
 		else {
 			json_object_put(obj);
 			return -1;
@@ -179,6 +182,7 @@ worker_main(const struct config *conf)
 	worker_send_json(&w, PROTO_HELLO, 0, hello);
 	json_object_put(hello);
 	events_start(&w);
+	logs_start(&w, (size_t)conf->log_buffer_kb * 1024);
 
 	event_base_dispatch(w.base);
 

@@ -49,6 +49,14 @@ void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);
 
+/* docker-logs.c */
+void logs_start(struct worker *, size_t);
+void logs_stop(void);
+void logs_add(const char *, const char *, size_t);
+void logs_addf(const char *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+void logs_read(struct worker *, uint32_t);
+
 /* docker-events.c */
 void events_start(struct worker *);
 void events_stop(struct worker *);

@@ -1,0 +1,203 @@
+/*
+ * One command run in a sandbox, for any tool: sent to the sandbox's
+ * worker, its output kept bounded for the result (head and tail), spooled
+ * whole to disk, streamed as progress, and its accounting collected.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "output.h"
+#include "proto.h"
+#include "spool.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+struct xrun {
+	struct call *call;
+	char *command;
+	char *short_id; /* the sandbox's, for resource URIs */
+	struct wproc *worker;
+	uint32_t reqid;
+	struct output out, err;
+	struct spool *spool;
+	void (*done)(struct xrun *, json_object *, void *);
+	void *arg;
+};
+
+static int
+xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
+{
+	struct xrun *x = arg;
+	int stream = (flags & PROTO_F_STDERR) != 0;
+
+	output_add(stream ? &x->err : &x->out, p, len);
+	spool_write(x->spool, stream, p, len);
+	progress_output(x->call, p, len);
+	return 0;
+}
+
+static void
+copy_member(json_object *to, json_object *from, const char *key)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(from, key, &v))
+		json_object_object_add(to, key, json_object_get(v));
+}
+
+static long long
+member_int(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v)
+	                                             : 0;
+}
+
+static void
+stats_exec(json_object *r)
+{
+	stats.execs_run++;
+	if (member_int(r, "exit_code") != 0)
+		stats.execs_failed++;
+	if (member_int(r, "timed_out"))
+		stats.execs_timed_out++;
+	if (member_int(r, "cancelled"))
+		stats.execs_cancelled++;
+	stats.bytes_out +=
+	    member_int(r, "stdout_bytes") + member_int(r, "stderr_bytes");
+	stats_observe(&stats.exec_ms, (double)member_int(r, "duration_ms"));
+}
+
+static void
+xrun_done(json_object *res, void *arg)
+{
+	struct xrun *x = arg;
+	json_object *r, *v;
+	char *uri[2] = {NULL, NULL};
+	static const char *const keys[] = {"duration_ms", "timed_out",
+	    "cancelled", "oom_killed", "truncated", "signal", "stdout_bytes",
+	    "stderr_bytes", NULL};
+	int i;
+
+	r = json_object_new_object();
+	json_object_object_add(
+	    r, "command", json_object_new_string(x->command));
+	v = NULL;
+	json_object_object_get_ex(res, "exit_code", &v);
+	json_object_object_add(r, "exit_code",
+	    json_object_new_int64(v != NULL ? json_object_get_int64(v) : -1));
+	if (x->spool != NULL) {
+		for (i = 0; i < 2; i++)
+			if (output_cut(i ? &x->err : &x->out))
+				xasprintf(&uri[i], "sandbox://%s/exec/%u/%s",
+				    x->short_id, spool_id(x->spool),
+				    i ? "stderr" : "stdout");
+		json_object_object_add(
+		    r, "exec_id", json_object_new_int64(spool_id(x->spool)));
+	}
+	json_object_object_add(r, "stdout", output_json(&x->out, uri[0]));
+	json_object_object_add(r, "stderr", output_json(&x->err, uri[1]));
+	for (i = 0; keys[i] != NULL; i++)
+		copy_member(r, res, keys[i]);
+	for (i = 0; i < 2; i++) {
+		if (uri[i] == NULL)
+			continue;
+		json_object_object_add(r, i ? "stderr_uri" : "stdout_uri",
+		    json_object_new_string(uri[i]));
+		if (!spool_complete(x->spool))
+			json_object_object_add(
+			    r, "spool_incomplete", json_object_new_boolean(1));
+		free(uri[i]);
+	}
+	copy_member(r, res, "error");
+	x->worker = NULL;
+	stats_exec(r);
+	x->done(x, r, x->arg);
+	json_object_put(r);
+	output_free(&x->out);
+	output_free(&x->err);
+	spool_close(x->spool);
+	free(x->command);
+	free(x->short_id);
+	free(x);
+}
+
+/*
+ * Run a command; done(x, result, arg) gets the result object (borrowed)
+ * once it ended, whatever happened.
+ */
+struct xrun *
+xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
+    void (*done)(struct xrun *, json_object *, void *), void *arg)
+{
+	struct xrun *x;
+	json_object *op;
+
+	x = xcalloc(1, sizeof *x);
+	x->call = c;
+	x->command = xstrdup(o->command);
+	x->short_id = xstrndup(sb->id, 12);
+	x->done = done;
+	x->arg = arg;
+	output_init(&x->out, (size_t)sup.conf->inline_output);
+	output_init(&x->err, (size_t)sup.conf->inline_output);
+	x->spool = spool_open(sb->spool);
+
+	op = json_object_new_object();
+	json_object_object_add(op, "op", json_object_new_string(PROTO_OP_EXEC));
+	json_object_object_add(
+	    op, "command", json_object_new_string(o->command));
+	json_object_object_add(op, "workdir",
+	    json_object_new_string(
+	        o->workdir != NULL ? o->workdir : sb->workdir));
+	if (o->env != NULL)
+		json_object_object_add(op, "env", json_object_get(o->env));
+	if (o->stdin_text != NULL) {
+		json_object_object_add(
+		    op, "stdin", json_object_new_string(o->stdin_text));
+		stats.bytes_in += (long long)strlen(o->stdin_text);
+	}
+	json_object_object_add(op, "timeout_ms",
+	    json_object_new_int64(o->timeout_ms > 1 ? o->timeout_ms : 1));
+	json_object_object_add(
+	    op, "output_cap", json_object_new_int64(o->output_cap));
+	sb->exec_count++;
+	x->worker = sb->worker;
+	x->reqid = wproc_call(sb->worker, op, xrun_data, xrun_done, x);
+	json_object_put(op);
+	return x;
+}
+
+/* Kill the command's processes; its result still comes (cancelled). */
+void
+xrun_cancel(struct xrun *x)
+{
+	if (x->worker != NULL)
+		wproc_cancel(x->worker, x->reqid);
+}
+
+/* Resource links for the spooled outputs a result cut (into content). */
+void
+xrun_links(json_object *result, json_object *content)
+{
+	static const char *const keys[] = {"stdout_uri", "stderr_uri"};
+	json_object *v, *l;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!json_object_object_get_ex(result, keys[i], &v))
+			continue;
+		l = json_object_new_object();
+		json_object_object_add(
+		    l, "type", json_object_new_string("resource_link"));
+		json_object_object_add(l, "uri", json_object_get(v));
+		json_object_object_add(l, "name",
+		    json_object_new_string(i ? "full stderr" : "full stdout"));
+		json_object_object_add(
+		    l, "mimeType", json_object_new_string("text/plain"));
+		json_object_array_add(content, l);
+	}
+}

@@ -1,0 +1,230 @@
+/*
+ * Exec output spools: <private dir>/<sandbox id>/<exec id>.{stdout,stderr}.
+ * Writes are synchronous: local files take them at once, and a quota per
+ * sandbox bounds them (past it the spool is marked incomplete).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "spool.h"
+#include "xmalloc.h"
+
+static char *spool_root; /* private (0700) directory of this instance */
+
+struct spool_dir {
+	char *path;
+	long long used, quota;
+	unsigned int next_id;
+};
+
+struct spool {
+	struct spool_dir *dir;
+	unsigned int id;
+	int fd[2]; /* stdout, stderr */
+	int complete; /* nothing was dropped for the quota */
+};
+
+static const char *const stream_names[] = {"stdout", "stderr"};
+
+/* Make the private directory (in TMPDIR, else /tmp) for this instance. */
+int
+spool_init(const char *instance)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *path;
+
+	if (tmp == NULL || *tmp != '/')
+		tmp = "/tmp";
+	xasprintf(&path, "%s/mcp-sandboxd-%.8s-XXXXXX", tmp, instance);
+	if (mkdtemp(path) == NULL) {
+		free(path);
+		return -1;
+	}
+	spool_root = path;
+	return 0;
+}
+
+static void
+rm_tree(const char *path)
+{
+	struct dirent *de;
+	DIR *d;
+	char *p;
+
+	if ((d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			xasprintf(&p, "%s/%s", path, de->d_name);
+			if (de->d_type == DT_DIR)
+				rm_tree(p);
+			else if (unlink(p) == -1)
+				log_warn("%s: unlink %s", __func__, p);
+			free(p);
+		}
+		closedir(d);
+	}
+	if (rmdir(path) == -1 && errno != ENOENT)
+		log_warn("%s: rmdir %s", __func__, path);
+}
+
+/* Remove the private directory and everything in it. */
+void
+spool_cleanup(void)
+{
+	if (spool_root == NULL)
+		return;
+	rm_tree(spool_root);
+	free(spool_root);
+	spool_root = NULL;
+}
+
+/* The spools of one sandbox, at most quota bytes. */
+struct spool_dir *
+spool_dir_new(const char *sandbox_id, long long quota)
+{
+	struct spool_dir *sd;
+
+	if (spool_root == NULL)
+		return NULL;
+	sd = xcalloc(1, sizeof *sd);
+	xasprintf(&sd->path, "%s/%.12s", spool_root, sandbox_id);
+	if (mkdir(sd->path, 0700) == -1) {
+		log_warn("%s: mkdir %s", __func__, sd->path);
+		free(sd->path);
+		free(sd);
+		return NULL;
+	}
+	sd->quota = quota;
+	sd->next_id = 1;
+	return sd;
+}
+
+void
+spool_dir_free(struct spool_dir *sd)
+{
+	if (sd == NULL)
+		return;
+	rm_tree(sd->path);
+	free(sd->path);
+	free(sd);
+}
+
+/* A new exec's spool (both streams); NULL if it cannot be made. */
+struct spool *
+spool_open(struct spool_dir *sd)
+{
+	struct spool *sp;
+	char *p;
+	int i;
+
+	if (sd == NULL)
+		return NULL;
+	sp = xcalloc(1, sizeof *sp);
+	sp->dir = sd;
+	sp->id = sd->next_id++;
+	sp->complete = 1;
+	for (i = 0; i < 2; i++) {
+		xasprintf(&p, "%s/%u.%s", sd->path, sp->id, stream_names[i]);
+		sp->fd[i] = open(p,
+		    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (sp->fd[i] == -1)
+			log_warn("%s: %s", __func__, p);
+		free(p);
+	}
+	return sp;
+}
+
+unsigned int
+spool_id(const struct spool *sp)
+{
+	return sp->id;
+}
+
+/* Output of stream 0 (stdout) or 1 (stderr). */
+void
+spool_write(struct spool *sp, int stream, const void *data, size_t len)
+{
+	const char *p = data;
+	ssize_t n;
+
+	if (sp == NULL || sp->fd[stream] == -1 || len == 0)
+		return;
+	if (sp->dir->used + (long long)len > sp->dir->quota) {
+		sp->complete = 0;
+		return;
+	}
+	sp->dir->used += (long long)len;
+	while (len > 0) {
+		if ((n = write(sp->fd[stream], p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("%s", __func__);
+			sp->complete = 0;
+			close(sp->fd[stream]);
+			sp->fd[stream] = -1;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+int
+spool_complete(const struct spool *sp)
+{
+	return sp != NULL && sp->complete;
+}
+
+void
+spool_close(struct spool *sp)
+{
+	if (sp == NULL)
+		return;
+	if (sp->fd[0] != -1)
+		close(sp->fd[0]);
+	if (sp->fd[1] != -1)
+		close(sp->fd[1]);
+	free(sp);
+}
+
+/*
+ * Read len bytes at offset of an exec's stream; *size gets the whole
+ * size.  -1 with errno ENOENT when there is no such spool.
+ */
+ssize_t
+spool_read(struct spool_dir *sd, unsigned int id, int stream, long long offset,
+    void *buf, size_t len, long long *size)
+{
+	struct stat st;
+	ssize_t n;
+	char *p;
+	int fd;
+
+	if (sd == NULL || stream < 0 || stream > 1) {
+		errno = ENOENT;
+		return -1;
+	}
+	xasprintf(&p, "%s/%u.%s", sd->path, id, stream_names[stream]);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(p);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return -1;
+	}
+	*size = st.st_size;
+	n = offset >= st.st_size ? 0 : pread(fd, buf, len, offset);
+	close(fd);
+	return n;
+}
