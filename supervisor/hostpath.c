@@ -406,8 +406,10 @@ hostpath_open_new(
 	    !S_ISREG(st.st_mode)) {
 		/* Never open a device or FIFO, even to look at it. */
 		seterr(err, errlen,
-		    "%s/%s exists and is not a regular file: refusing to "
-		    "overwrite it",
+		    S_ISLNK(st.st_mode)
+		        ? "%s/%s is a symbolic link: refusing to write through it"
+		        : "%s/%s exists and is not a regular file: refusing to "
+		          "overwrite it",
 		    dir, name);
 		close(dfd);
 		return -1;

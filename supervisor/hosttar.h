@@ -20,9 +20,9 @@ struct tar_limits {
 	uint64_t max_files;
 };
 
-#define TAR_MAX_DEPTH 128   /* directories open at once while archiving */
+#define TAR_MAX_DEPTH 128 /* directories open at once while archiving */
 #define TAR_MAX_LISTED 1000 /* paths listed in a report; the rest counted */
-#define TAR_OWNER_ID 65534  /* uid/gid of every archived entry */
+#define TAR_OWNER_ID 65534 /* uid/gid of every archived entry */
 
 /*
  * Producer (host -> sandbox): a pax (ustar when it can) stream of one host
@@ -42,8 +42,8 @@ const char *tar_out_error(struct tar_out *);
 /* [{"path", "reason"}], owned by the tar_out (json_object_get to keep). */
 json_object *tar_out_skipped(struct tar_out *);
 uint64_t tar_out_nskipped(struct tar_out *); /* listed or not */
-uint64_t tar_out_files(struct tar_out *);    /* entries, directories too */
-uint64_t tar_out_bytes(struct tar_out *);    /* file content */
+uint64_t tar_out_files(struct tar_out *); /* entries, directories too */
+uint64_t tar_out_bytes(struct tar_out *); /* file content */
 void tar_out_free(struct tar_out *);
 
 /*
@@ -55,11 +55,11 @@ void tar_out_free(struct tar_out *);
  */
 struct tar_in;
 
-struct tar_in *tar_in_new(const char *, const struct tar_limits *, int,
-    char *, size_t);
-int tar_in_fd(struct tar_in *);        /* write the archive here */
+struct tar_in *tar_in_new(
+    const char *, const struct tar_limits *, int, char *, size_t);
+int tar_in_fd(struct tar_in *); /* write the archive here */
 void tar_in_close_input(struct tar_in *); /* end of the archive */
-int tar_in_done_fd(struct tar_in *);   /* readable once extraction ended */
+int tar_in_done_fd(struct tar_in *); /* readable once extraction ended */
 /*
  * Waits for the end, then 0 or -1 (tar_in_error), and a new summary:
  * {"files", "bytes", "written": [...], "skipped": [{"path", "reason"}]}.

@@ -116,7 +116,7 @@ Test(config, defaults)
 	cr_assert_eq(conf.allow_network, 0);
 	cr_assert_eq(conf.exec_timeout, 60);
 	cr_assert_eq(conf.max_exec_timeout, 3600);
-	cr_assert_eq(conf.output_cap, 1048576);
+	cr_assert_eq(conf.output_cap, 134217728);
 	cr_assert_eq(conf.max_sandboxes, 32);
 	cr_assert_eq(conf.max_line, 16777216);
 	cr_assert_eq(conf.max_json_depth, 64);

@@ -8,8 +8,8 @@
 
 #include "proto.h"
 
-static const uint16_t all_types[] = {PROTO_HELLO, PROTO_SHUTDOWN, PROTO_CALL,
-    PROTO_RESULT, PROTO_CANCEL, PROTO_DATA, PROTO_CREDIT};
+static const uint16_t all_types[] = {PROTO_HELLO, PROTO_SHUTDOWN, PROTO_NOTIFY,
+    PROTO_CALL, PROTO_RESULT, PROTO_CANCEL, PROTO_DATA, PROTO_CREDIT};
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
 static struct evbuffer *
@@ -380,7 +380,7 @@ Test(frame, write_json_refuses_oversize_object)
 
 Test(frame, rejects_unknown_type)
 {
-	static const uint16_t bad[] = {0, 3, 99, 103, 199, 202, 299, 0xffff};
+	static const uint16_t bad[] = {0, 4, 99, 103, 199, 202, 299, 0xffff};
 	struct proto_frame f;
 	size_t i;
 

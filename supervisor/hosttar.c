@@ -1,0 +1,1095 @@
+/* Tar streams on the host: archive a host tree, extract into one. */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <locale.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "hosttar.h"
+#include "utf8.h"
+#include "xmalloc.h"
+
+#define TAR_CHUNK (64 * 1024) /* file bytes read per step */
+#define TAR_DRAIN_MAX (1024 * 1024) /* bytes accepted after the trailer */
+#define TAR_OWNER_NAME "nobody"
+#define TAR_GROUP_NAME "nogroup"
+
+static void seterr(char *, size_t, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Formats a message into err when the caller gave room for one. */
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * A UTF-8 locale for this thread's libarchive name conversions: in the C
+ * locale non-ASCII names would be written with hdrcharset=BINARY.
+ */
+static locale_t
+utf8_locale(void)
+{
+	locale_t loc;
+
+	if ((loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0)) == NULL)
+		loc = newlocale(LC_CTYPE_MASK, "C.utf8", (locale_t)0);
+	return loc;
+}
+
+/* A JSON string of a file name, which may not be UTF-8. */
+static json_object *
+json_name(const char *name)
+{
+	json_object *s;
+	char *clean;
+	size_t len;
+
+	clean = utf8_sanitize(name, strlen(name), &len);
+	s = json_object_new_string_len(clean, (int)len);
+	free(clean);
+	return s;
+}
+
+/* Lists path and why it was left out, up to TAR_MAX_LISTED entries. */
+static void
+report_skip(json_object *list, uint64_t *count, const char *path,
+    const char *reason, const char *detail)
+{
+	json_object *o;
+
+	if ((*count)++ >= TAR_MAX_LISTED)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "path", json_name(path));
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	if (detail != NULL)
+		json_object_object_add(o, "detail", json_name(detail));
+	json_object_array_add(list, o);
+}
+
+/*
+ * The archive name in normal form ("a/b": no empty, "." or ".." component,
+ * no leading or trailing '/'), possibly "", or NULL and why it is refused.
+ */
+static char *
+name_clean(const char *raw, const char **reason)
+{
+	const char *p = raw, *end;
+	char *out, *o;
+	size_t n;
+
+	if (raw[0] == '/') {
+		*reason = "absolute";
+		return NULL;
+	}
+	out = o = xmalloc(strlen(raw) + 1);
+	while (*p != '\0') {
+		while (*p == '/')
+			p++;
+		end = strchrnul(p, '/');
+		n = end - p;
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			free(out);
+			*reason = "dotdot";
+			return NULL;
+		}
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (o != out)
+				*o++ = '/';
+			memcpy(o, p, n);
+			o += n;
+		}
+		p = end;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The report reason for a file type that is never archived. */
+static const char *
+type_reason(mode_t mode)
+{
+	if (S_ISLNK(mode))
+		return "symlink";
+	if (S_ISFIFO(mode))
+		return "fifo";
+	if (S_ISSOCK(mode))
+		return "socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "device";
+	return "unsupported";
+}
+
+/*
+ * Producer. The walk keeps one open directory per level (at most
+ * TAR_MAX_DEPTH) and one open file; a pump archives until about want
+ * bytes were added, so memory stays bounded whatever the tree.
+ */
+enum out_state { OUT_WALK, OUT_DATA, OUT_DONE, OUT_ERROR };
+
+struct out_dir {
+	DIR *dir;
+	char *name; /* in the archive */
+};
+
+struct tar_out {
+	struct archive *a;
+	struct archive_entry *entry;
+	locale_t loc;
+	struct evbuffer *out; /* during a pump only */
+
+	struct tar_limits lim;
+	char **exclude;
+
+	int root_fd; /* until its entry is written */
+	struct stat root_st;
+	char *root_name;
+
+	struct out_dir stack[TAR_MAX_DEPTH];
+	int depth;
+
+	int fd; /* the file being archived */
+	char *cur;
+	uint64_t remaining;
+	char *buf;
+
+	enum out_state state;
+	char error[512];
+
+	json_object *skipped;
+	uint64_t nskipped;
+	uint64_t files;
+	uint64_t bytes;
+};
+
+static void out_fail(struct tar_out *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Stops the stream with an error for tar_out_error. */
+static void
+out_fail(struct tar_out *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->error, sizeof t->error, fmt, ap);
+	va_end(ap);
+	t->state = OUT_ERROR;
+}
+
+/*
+ * libarchive's output: into the pump's buffer. Outside a pump only
+ * tar_out_free closes the archive: failing stops the padding of an
+ * unfinished entry at one block (archive_write_fail would, but then 3.6
+ * leaks the block buffer).
+ */
+static la_ssize_t
+out_write(struct archive *a, void *arg, const void *buf, size_t len)
+{
+	struct tar_out *t = arg;
+
+	if (t->out == NULL) {
+		archive_set_error(a, ECANCELED, "archive abandoned");
+		return -1;
+	}
+	if (evbuffer_add(t->out, buf, len) == -1) {
+		archive_set_error(a, ENOMEM, "out of memory");
+		return -1;
+	}
+	return (la_ssize_t)len;
+}
+
+/* Is this base name on the exclude list? */
+static int
+out_excluded(struct tar_out *t, const char *name)
+{
+	char **e;
+
+	for (e = t->exclude; e != NULL && *e != NULL; e++) {
+		if (strcmp(*e, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Writes the header of a regular file or directory whose fd is open,
+ * after the caps allow it; takes fd and name.
+ */
+static void
+out_entry(struct tar_out *t, int fd, const struct stat *st, char *name)
+{
+	struct out_dir *d;
+	uint64_t size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+
+	if (t->lim.max_files != 0 && t->files + 1 > t->lim.max_files) {
+		out_fail(t,
+		    "more than %llu files and directories (the limit); "
+		    "stopped at %s",
+		    (unsigned long long)t->lim.max_files, name);
+		goto fail;
+	}
+	if (t->lim.max_bytes != 0 && t->bytes + size > t->lim.max_bytes) {
+		out_fail(t,
+		    "project larger than %llu bytes (the limit); stopped at %s",
+		    (unsigned long long)t->lim.max_bytes, name);
+		goto fail;
+	}
+	archive_entry_clear(t->entry);
+	archive_entry_copy_pathname(t->entry, name);
+	archive_entry_set_filetype(
+	    t->entry, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG);
+	archive_entry_set_perm(t->entry, st->st_mode & 0777);
+	archive_entry_set_size(t->entry, (la_int64_t)size);
+	archive_entry_set_mtime(
+	    t->entry, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	archive_entry_set_uid(t->entry, TAR_OWNER_ID);
+	archive_entry_set_gid(t->entry, TAR_OWNER_ID);
+	archive_entry_copy_uname(t->entry, TAR_OWNER_NAME);
+	archive_entry_copy_gname(t->entry, TAR_GROUP_NAME);
+	/* ARCHIVE_WARN: a name that is not UTF-8 goes in as raw bytes. */
+	if (archive_write_header(t->a, t->entry) < ARCHIVE_WARN) {
+		out_fail(t, "%s: %s", name, archive_error_string(t->a));
+		goto fail;
+	}
+	t->files++;
+	t->bytes += size;
+
+	if (S_ISDIR(st->st_mode)) {
+		d = &t->stack[t->depth];
+		if ((d->dir = fdopendir(fd)) == NULL) {
+			out_fail(t, "%s: %s", name, strerror(errno));
+			goto fail;
+		}
+		d->name = name;
+		t->depth++;
+		return;
+	}
+	if (size == 0) {
+		close(fd);
+		free(name);
+		if (archive_write_finish_entry(t->a) < ARCHIVE_WARN)
+			out_fail(t, "%s", archive_error_string(t->a));
+		return;
+	}
+	t->fd = fd;
+	t->cur = name;
+	t->remaining = size;
+	t->state = OUT_DATA;
+	return;
+
+fail:
+	close(fd);
+	free(name);
+}
+
+/*
+ * Archives one directory entry or lists why not. The type is checked
+ * with lstat, then again with fstat on the O_NOFOLLOW descriptor since
+ * the tree may change in between.
+ */
+static void
+out_child(struct tar_out *t, struct out_dir *d, const char *base, char *name)
+{
+	struct stat st;
+	int dfd = dirfd(d->dir), fd;
+
+	if (out_excluded(t, base)) {
+		report_skip(t->skipped, &t->nskipped, name, "excluded", NULL);
+		goto skip;
+	}
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT) /* gone since readdir: nothing to say */
+			report_skip(t->skipped, &t->nskipped, name,
+			    "unreadable", strerror(errno));
+		goto skip;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		report_skip(t->skipped, &t->nskipped, name,
+		    type_reason(st.st_mode), NULL);
+		goto skip;
+	}
+	if (S_ISDIR(st.st_mode) && t->depth == TAR_MAX_DEPTH) {
+		out_fail(t, "%s: more than %d directories deep", name,
+		    TAR_MAX_DEPTH);
+		goto skip;
+	}
+	fd = openat(dfd, base,
+	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+	        (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+	if (fd == -1) {
+		report_skip(t->skipped, &t->nskipped, name,
+		    errno == ELOOP ? "symlink" : "unreadable",
+		    errno == ELOOP ? NULL : strerror(errno));
+		goto skip;
+	}
+	if (fstat(fd, &st) == -1 ||
+	    (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+	    (S_ISDIR(st.st_mode) && t->depth == TAR_MAX_DEPTH)) {
+		report_skip(t->skipped, &t->nskipped, name,
+		    S_ISDIR(st.st_mode) ? "unreadable"
+		                        : type_reason(st.st_mode),
+		    "changed while archiving");
+		close(fd);
+		goto skip;
+	}
+	out_entry(t, fd, &st, name);
+	return;
+
+skip:
+	free(name);
+}
+
+/* Writes the next entry of the walk, or the trailer at the end. */
+static void
+out_next(struct tar_out *t)
+{
+	struct out_dir *d;
+	struct dirent *de;
+	char *name;
+	int fd;
+
+	if (t->root_fd != -1) {
+		fd = t->root_fd;
+		t->root_fd = -1;
+		out_entry(t, fd, &t->root_st, xstrdup(t->root_name));
+		return;
+	}
+	while (t->depth > 0) {
+		d = &t->stack[t->depth - 1];
+		errno = 0;
+		if ((de = readdir(d->dir)) == NULL) {
+			if (errno != 0) {
+				out_fail(t, "%s: %s", d->name, strerror(errno));
+				return;
+			}
+			closedir(d->dir);
+			free(d->name);
+			t->depth--;
+			continue;
+		}
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		xasprintf(&name, "%s/%s", d->name, de->d_name);
+		out_child(t, d, de->d_name, name);
+		return;
+	}
+	if (archive_write_close(t->a) != ARCHIVE_OK) {
+		out_fail(t, "%s", archive_error_string(t->a));
+		return;
+	}
+	t->state = OUT_DONE;
+}
+
+/* Archives the next chunk of the current file. */
+static void
+out_data(struct tar_out *t)
+{
+	size_t want = t->remaining < TAR_CHUNK ? t->remaining : TAR_CHUNK;
+	ssize_t n;
+
+	if ((n = read(t->fd, t->buf, want)) == -1) {
+		if (errno != EINTR)
+			out_fail(t, "%s: %s", t->cur, strerror(errno));
+		return;
+	}
+	if (n == 0) {
+		/* Shrunk since fstat: the entry is padded with zeros. */
+		report_skip(t->skipped, &t->nskipped, t->cur, "changed",
+		    "file shrank while archiving; its end is zeros");
+		t->remaining = 0;
+	} else if (archive_write_data(t->a, t->buf, n) != n) {
+		out_fail(t, "%s: %s", t->cur, archive_error_string(t->a));
+		return;
+	} else
+		t->remaining -= n;
+	if (t->remaining > 0)
+		return;
+	close(t->fd);
+	t->fd = -1;
+	free(t->cur);
+	t->cur = NULL;
+	t->state = OUT_WALK;
+	if (archive_write_finish_entry(t->a) < ARCHIVE_WARN)
+		out_fail(t, "%s", archive_error_string(t->a));
+}
+
+/*
+ * Starts the archive of host path src (checked against the policy),
+ * stored as name (a relative archive path). exclude is a NULL-terminated
+ * list of base names skipped anywhere below src, or NULL.
+ */
+struct tar_out *
+tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
+    const struct tar_limits *lim, const char *const *exclude, char *err,
+    size_t errlen)
+{
+	struct tar_out *t;
+	const char *reason;
+	char *path, *clean;
+	size_t n;
+	int fd;
+
+	if ((clean = name_clean(name, &reason)) == NULL || *clean == '\0') {
+		seterr(err, errlen,
+		    "invalid name in the archive \"%s\": it must be a "
+		    "relative path without \"..\"",
+		    name);
+		free(clean);
+		return NULL;
+	}
+	if ((path = hostpath_resolve(
+	         hp, src, HOSTPATH_EXISTING, err, errlen)) == NULL) {
+		free(clean);
+		return NULL;
+	}
+	fd = open(
+	    path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd == -1) {
+		seterr(err, errlen, "%s: %s", src, strerror(errno));
+		goto fail;
+	}
+
+	t = xcalloc(1, sizeof *t);
+	t->root_fd = fd;
+	t->fd = -1;
+	if (fstat(fd, &t->root_st) == -1 ||
+	    (!S_ISREG(t->root_st.st_mode) && !S_ISDIR(t->root_st.st_mode))) {
+		seterr(err, errlen, "%s is not a regular file or a directory",
+		    src);
+		close(fd);
+		free(t);
+		goto fail;
+	}
+	free(path);
+	t->root_name = clean;
+	if (lim != NULL)
+		t->lim = *lim;
+	for (n = 0; exclude != NULL && exclude[n] != NULL; n++)
+		;
+	if (n > 0) {
+		t->exclude = xcalloc(n + 1, sizeof *t->exclude);
+		while (n-- > 0)
+			t->exclude[n] = xstrdup(exclude[n]);
+	}
+	t->buf = xmalloc(TAR_CHUNK);
+	t->skipped = json_object_new_array();
+	t->loc = utf8_locale();
+	t->entry = archive_entry_new();
+	t->a = archive_write_new();
+	if (t->entry == NULL || t->a == NULL ||
+	    archive_write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
+	    archive_write_open2(t->a, t, NULL, out_write, NULL, NULL) !=
+	        ARCHIVE_OK) {
+		seterr(err, errlen, "cannot start the archive: %s",
+		    t->a != NULL ? archive_error_string(t->a) : "no memory");
+		tar_out_free(t);
+		return NULL;
+	}
+	return t;
+
+fail:
+	free(path);
+	free(clean);
+	return NULL;
+}
+
+int
+tar_out_pump(struct tar_out *t, struct evbuffer *out, size_t want)
+{
+	locale_t old = (locale_t)0;
+	size_t start;
+
+	if (t->state == OUT_ERROR)
+		return -1;
+	if (t->state == OUT_DONE)
+		return 0;
+	if (t->loc != (locale_t)0)
+		old = uselocale(t->loc);
+	t->out = out;
+	start = evbuffer_get_length(out);
+	do {
+		if (t->state == OUT_DATA)
+			out_data(t);
+		else
+			out_next(t);
+	} while ((t->state == OUT_WALK || t->state == OUT_DATA) &&
+	         evbuffer_get_length(out) - start < want);
+	t->out = NULL;
+	if (t->loc != (locale_t)0)
+		uselocale(old);
+	if (t->state == OUT_ERROR)
+		return -1;
+	return t->state == OUT_DONE ? 0 : 1;
+}
+
+const char *
+tar_out_error(struct tar_out *t)
+{
+	return t->state == OUT_ERROR ? t->error : NULL;
+}
+
+json_object *
+tar_out_skipped(struct tar_out *t)
+{
+	return t->skipped;
+}
+
+uint64_t
+tar_out_nskipped(struct tar_out *t)
+{
+	return t->nskipped;
+}
+
+uint64_t
+tar_out_files(struct tar_out *t)
+{
+	return t->files;
+}
+
+uint64_t
+tar_out_bytes(struct tar_out *t)
+{
+	return t->bytes;
+}
+
+void
+tar_out_free(struct tar_out *t)
+{
+	char **e;
+
+	if (t == NULL)
+		return;
+	if (t->a != NULL)
+		archive_write_free(t->a); /* see out_write */
+	if (t->entry != NULL)
+		archive_entry_free(t->entry);
+	while (t->depth > 0) {
+		t->depth--;
+		closedir(t->stack[t->depth].dir);
+		free(t->stack[t->depth].name);
+	}
+	if (t->root_fd != -1)
+		close(t->root_fd);
+	if (t->fd != -1)
+		close(t->fd);
+	free(t->cur);
+	free(t->root_name);
+	for (e = t->exclude; e != NULL && *e != NULL; e++)
+		free(*e);
+	free(t->exclude);
+	free(t->buf);
+	json_object_put(t->skipped);
+	if (t->loc != (locale_t)0)
+		freelocale(t->loc);
+	free(t);
+}
+
+/*
+ * Consumer. The thread owns the reader, the disk writer and the result
+ * fields until it closes done[1]; the caller reads them after the join.
+ * Names go to libarchive as dest/name: the flags' checks (no "..", no
+ * symlink on the way) run on them, and our own checks run first on the
+ * archive's name and on the directories below dest.
+ */
+struct tar_in {
+	char *dest; /* canonical */
+	int destfd;
+	struct tar_limits lim;
+	int overwrite;
+	locale_t loc;
+
+	int in[2]; /* the archive: thread reads in[0], caller writes in[1] */
+	int done[2]; /* the thread closes done[1] when it ends */
+	pthread_t thread;
+	int running;
+	atomic_int cancel;
+
+	struct archive *r;
+	struct archive *w;
+	char *partial; /* the file being written, removed on failure */
+	char *partial_name;
+
+	int rc;
+	char error[512];
+	uint64_t entries, seen; /* caps: everything in the archive */
+	uint64_t files, bytes; /* written */
+	json_object *written;
+	uint64_t nwritten;
+	json_object *skipped;
+	uint64_t nskipped;
+};
+
+static void in_fail(struct tar_in *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Ends the extraction with an error (the first one is kept). */
+static void
+in_fail(struct tar_in *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->rc == -1)
+		return;
+	t->rc = -1;
+	va_start(ap, fmt);
+	vsnprintf(t->error, sizeof t->error, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Checks the directories on the way to name below dest without following
+ * any symlink. Returns NULL to extract, "" to do nothing (an existing
+ * directory for a directory entry) or the reason to skip.
+ */
+static const char *
+in_check_path(struct tar_in *t, const char *name, int isdir)
+{
+	struct stat st;
+	const char *reason = NULL;
+	char *copy, *comp, *slash;
+	int dfd = t->destfd, next;
+
+	copy = xstrdup(name);
+	for (comp = copy;; comp = slash + 1) {
+		if ((slash = strchr(comp, '/')) != NULL)
+			*slash = '\0';
+		if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+			if (errno != ENOENT)
+				reason = "unreadable";
+			break; /* what is missing will be created */
+		}
+		if (slash == NULL) {
+			if (S_ISDIR(st.st_mode) && isdir)
+				reason = "";
+			else if (!t->overwrite)
+				reason = "exists";
+			break; /* an existing symlink is replaced, not followed
+			        */
+		}
+		if (S_ISLNK(st.st_mode)) {
+			reason = "symlink in path";
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			reason = "not a directory in path";
+			break;
+		}
+		next = openat(
+		    dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next == -1) {
+			reason =
+			    errno == ELOOP ? "symlink in path" : "unreadable";
+			break;
+		}
+		if (dfd != t->destfd)
+			close(dfd);
+		dfd = next;
+	}
+	if (dfd != t->destfd)
+		close(dfd);
+	free(copy);
+	return reason;
+}
+
+/* Copies the current entry's data to the disk writer. */
+static int
+in_copy(struct tar_in *t, const char *name)
+{
+	const void *buf;
+	size_t len;
+	la_int64_t off;
+	int r;
+
+	for (;;) {
+		r = archive_read_data_block(t->r, &buf, &len, &off);
+		if (r == ARCHIVE_EOF)
+			return 0;
+		if (r < ARCHIVE_WARN) {
+			in_fail(t, "archive truncated or invalid in %s: %s",
+			    name, archive_error_string(t->r));
+			return -1;
+		}
+		if (archive_write_data_block(t->w, buf, len, off) <
+		    ARCHIVE_WARN) {
+			in_fail(t, "%s: %s", name, archive_error_string(t->w));
+			return -1;
+		}
+	}
+}
+
+/* Extracts or skips one entry; -1 ends the extraction. */
+static int
+in_entry(struct tar_in *t, struct archive_entry *e)
+{
+	const char *raw, *reason = NULL;
+	char *name = NULL, *path = NULL;
+	la_int64_t size;
+	int type, isdir, r;
+
+	raw = archive_entry_pathname(e);
+	type = archive_entry_filetype(e);
+	size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+	if (size < 0)
+		size = 0;
+	if (raw == NULL)
+		raw = "";
+
+	t->entries++;
+	if (t->lim.max_files != 0 && t->entries > t->lim.max_files) {
+		in_fail(t,
+		    "more than %llu files and directories (the limit); "
+		    "stopped at %s",
+		    (unsigned long long)t->lim.max_files, raw);
+		return -1;
+	}
+	if (t->lim.max_bytes != 0 &&
+	    (uint64_t)size > t->lim.max_bytes - t->seen) {
+		in_fail(t,
+		    "archive larger than %llu bytes (the limit); stopped at %s",
+		    (unsigned long long)t->lim.max_bytes, raw);
+		return -1;
+	}
+	t->seen += size;
+
+	if (archive_entry_hardlink(e) != NULL)
+		reason = "hardlink";
+	else if (type != AE_IFREG && type != AE_IFDIR)
+		reason = type_reason(type);
+	else if ((name = name_clean(raw, &reason)) == NULL)
+		;
+	else if (*name == '\0')
+		reason = type == AE_IFDIR ? "" : "invalid name"; /* "./" */
+	else {
+		xasprintf(&path, "%s%s%s", t->dest,
+		    strcmp(t->dest, "/") == 0 ? "" : "/", name);
+		if (strlen(path) >= PATH_MAX)
+			reason = "too long";
+		else
+			reason = in_check_path(t, name, type == AE_IFDIR);
+	}
+	if (reason != NULL) {
+		if (*reason != '\0')
+			report_skip(t->skipped, &t->nskipped,
+			    name != NULL ? name : raw, reason, NULL);
+		goto skip;
+	}
+
+	isdir = type == AE_IFDIR;
+	archive_entry_copy_pathname(e, path);
+	/* No set-id or sticky bit; the owner can always use what it got. */
+	archive_entry_set_perm(
+	    e, (archive_entry_perm(e) & 0777) | (isdir ? 0700 : 0600));
+	r = archive_write_header(t->w, e);
+	if (r == ARCHIVE_FATAL) {
+		in_fail(t, "%s: %s", name, archive_error_string(t->w));
+		goto fail;
+	}
+	if (r < ARCHIVE_WARN) {
+		report_skip(t->skipped, &t->nskipped, name, "refused",
+		    archive_error_string(t->w));
+		goto skip;
+	}
+	if (!isdir) {
+		t->partial = path;
+		t->partial_name = name;
+		if (in_copy(t, name) == -1)
+			return -1; /* the thread removes the partial file */
+	}
+	if (archive_write_finish_entry(t->w) < ARCHIVE_WARN) {
+		in_fail(t, "%s: %s", name, archive_error_string(t->w));
+		if (!isdir)
+			return -1;
+		goto fail;
+	}
+	t->partial = t->partial_name = NULL;
+	t->files++;
+	if (!isdir)
+		t->bytes += size;
+	if (t->nwritten++ < TAR_MAX_LISTED) {
+		free(path);
+		xasprintf(&path, "%s%s", name, isdir ? "/" : "");
+		json_object_array_add(t->written, json_name(path));
+	}
+	free(name);
+	free(path);
+	return 0;
+
+skip:
+	free(name);
+	free(path);
+	if (archive_read_data_skip(t->r) < ARCHIVE_WARN) {
+		in_fail(t, "archive truncated or invalid: %s",
+		    archive_error_string(t->r));
+		return -1;
+	}
+	return 0;
+
+fail:
+	free(name);
+	free(path);
+	return -1;
+}
+
+/* Reads what follows the trailer (a tar pads its last record). */
+static void
+in_drain(struct tar_in *t)
+{
+	char buf[8192];
+	size_t total = 0;
+	ssize_t n;
+
+	while (total < TAR_DRAIN_MAX) {
+		if ((n = read(t->in[0], buf, sizeof buf)) == -1 &&
+		    errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		total += n;
+	}
+}
+
+/* The extraction thread: reads the pipe to the end or the first error. */
+static void *
+in_main(void *arg)
+{
+	struct tar_in *t = arg;
+	struct archive_entry *e;
+	char *msg;
+	int r;
+
+	if (t->loc != (locale_t)0)
+		uselocale(t->loc);
+	if (archive_read_open_fd(t->r, t->in[0], 10240) != ARCHIVE_OK)
+		in_fail(t, "cannot read the archive: %s",
+		    archive_error_string(t->r));
+	while (t->rc == 0) {
+		r = archive_read_next_header(t->r, &e);
+		if (r == ARCHIVE_EOF) {
+			in_drain(t);
+			break;
+		}
+		if (r < ARCHIVE_WARN) {
+			in_fail(t, "archive truncated or invalid: %s",
+			    archive_error_string(t->r));
+			break;
+		}
+		if (in_entry(t, e) == -1)
+			break;
+	}
+	if (t->rc == -1 && atomic_load(&t->cancel))
+		snprintf(t->error, sizeof t->error, "transfer cancelled");
+	/* Closing applies the modes and times of the new directories. */
+	if (archive_write_close(t->w) != ARCHIVE_OK && t->rc == 0)
+		in_fail(t, "%s", archive_error_string(t->w));
+	if (t->partial != NULL) {
+		unlink(t->partial);
+		report_skip(t->skipped, &t->nskipped, t->partial_name,
+		    "incomplete", "removed");
+		xasprintf(&msg, "%s; the partial file %s was removed", t->error,
+		    t->partial_name);
+		snprintf(t->error, sizeof t->error, "%s", msg);
+		free(msg);
+		free(t->partial);
+		free(t->partial_name);
+		t->partial = t->partial_name = NULL;
+	}
+	archive_read_close(t->r);
+	close(t->in[0]); /* a writer still at it gets EPIPE */
+	t->in[0] = -1;
+	if (t->loc != (locale_t)0)
+		uselocale(LC_GLOBAL_LOCALE);
+	close(t->done[1]);
+	t->done[1] = -1;
+	return NULL;
+}
+
+/*
+ * Starts extracting into dest, an existing host directory the caller
+ * checked against the policy. The disk writer is made here, on the
+ * caller's thread: libarchive 3.6 reads the umask by setting it.
+ */
+struct tar_in *
+tar_in_new(const char *dest, const struct tar_limits *lim, int overwrite,
+    char *err, size_t errlen)
+{
+	struct tar_in *t;
+	sigset_t all, old;
+	int flags, error;
+
+	t = xcalloc(1, sizeof *t);
+	t->destfd = t->in[0] = t->in[1] = t->done[0] = t->done[1] = -1;
+	if ((t->dest = realpath(dest, NULL)) == NULL ||
+	    (t->destfd = open(t->dest,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		seterr(err, errlen, "%s: %s", dest, strerror(errno));
+		goto fail;
+	}
+	if (lim != NULL)
+		t->lim = *lim;
+	t->overwrite = overwrite;
+	if (pipe2(t->in, O_CLOEXEC) == -1 ||
+	    pipe2(t->done, O_CLOEXEC | O_NONBLOCK) == -1 ||
+	    (flags = fcntl(t->in[1], F_GETFL)) == -1 ||
+	    fcntl(t->in[1], F_SETFL, flags | O_NONBLOCK) == -1) {
+		seterr(err, errlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	fcntl(t->in[1], F_SETPIPE_SZ, 1024 * 1024); /* fewer wakeups */
+
+	flags = ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	        ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_TIME;
+	if (!overwrite)
+		flags |= ARCHIVE_EXTRACT_NO_OVERWRITE;
+	t->r = archive_read_new();
+	t->w = archive_write_disk_new();
+	if (t->r == NULL || t->w == NULL ||
+	    archive_read_support_format_tar(t->r) != ARCHIVE_OK ||
+	    archive_write_disk_set_options(t->w, flags) != ARCHIVE_OK) {
+		seterr(err, errlen, "cannot start extracting");
+		goto fail;
+	}
+	t->loc = utf8_locale();
+	t->written = json_object_new_array();
+	t->skipped = json_object_new_array();
+
+	/* Signals are for the event loop's thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	error = pthread_create(&t->thread, NULL, in_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (error != 0) {
+		seterr(
+		    err, errlen, "cannot start a thread: %s", strerror(error));
+		goto fail;
+	}
+	t->running = 1;
+	return t;
+
+fail:
+	tar_in_free(t);
+	return NULL;
+}
+
+int
+tar_in_fd(struct tar_in *t)
+{
+	return t->in[1];
+}
+
+void
+tar_in_close_input(struct tar_in *t)
+{
+	if (t->in[1] != -1) {
+		close(t->in[1]);
+		t->in[1] = -1;
+	}
+}
+
+int
+tar_in_done_fd(struct tar_in *t)
+{
+	return t->done[0];
+}
+
+/* Joins the thread: immediate once done_fd is readable. */
+static void
+in_join(struct tar_in *t)
+{
+	if (!t->running)
+		return;
+	pthread_join(t->thread, NULL);
+	t->running = 0;
+}
+
+int
+tar_in_result(struct tar_in *t, json_object **summary)
+{
+	json_object *o;
+
+	in_join(t);
+	if (summary != NULL) {
+		o = json_object_new_object();
+		json_object_object_add(
+		    o, "files", json_object_new_int64((int64_t)t->files));
+		json_object_object_add(
+		    o, "bytes", json_object_new_int64((int64_t)t->bytes));
+		json_object_object_add(
+		    o, "written", json_object_get(t->written));
+		if (t->nwritten > TAR_MAX_LISTED)
+			json_object_object_add(o, "written_unlisted",
+			    json_object_new_int64(
+			        (int64_t)(t->nwritten - TAR_MAX_LISTED)));
+		json_object_object_add(
+		    o, "skipped", json_object_get(t->skipped));
+		if (t->nskipped > TAR_MAX_LISTED)
+			json_object_object_add(o, "skipped_unlisted",
+			    json_object_new_int64(
+			        (int64_t)(t->nskipped - TAR_MAX_LISTED)));
+		*summary = o;
+	}
+	return t->rc;
+}
+
+const char *
+tar_in_error(struct tar_in *t)
+{
+	return t->rc == -1 ? t->error : NULL;
+}
+
+void
+tar_in_free(struct tar_in *t)
+{
+	if (t == NULL)
+		return;
+	if (t->running) {
+		/* End of input mid-archive: the thread stops and cleans up. */
+		atomic_store(&t->cancel, 1);
+		tar_in_close_input(t);
+		in_join(t);
+	}
+	tar_in_close_input(t);
+	if (t->in[0] != -1)
+		close(t->in[0]);
+	if (t->done[0] != -1)
+		close(t->done[0]);
+	if (t->done[1] != -1)
+		close(t->done[1]);
+	if (t->destfd != -1)
+		close(t->destfd);
+	if (t->r != NULL)
+		archive_read_free(t->r);
+	if (t->w != NULL)
+		archive_write_free(t->w);
+	free(t->partial);
+	free(t->partial_name);
+	json_object_put(t->written);
+	json_object_put(t->skipped);
+	if (t->loc != (locale_t)0)
+		freelocale(t->loc);
+	free(t->dest);
+	free(t);
+}
