@@ -24,6 +24,10 @@ struct xrun {
 	struct spool *spool;
 	void (*done)(struct xrun *, json_object *, void *);
 	void *arg;
+	long credit; /* of standard input the worker can take */
+	int eof_sent;
+	void (*on_credit)(struct xrun *, void *);
+	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
 };
 
 static int
@@ -32,6 +36,8 @@ xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
 	struct xrun *x = arg;
 	int stream = (flags & PROTO_F_STDERR) != 0;
 
+	if (!stream && x->stdout_sink != NULL)
+		return x->stdout_sink(x, p, len, x->arg);
 	output_add(stream ? &x->err : &x->out, p, len);
 	spool_write(x->spool, stream, p, len);
 	progress_output(x->call, p, len);
@@ -69,6 +75,16 @@ stats_exec(json_object *r)
 	stats.bytes_out +=
 	    member_int(r, "stdout_bytes") + member_int(r, "stderr_bytes");
 	stats_observe(&stats.exec_ms, (double)member_int(r, "duration_ms"));
+}
+
+static void
+xrun_credit_cb(long bytes, void *arg)
+{
+	struct xrun *x = arg;
+
+	x->credit += bytes;
+	if (x->on_credit != NULL && !x->eof_sent)
+		x->on_credit(x, x->arg);
 }
 
 static void
@@ -134,7 +150,8 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
     void (*done)(struct xrun *, json_object *, void *), void *arg)
 {
 	struct xrun *x;
-	json_object *op;
+	json_object *op, *a;
+	size_t i;
 
 	x = xcalloc(1, sizeof *x);
 	x->call = c;
@@ -142,6 +159,9 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	x->short_id = xstrndup(sb->id, 12);
 	x->done = done;
 	x->arg = arg;
+	x->credit = PROTO_INITIAL_CREDIT;
+	x->on_credit = o->on_credit;
+	x->stdout_sink = o->stdout_sink;
 	output_init(&x->out, (size_t)sup.conf->inline_output);
 	output_init(&x->err, (size_t)sup.conf->inline_output);
 	x->spool = spool_open(sb->spool);
@@ -150,6 +170,16 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	json_object_object_add(op, "op", json_object_new_string(PROTO_OP_EXEC));
 	json_object_object_add(
 	    op, "command", json_object_new_string(o->command));
+	if (o->args != NULL) {
+		a = json_object_new_array();
+		for (i = 0; o->args[i] != NULL; i++)
+			json_object_array_add(
+			    a, json_object_new_string(o->args[i]));
+		json_object_object_add(op, "args", a);
+	}
+	if (o->stdin_stream)
+		json_object_object_add(
+		    op, "stdin_stream", json_object_new_boolean(1));
 	json_object_object_add(op, "workdir",
 	    json_object_new_string(
 	        o->workdir != NULL ? o->workdir : sb->workdir));
@@ -167,8 +197,37 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	sb->exec_count++;
 	x->worker = sb->worker;
 	x->reqid = wproc_call(sb->worker, op, xrun_data, xrun_done, x);
+	if (o->stdin_stream)
+		wproc_on_credit(x->worker, x->reqid, xrun_credit_cb);
 	json_object_put(op);
 	return x;
+}
+
+/* Bytes of standard input that may be written now. */
+long
+xrun_credit(struct xrun *x)
+{
+	return x->worker != NULL && !x->eof_sent ? x->credit : 0;
+}
+
+/* Standard input (eof: nothing follows); keep within xrun_credit(). */
+void
+xrun_write(struct xrun *x, const void *p, size_t len, int eof)
+{
+	if (x->worker == NULL || x->eof_sent)
+		return;
+	x->credit -= (long)len;
+	x->eof_sent = eof;
+	stats.bytes_in += (long long)len;
+	wproc_send(x->worker, x->reqid, p, len, eof);
+}
+
+/* The stdout sink took bytes it had held: more may come. */
+void
+xrun_took(struct xrun *x, size_t len)
+{
+	if (x->worker != NULL)
+		wproc_credit(x->worker, x->reqid, len);
 }
 
 /* Kill the command's processes; its result still comes (cancelled). */

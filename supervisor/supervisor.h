@@ -126,16 +126,26 @@ void mcp_shutdown_calls(void);
 struct xrun;
 struct xrun_opts {
 	const char *command;
+	const char *const *args; /* $1... of the command, NULL-terminated */
 	const char *workdir; /* NULL: the sandbox's */
 	json_object *env;
 	const char *stdin_text;
 	long long timeout_ms;
 	long long output_cap; /* 0: none */
+	/* Standard input streamed with xrun_write() as credit allows. */
+	int stdin_stream;
+	void (*on_credit)(struct xrun *, void *);
+	/* Standard output to this sink instead of the result (return 1 to
+	 * give its credit back later with xrun_took()). */
+	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
 };
 struct xrun *xrun_start(struct call *, struct sandbox *,
     const struct xrun_opts *, void (*)(struct xrun *, json_object *, void *),
     void *);
 void xrun_cancel(struct xrun *);
+long xrun_credit(struct xrun *);
+void xrun_write(struct xrun *, const void *, size_t, int);
+void xrun_took(struct xrun *, size_t);
 void xrun_links(json_object *, json_object *);
 
 /* stats.c */
@@ -207,8 +217,13 @@ void tool_result_add_content(json_object *, json_object *);
 json_object *tool_error(const char *, ...)
     __attribute__((format(printf, 1, 2)));
 const char *arg_string(struct call *, const char *);
+int tool_args_known(struct call *, ...) __attribute__((sentinel));
 int arg_type_ok(struct call *, const char *, json_type, json_object **);
 char *sanitize_docker_error(const char *);
+
+/* tool-write-file.c */
+struct evbuffer *tar_one_file(const char *, const void *, size_t, int);
+int valid_relative(const char *);
 
 /* tool-initialize.c */
 int valid_workdir(const char *);
@@ -251,6 +266,10 @@ void reaper_labels(json_object *, time_t);
 int stdio_start(void);
 void stdio_stop(void);
 
+/* http.c (Streamable HTTP) */
+int http_start(void);
+void http_stop(void);
+
 /* main.c */
 void supervisor_quit(void);
 
@@ -259,5 +278,8 @@ extern const struct tool tool_sandbox_initialize;
 extern const struct tool tool_sandbox_exec;
 extern const struct tool tool_sandbox_stop;
 extern const struct tool tool_get_sandbox_status;
+extern const struct tool tool_write_file;
+extern const struct tool tool_read_file;
+extern const struct tool tool_list_files;
 
 #endif
