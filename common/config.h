@@ -15,7 +15,8 @@ struct config {
 	long memory_mb, max_memory_mb;
 	double cpus, max_cpus;
 	long pids, max_pids;
-	long ttl, max_ttl;
+	long ttl, max_ttl, idle_ttl;
+	long max_starts;
 	long workdir_mb, tmp_mb;
 	long nofile, fsize_mb;
 	int allow_network;

@@ -40,7 +40,8 @@ enum proto_type {
 	/* Control, 1-99. */
 	PROTO_HELLO = 1, /* worker -> sup: JSON {pid, container_id} */
 	PROTO_SHUTDOWN = 2, /* sup -> worker: empty, finish and exit */
-	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news) */
+	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news),
+	                     "gone" (the container died: why) */
 
 	/* Calls, 100-199; reqid names the call. */
 	PROTO_CALL = 100, /* sup -> worker: JSON {op, ...} */

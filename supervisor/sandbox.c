@@ -91,6 +91,7 @@ sandbox_lookup(struct call *c, const char *key)
 		                                           : "being removed"));
 		return NULL;
 	}
+	sandbox_touch(sb);
 	return sb;
 }
 
@@ -256,16 +257,59 @@ sandbox_destroy_all(void (*done)(void))
 	sandbox_destroy_all_cb(NULL, NULL);
 }
 
+/* The container died behind our back: say so, and clean up after it. */
+void
+sandbox_gone(struct sandbox *sb, const char *why)
+{
+	if (sb->state != SB_READY)
+		return;
+	log_warnx("sandbox %.12s: %s", sb->id, why);
+	mcp_log(sb->owner, 3, "sandbox %s is gone: %s", sb->name, why);
+	stats.sandboxes_failed++;
+	sandbox_destroy(sb, NULL, NULL);
+}
+
+/* When the sandbox goes: its lifetime's end or its idle limit's. */
+time_t
+sandbox_deadline(const struct sandbox *sb, int *idle)
+{
+	time_t d = sb->expires;
+
+	*idle = 0;
+	if (sup.conf->idle_ttl > 0 && sb->last_used + sup.conf->idle_ttl < d) {
+		d = sb->last_used + sup.conf->idle_ttl;
+		*idle = 1;
+	}
+	return d;
+}
+
 static void
 sandbox_expire_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sandbox *sb = arg;
+	struct timeval tv = {0, 0};
+	time_t now = time(NULL), d;
+	int idle;
 
 	(void)fd;
 	(void)what;
-	log_info("sandbox %.12s reached its lifetime; removing it", sb->id);
-	mcp_log(sb->owner, 6, "sandbox %s expired and was removed", sb->name);
+	if ((d = sandbox_deadline(sb, &idle)) > now) {
+		tv.tv_sec = d - now;
+		evtimer_add(sb->expiry, &tv);
+		return;
+	}
+	log_info("sandbox %.12s %s; removing it", sb->id,
+	    idle ? "was idle too long" : "reached its lifetime");
+	mcp_log(sb->owner, 5, "sandbox %s %s and was removed", sb->name,
+	    idle ? "was idle for its idle limit" : "reached its lifetime");
 	sandbox_destroy(sb, NULL, NULL);
+}
+
+/* A call uses the sandbox: its idle limit starts again. */
+void
+sandbox_touch(struct sandbox *sb)
+{
+	sb->last_used = time(NULL);
 }
 
 /* --- creation --- */
@@ -288,14 +332,19 @@ struct screate {
 	int pulled;
 	char pull_tail[512]; /* the end of the pull's progress stream */
 	int pending; /* of the container start and the worker */
+	int queued, admitted;
+	TAILQ_ENTRY(screate) qentry;
 	struct timespec t0;
 	char *error;
 	size_t pull_len;
 };
 
+static void screate_leave(struct screate *);
+
 static void
 screate_free(struct screate *s)
 {
+	screate_leave(s);
 	json_object_put(s->config);
 	free(s->path);
 	free(s->error);
@@ -351,6 +400,7 @@ screate_ready(struct screate *s)
 	char *text, when[32];
 	struct tm tm;
 	struct timeval tv;
+	int idle;
 
 	if (--s->pending > 0)
 		return;
@@ -364,7 +414,8 @@ screate_ready(struct screate *s)
 	stats.sandboxes_created++;
 	stats_observe(&stats.create_ms, elapsed_ms(&s->t0));
 	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
-	tv.tv_sec = sb->expires - time(NULL);
+	sandbox_touch(sb);
+	tv.tv_sec = sandbox_deadline(sb, &idle) - time(NULL);
 	tv.tv_usec = 0;
 	if (tv.tv_sec < 1)
 		tv.tv_sec = 1;
@@ -539,11 +590,52 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 	free(path);
 }
 
+static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
+static int starting;
+
 static void
 screate_create(struct screate *s)
 {
 	docker_call(
 	    sup.docker, "POST", s->path, s->config, screate_created_cb, s);
+}
+
+/*
+ * At most --max-concurrent-starts creations talk to the engine at once;
+ * a burst waits its turn here instead of overloading the engine.
+ */
+static void
+screate_admit(struct screate *s)
+{
+	if (starting >= sup.conf->max_starts) {
+		TAILQ_INSERT_TAIL(&start_queue, s, qentry);
+		s->queued = 1;
+		return;
+	}
+	starting++;
+	s->admitted = 1;
+	screate_create(s);
+}
+
+/* A creation ended (either way): let the next one in. */
+static void
+screate_leave(struct screate *s)
+{
+	struct screate *next;
+
+	if (s->queued) {
+		TAILQ_REMOVE(&start_queue, s, qentry);
+		s->queued = 0;
+	}
+	if (!s->admitted)
+		return;
+	s->admitted = 0;
+	starting--;
+	if ((next = TAILQ_FIRST(&start_queue)) != NULL) {
+		TAILQ_REMOVE(&start_queue, next, qentry);
+		next->queued = 0;
+		screate_admit(next);
+	}
 }
 
 static void
@@ -694,5 +786,5 @@ sandbox_create(struct call *c, const char *image, const char *name,
 		free(ename);
 	} else
 		s->path = xstrdup("/containers/create");
-	screate_create(s);
+	screate_admit(s);
 }

@@ -97,7 +97,7 @@ struct sandbox {
 	char *image;
 	char *workdir;
 	struct limits lim;
-	time_t created, expires;
+	time_t created, expires, last_used;
 	enum sandbox_state state;
 	long exec_count;
 	int restarts;
@@ -237,6 +237,9 @@ void sandbox_create(struct call *, const char *, const char *, json_object *,
     const char *, const char *, const struct limits *, long);
 void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
+void sandbox_gone(struct sandbox *, const char *);
+void sandbox_touch(struct sandbox *);
+time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
 json_object *sandbox_limits_json(const struct sandbox *);
 

@@ -6,6 +6,7 @@
 
 #include <event2/buffer.h>
 
+#include "config.h"
 #include "docker.h"
 #include "supervisor.h"
 #include "xmalloc.h"
@@ -28,6 +29,9 @@ static const char output_schema[] =
     "\"memory_bytes\":{\"type\":\"integer\"},"
     "\"pids\":{\"type\":\"integer\"}}},"
     "\"exec_count\":{\"type\":\"integer\"},"
+    "\"idle_expires_at\":{\"type\":\"string\"},"
+    "\"removal_in_seconds\":{\"type\":\"integer\",\"description\":"
+    "\"when the sandbox will be removed (lifetime or idle limit)\"},"
     "\"worker_pid\":{\"type\":\"integer\"}},"
     "\"required\":[\"container_id\",\"name\",\"state\",\"image\","
     "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}}},"
@@ -87,7 +91,10 @@ status_done(struct status *st)
 		    t, ", %lld exec(s)", (long long)json_object_get_int64(v));
 		json_object_object_get_ex(e, "expires_at", &v);
 		evbuffer_add_printf(
-		    t, ", expires %s\n", json_object_get_string(v));
+		    t, ", expires %s", json_object_get_string(v));
+		json_object_object_get_ex(e, "removal_in_seconds", &v);
+		evbuffer_add_printf(t, " (removed in %lld s unless used)\n",
+		    (long long)json_object_get_int64(v));
 	}
 	evbuffer_add(t, "", 1);
 	r = json_object_new_object();
@@ -142,6 +149,8 @@ status_add(struct status *st, struct sandbox *sb)
 {
 	struct entry *en;
 	json_object *o;
+	time_t deadline;
+	int idle;
 	char when[32], *path;
 
 	o = json_object_new_object();
@@ -159,6 +168,15 @@ status_add(struct status *st, struct sandbox *sb)
 	json_object_object_add(o, "created", json_object_new_string(when));
 	iso_time(sb->expires, when, sizeof when);
 	json_object_object_add(o, "expires_at", json_object_new_string(when));
+	if (sup.conf->idle_ttl > 0) {
+		iso_time(sb->last_used + sup.conf->idle_ttl, when, sizeof when);
+		json_object_object_add(
+		    o, "idle_expires_at", json_object_new_string(when));
+	}
+	/* The model should know before the sandbox goes. */
+	deadline = sandbox_deadline(sb, &idle);
+	json_object_object_add(o, "removal_in_seconds",
+	    json_object_new_int64((int64_t)(deadline - time(NULL))));
 	json_object_object_add(o, "limits", sandbox_limits_json(sb));
 	json_object_object_add(
 	    o, "exec_count", json_object_new_int64(sb->exec_count));

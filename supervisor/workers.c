@@ -198,8 +198,20 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 		json_object_put(obj);
 		return 0;
 	case PROTO_NOTIFY:
-		if (wp->sb != NULL)
-			resources_logs_updated(wp->sb);
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if (wp->sb != NULL &&
+		    json_object_object_get_ex(obj, "event", &credit)) {
+			if (strcmp(json_object_get_string(credit), "gone") == 0)
+				sandbox_gone(
+				    wp->sb, json_object_object_get_ex(
+				                obj, "why", &credit)
+				                ? json_object_get_string(credit)
+				                : "the container went away");
+			else
+				resources_logs_updated(wp->sb);
+		}
+		json_object_put(obj);
 		return 0;
 	case PROTO_RESULT:
 		if ((obj = proto_frame_json(f)) == NULL)
