@@ -12,7 +12,7 @@
 #include "config.h"
 #include "xmalloc.h"
 
-enum opt_type { OPT_STR, OPT_LONG, OPT_DOUBLE, OPT_BOOL, OPT_LABEL };
+enum opt_type { OPT_STR, OPT_LONG, OPT_DOUBLE, OPT_BOOL, OPT_LABEL, OPT_DIR };
 
 struct opt {
 	const char *name;
@@ -79,6 +79,12 @@ static const struct opt opts[] = {
     {"log-buffer-kb", "MCP_SANDBOXD_LOG_BUFFER_KB", OPT_LONG, O(log_buffer_kb),
         "1024", 4, 1 << 20,
         "size of each sandbox's activity log, containers://{id}/logs (KiB)"},
+    {"max-project-mb", "MCP_SANDBOXD_MAX_PROJECT_MB", OPT_LONG, O(project_mb),
+        "2048", 1, 1 << 22,
+        "most content a copy_project or directory copy may move (MiB)"},
+    {"max-project-files", "MCP_SANDBOXD_MAX_PROJECT_FILES", OPT_LONG,
+        O(project_files), "100000", 1, 1L << 30,
+        "most entries a copy_project or directory copy may move"},
     {"spool-mb", "MCP_SANDBOXD_SPOOL_MB", OPT_LONG, O(spool_mb), "512", 1,
         1 << 20, "disk for the full outputs of a sandbox's execs (MiB)"},
     {"max-sandboxes", "MCP_SANDBOXD_MAX_SANDBOXES", OPT_LONG, O(max_sandboxes),
@@ -87,6 +93,10 @@ static const struct opt opts[] = {
         1024, 1L << 30, "largest JSON-RPC message accepted (bytes)"},
     {"max-json-depth", "MCP_SANDBOXD_MAX_JSON_DEPTH", OPT_LONG,
         O(max_json_depth), "64", 4, 1000, "deepest JSON nesting accepted"},
+    {"allow-dir", "MCP_SANDBOXD_ALLOW_DIRS", OPT_DIR, 0, NULL, 0, 0,
+        "host directory the file tools may read and write (repeatable; the "
+        "variable takes a ':'-separated list; default: the directory the "
+        "server started in, unless that is / or a home directory)"},
     {"label", "MCP_SANDBOXD_LABELS", OPT_LABEL, 0, NULL, 0, 0,
         "KEY=VALUE label added to every container (repeatable; "
         "the variable takes a comma-separated list)"},
@@ -169,6 +179,23 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 				return -1;
 			}
 			c->labels[c->nlabels++] = xstrdup(tok);
+		}
+		free(dup);
+		return 0;
+	case OPT_DIR:
+		dup = xstrdup(val);
+		for (p = dup; (tok = strsep(&p, ":")) != NULL;) {
+			if (*tok == '\0')
+				continue;
+			if (c->nallow_dirs == CONFIG_MAX_DIRS) {
+				fprintf(err,
+				    "--allow-dir: at most %d "
+				    "directories\n",
+				    CONFIG_MAX_DIRS);
+				free(dup);
+				return -1;
+			}
+			c->allow_dirs[c->nallow_dirs++] = xstrdup(tok);
 		}
 		free(dup);
 		return 0;
@@ -280,6 +307,8 @@ config_free(struct config *c)
 	free(c->worker_container);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
+	for (i = 0; i < c->nallow_dirs; i++)
+		free(c->allow_dirs[i]);
 	memset(c, 0, sizeof *c);
 }
 

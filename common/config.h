@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #define CONFIG_MAX_LABELS 16
+#define CONFIG_MAX_DIRS 32
 
 struct config {
 	char *default_image;
@@ -27,6 +28,7 @@ struct config {
 	long inline_output;
 	long log_buffer_kb;
 	long spool_mb;
+	long project_mb, project_files;
 
 	/* Server. */
 	long max_sandboxes;
@@ -34,6 +36,8 @@ struct config {
 	long max_json_depth;
 	char *labels[CONFIG_MAX_LABELS]; /* "key=value" added to containers */
 	int nlabels;
+	char *allow_dirs[CONFIG_MAX_DIRS]; /* host dirs for the file tools */
+	int nallow_dirs;
 
 	/* Modes. */
 	int help, version;

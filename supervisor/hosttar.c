@@ -6,8 +6,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
-#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -27,6 +27,15 @@
 #define TAR_DRAIN_MAX (1024 * 1024) /* bytes accepted after the trailer */
 #define TAR_OWNER_NAME "nobody"
 #define TAR_GROUP_NAME "nogroup"
+
+/*
+ * libarchive 3.6 reads the umask with umask(0) and back, in
+ * archive_write_disk_new() and for every header: two extractions doing it
+ * at once can leave the process at umask 0. Each extraction thread takes
+ * a umask of its own (unshare(CLONE_FS)); where that is refused, these
+ * calls take this lock.
+ */
+static pthread_mutex_t umask_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void seterr(char *, size_t, const char *, ...)
     __attribute__((format(printf, 3, 4)));
@@ -201,20 +210,17 @@ out_fail(struct tar_out *t, const char *fmt, ...)
 
 /*
  * libarchive's output: into the pump's buffer. Outside a pump only
- * tar_out_free closes the archive: failing stops the padding of an
- * unfinished entry at one block (archive_write_fail would, but then 3.6
- * leaks the block buffer).
+ * tar_out_free closes the archive, and what it writes (the zeros padding
+ * an unfinished entry, 13 ms a GiB, and the trailer) is dropped: failing
+ * here or archive_write_fail() would leak the block buffer in libarchive
+ * before 3.8 (libarchive issue 1568).
  */
 static la_ssize_t
 out_write(struct archive *a, void *arg, const void *buf, size_t len)
 {
 	struct tar_out *t = arg;
 
-	if (t->out == NULL) {
-		archive_set_error(a, ECANCELED, "archive abandoned");
-		return -1;
-	}
-	if (evbuffer_add(t->out, buf, len) == -1) {
+	if (t->out != NULL && evbuffer_add(t->out, buf, len) == -1) {
 		archive_set_error(a, ENOMEM, "out of memory");
 		return -1;
 	}
@@ -622,6 +628,7 @@ struct tar_in {
 	int overwrite;
 	locale_t loc;
 
+	int own_umask; /* the thread's fs attributes are its own */
 	int in[2]; /* the archive: thread reads in[0], caller writes in[1] */
 	int done[2]; /* the thread closes done[1] when it ends */
 	pthread_t thread;
@@ -630,8 +637,9 @@ struct tar_in {
 
 	struct archive *r;
 	struct archive *w;
-	char *partial; /* the file being written, removed on failure */
+	char *partial; /* temporary name of the file being written */
 	char *partial_name;
+	uint64_t serial; /* for temporary names */
 
 	int rc;
 	char error[512];
@@ -683,12 +691,13 @@ in_check_path(struct tar_in *t, const char *name, int isdir)
 			break; /* what is missing will be created */
 		}
 		if (slash == NULL) {
+			/* With overwrite a symlink is replaced, never followed.
+			 */
 			if (S_ISDIR(st.st_mode) && isdir)
 				reason = "";
 			else if (!t->overwrite)
 				reason = "exists";
-			break; /* an existing symlink is replaced, not followed
-			        */
+			break;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			reason = "symlink in path";
@@ -741,25 +750,168 @@ in_copy(struct tar_in *t, const char *name)
 	}
 }
 
+/* Lists a path as written, directories with a trailing '/'. */
+static void
+in_written(struct tar_in *t, const char *name, int isdir, int64_t size)
+{
+	char *shown;
+
+	t->files++;
+	t->bytes += size;
+	if (t->nwritten++ >= TAR_MAX_LISTED)
+		return;
+	xasprintf(&shown, "%s%s", name, isdir ? "/" : "");
+	json_object_array_add(t->written, json_name(shown));
+	free(shown);
+}
+
+/* Writes the entry's header to disk: 0, 1 refused (listed), -1 fatal. */
+static int
+in_header(struct tar_in *t, struct archive_entry *e, const char *name,
+    const char *path, int isdir)
+{
+	int r;
+
+	archive_entry_copy_pathname(e, path);
+	/* No set-id or sticky bit; the owner can always use what it got. */
+	archive_entry_set_perm(
+	    e, (archive_entry_perm(e) & 0777) | (isdir ? 0700 : 0600));
+	if (!t->own_umask)
+		pthread_mutex_lock(&umask_lock);
+	r = archive_write_header(t->w, e);
+	if (!t->own_umask)
+		pthread_mutex_unlock(&umask_lock);
+	if (r == ARCHIVE_FATAL) {
+		in_fail(t, "%s: %s", name, archive_error_string(t->w));
+		return -1;
+	}
+	if (r < ARCHIVE_WARN) {
+		report_skip(t->skipped, &t->nskipped, name, "refused",
+		    archive_error_string(t->w));
+		return 1;
+	}
+	return 0;
+}
+
+/* A name nobody uses in path's directory, for the data to arrive under. */
+static char *
+in_temp(struct tar_in *t, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	char *tmp;
+
+	for (;;) {
+		xasprintf(&tmp, "%.*s/.sandboxd-%lx-%llx.part",
+		    (int)(slash - path), path, (unsigned long)(uintptr_t)t,
+		    (unsigned long long)t->serial++);
+		if (lstat(tmp, &st) == -1)
+			return tmp;
+		free(tmp);
+	}
+}
+
+/* Moves a complete file into place, never over anything unless asked. */
+static int
+in_rename(struct tar_in *t, const char *from, const char *to)
+{
+	/* rename() replaces a symlink at to, not its target. */
+	if (t->overwrite)
+		return rename(from, to);
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* A file system without RENAME_NOREPLACE: link() refuses too. */
+	if (link(from, to) == -1)
+		return -1;
+	unlink(from);
+	return 0;
+}
+
+/*
+ * Extracts a regular file under a temporary name, renamed once complete:
+ * an aborted transfer leaves neither a partial file under the real name
+ * nor a replaced one. 0 done or listed as skipped, -1 fatal.
+ */
+static int
+in_file(struct tar_in *t, struct archive_entry *e, const char *name,
+    const char *path, int64_t size)
+{
+	char *tmp;
+	int r, error;
+
+	tmp = in_temp(t, path);
+	if ((r = in_header(t, e, name, tmp, 0)) != 0) {
+		free(tmp);
+		return r == 1 ? 0 : -1;
+	}
+	t->partial = tmp; /* in_main removes it if we stop */
+	t->partial_name = xstrdup(name);
+	if (in_copy(t, name) == -1)
+		return -1;
+	if (archive_write_finish_entry(t->w) < ARCHIVE_WARN) {
+		in_fail(t, "%s: %s", name, archive_error_string(t->w));
+		return -1;
+	}
+	if (in_rename(t, tmp, path) == -1) {
+		error = errno;
+		unlink(tmp);
+		report_skip(t->skipped, &t->nskipped, name,
+		    error == EEXIST ? "exists" : "refused",
+		    error == EEXIST ? NULL : strerror(error));
+	} else
+		in_written(t, name, 0, size);
+	free(t->partial);
+	free(t->partial_name);
+	t->partial = t->partial_name = NULL;
+	return 0;
+}
+
+/*
+ * Why an entry is not extracted (NULL: it is, "": silently), from its
+ * type, its name and what is on disk. Sets the clean name and the path.
+ */
+static const char *
+in_classify(struct tar_in *t, struct archive_entry *e, const char *raw,
+    char **name, char **path)
+{
+	const char *reason = NULL;
+	int type = archive_entry_filetype(e);
+
+	*name = *path = NULL;
+	if (archive_entry_hardlink(e) != NULL)
+		return "hardlink";
+	if (type != AE_IFREG && type != AE_IFDIR)
+		return type_reason(type);
+	if ((*name = name_clean(raw, &reason)) == NULL)
+		return reason != NULL ? reason : "invalid name";
+	if (**name == '\0')
+		return type == AE_IFDIR ? "" : "invalid name"; /* "./" */
+	xasprintf(path, "%s%s%s", t->dest, strcmp(t->dest, "/") == 0 ? "" : "/",
+	    *name);
+	if (strlen(*path) + 64 >= PATH_MAX) /* room for in_temp() */
+		return "too long";
+	return in_check_path(t, *name, type == AE_IFDIR);
+}
+
 /* Extracts or skips one entry; -1 ends the extraction. */
 static int
 in_entry(struct tar_in *t, struct archive_entry *e)
 {
-	const char *raw, *reason = NULL;
-	char *name = NULL, *path = NULL;
+	const char *raw, *reason;
+	char *name, *path;
 	la_int64_t size;
-	int type, isdir, r;
+	int r;
 
-	raw = archive_entry_pathname(e);
-	type = archive_entry_filetype(e);
+	if ((raw = archive_entry_pathname(e)) == NULL)
+		raw = "";
 	size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
 	if (size < 0)
 		size = 0;
-	if (raw == NULL)
-		raw = "";
 
-	t->entries++;
-	if (t->lim.max_files != 0 && t->entries > t->lim.max_files) {
+	/* The caps count what the archive holds, extracted or not. */
+	if (t->lim.max_files != 0 && ++t->entries > t->lim.max_files) {
 		in_fail(t,
 		    "more than %llu files and directories (the limit); "
 		    "stopped at %s",
@@ -775,83 +927,30 @@ in_entry(struct tar_in *t, struct archive_entry *e)
 	}
 	t->seen += size;
 
-	if (archive_entry_hardlink(e) != NULL)
-		reason = "hardlink";
-	else if (type != AE_IFREG && type != AE_IFDIR)
-		reason = type_reason(type);
-	else if ((name = name_clean(raw, &reason)) == NULL)
-		;
-	else if (*name == '\0')
-		reason = type == AE_IFDIR ? "" : "invalid name"; /* "./" */
-	else {
-		xasprintf(&path, "%s%s%s", t->dest,
-		    strcmp(t->dest, "/") == 0 ? "" : "/", name);
-		if (strlen(path) >= PATH_MAX)
-			reason = "too long";
-		else
-			reason = in_check_path(t, name, type == AE_IFDIR);
-	}
+	reason = in_classify(t, e, raw, &name, &path);
 	if (reason != NULL) {
 		if (*reason != '\0')
 			report_skip(t->skipped, &t->nskipped,
 			    name != NULL ? name : raw, reason, NULL);
-		goto skip;
-	}
-
-	isdir = type == AE_IFDIR;
-	archive_entry_copy_pathname(e, path);
-	/* No set-id or sticky bit; the owner can always use what it got. */
-	archive_entry_set_perm(
-	    e, (archive_entry_perm(e) & 0777) | (isdir ? 0700 : 0600));
-	r = archive_write_header(t->w, e);
-	if (r == ARCHIVE_FATAL) {
-		in_fail(t, "%s: %s", name, archive_error_string(t->w));
-		goto fail;
-	}
-	if (r < ARCHIVE_WARN) {
-		report_skip(t->skipped, &t->nskipped, name, "refused",
-		    archive_error_string(t->w));
-		goto skip;
-	}
-	if (!isdir) {
-		t->partial = path;
-		t->partial_name = name;
-		if (in_copy(t, name) == -1)
-			return -1; /* the thread removes the partial file */
-	}
-	if (archive_write_finish_entry(t->w) < ARCHIVE_WARN) {
-		in_fail(t, "%s: %s", name, archive_error_string(t->w));
-		if (!isdir)
-			return -1;
-		goto fail;
-	}
-	t->partial = t->partial_name = NULL;
-	t->files++;
-	if (!isdir)
-		t->bytes += size;
-	if (t->nwritten++ < TAR_MAX_LISTED) {
-		free(path);
-		xasprintf(&path, "%s%s", name, isdir ? "/" : "");
-		json_object_array_add(t->written, json_name(path));
-	}
+		r = 0;
+	} else if (archive_entry_filetype(e) == AE_IFREG)
+		r = in_file(t, e, name, path, size);
+	else if ((r = in_header(t, e, name, path, 1)) == 0) {
+		if (archive_write_finish_entry(t->w) < ARCHIVE_WARN) {
+			in_fail(t, "%s: %s", name, archive_error_string(t->w));
+			r = -1;
+		} else
+			in_written(t, name, 1, 0);
+	} else if (r == 1)
+		r = 0;
 	free(name);
 	free(path);
-	return 0;
-
-skip:
-	free(name);
-	free(path);
-	if (archive_read_data_skip(t->r) < ARCHIVE_WARN) {
+	if (r == 0 && archive_read_data_skip(t->r) < ARCHIVE_WARN) {
 		in_fail(t, "archive truncated or invalid: %s",
 		    archive_error_string(t->r));
-		return -1;
+		r = -1;
 	}
-	return 0;
-
-fail:
-	free(name);
-	free(path);
-	return -1;
+	return r;
 }
 
 /* Reads what follows the trailer (a tar pads its last record). */
@@ -881,6 +980,7 @@ in_main(void *arg)
 	char *msg;
 	int r;
 
+	t->own_umask = unshare(CLONE_FS) == 0;
 	if (t->loc != (locale_t)0)
 		uselocale(t->loc);
 	if (archive_read_open_fd(t->r, t->in[0], 10240) != ARCHIVE_OK)
@@ -929,8 +1029,7 @@ in_main(void *arg)
 
 /*
  * Starts extracting into dest, an existing host directory the caller
- * checked against the policy. The disk writer is made here, on the
- * caller's thread: libarchive 3.6 reads the umask by setting it.
+ * checked against the policy.
  */
 struct tar_in *
 tar_in_new(const char *dest, const struct tar_limits *lim, int overwrite,
@@ -965,7 +1064,9 @@ tar_in_new(const char *dest, const struct tar_limits *lim, int overwrite,
 	if (!overwrite)
 		flags |= ARCHIVE_EXTRACT_NO_OVERWRITE;
 	t->r = archive_read_new();
+	pthread_mutex_lock(&umask_lock);
 	t->w = archive_write_disk_new();
+	pthread_mutex_unlock(&umask_lock);
 	if (t->r == NULL || t->w == NULL ||
 	    archive_read_support_format_tar(t->r) != ARCHIVE_OK ||
 	    archive_write_disk_set_options(t->w, flags) != ARCHIVE_OK) {

@@ -50,8 +50,11 @@ void tar_out_free(struct tar_out *);
  * Consumer (sandbox -> host): the caller writes the stream into a
  * non-blocking pipe; a thread extracts it into a directory, regular files
  * and directories only, never through a symlink, never above the
- * directory. Without overwrite an existing file is kept and listed as
- * skipped ("exists"); existing directories are merged.
+ * directory. A file arrives under a temporary name and is renamed when
+ * complete. Without overwrite an existing file is kept and listed as
+ * skipped ("exists"); existing directories are merged. The thread ends
+ * (done_fd readable) at an error or once the input is closed: after the
+ * trailer it reads on to EOF, so close the input when the stream ends.
  */
 struct tar_in;
 

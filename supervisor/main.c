@@ -152,6 +152,7 @@ main(int argc, char **argv)
 	static struct config conf;
 	struct timeval tv = {REAPER_INTERVAL, 0};
 	static char exe[PATH_MAX];
+	char cwd[PATH_MAX], err[512];
 	ssize_t n;
 	int rv;
 
@@ -204,6 +205,14 @@ main(int argc, char **argv)
 	evsignal_add(ev_chld, NULL);
 	ev_reaper = event_new(sup.base, -1, EV_PERSIST, reaper_cb, NULL);
 	evtimer_add(ev_reaper, &tv);
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		fatal("getcwd");
+	if (hostpolicy_init(&sup.hosts, conf.allow_dirs, conf.nallow_dirs, cwd,
+	        err, sizeof err) == -1)
+		fatalx("--allow-dir: %s", err);
+	if (hostpolicy_empty(&sup.hosts))
+		log_info("no host directory is allowed for the file tools "
+		         "(--allow-dir)");
 	if (spool_init(sup.instance) == -1)
 		fatal("cannot make a private directory for output spools");
 	if (stdio_start() == -1)
@@ -228,6 +237,7 @@ main(int argc, char **argv)
 		event_free(ev_deadline);
 	event_base_free(sup.base);
 	curl_global_cleanup();
+	hostpolicy_free(&sup.hosts);
 	config_free(&conf);
 	return sup.exit_code;
 }

@@ -10,6 +10,8 @@
 
 #include <json-c/json.h>
 
+#include "hostpath.h"
+
 struct bufferevent;
 struct config;
 struct docker;
@@ -33,6 +35,7 @@ struct supervisor {
 	char boot_id[64];
 	unsigned long long start_ticks;
 	char *self_exe; /* this binary, for starting workers */
+	struct hostpolicy hosts; /* host dirs the file tools may use */
 	int shutting_down;
 	int exit_code;
 };
@@ -221,6 +224,19 @@ int tool_args_known(struct call *, ...) __attribute__((sentinel));
 int arg_type_ok(struct call *, const char *, json_type, json_object **);
 char *sanitize_docker_error(const char *);
 
+/* transfer.c */
+struct upload;
+struct tar_out;
+struct upload *upload_start(struct call *, struct sandbox *, struct tar_out *,
+    const char *, const char *, void (*)(struct upload *, const char *, void *),
+    void *);
+struct tar_out *upload_tar(struct upload *);
+void upload_cancel(struct upload *);
+void upload_free(struct upload *);
+
+/* tool-copy-file.c */
+char *sandbox_path_split(const struct sandbox *, const char *, char **);
+
 /* tool-write-file.c */
 struct evbuffer *tar_one_file(const char *, const void *, size_t, int);
 int valid_relative(const char *);
@@ -284,5 +300,8 @@ extern const struct tool tool_get_sandbox_status;
 extern const struct tool tool_write_file;
 extern const struct tool tool_read_file;
 extern const struct tool tool_list_files;
+extern const struct tool tool_copy_file;
+extern const struct tool tool_copy_project;
+extern const struct tool tool_copy_file_from_sandbox;
 
 #endif

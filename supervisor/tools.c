@@ -16,6 +16,9 @@ const struct tool *const tools[] = {
     &tool_write_file,
     &tool_read_file,
     &tool_list_files,
+    &tool_copy_file,
+    &tool_copy_project,
+    &tool_copy_file_from_sandbox,
     NULL,
 };
 

@@ -107,8 +107,8 @@ allow_a(void)
 {
 	char *dirs[] = {(char *)at("a")};
 
-	cr_assert_eq(hostpolicy_init(&hp, dirs, 1, at("a"), err, sizeof err),
-	    0, "%s", err);
+	cr_assert_eq(hostpolicy_init(&hp, dirs, 1, at("a"), err, sizeof err), 0,
+	    "%s", err);
 }
 
 static char *
@@ -137,8 +137,8 @@ Test(hostpath, refuses_outside_and_says_what_to_do)
 {
 	allow_a();
 	cr_assert_null(resolve(at("b/secret"), HOSTPATH_EXISTING));
-	cr_assert_not_null(strstr(err, "is outside the allowed directories ("),
-	    "%s", err);
+	cr_assert_not_null(
+	    strstr(err, "is outside the allowed directories ("), "%s", err);
 	cr_assert_not_null(strstr(err, at("a")), "%s", err);
 	cr_assert_not_null(strstr(err, "--allow-dir"), "%s", err);
 	cr_assert_null(resolve("/etc/passwd", HOSTPATH_EXISTING));
@@ -273,9 +273,9 @@ Test(hostpath, defaults_to_cwd)
 {
 	char *p;
 
-	cr_assert_eq(hostpolicy_init(&hp, NULL, 0, at("a/sub/.."), err,
-	                 sizeof err),
-	    0, "%s", err);
+	cr_assert_eq(
+	    hostpolicy_init(&hp, NULL, 0, at("a/sub/.."), err, sizeof err), 0,
+	    "%s", err);
 	cr_assert_not(hostpolicy_empty(&hp));
 	cr_assert_eq(hp.ndirs, 1);
 	cr_assert_str_eq(hp.dirs[0], at("a"));
@@ -294,24 +294,23 @@ Test(hostpath, root_as_cwd_allows_nothing)
 Test(hostpath, home_as_cwd_allows_nothing)
 {
 	cr_assert_eq(setenv("HOME", at("a"), 1), 0);
-	cr_assert_eq(hostpolicy_init(&hp, NULL, 0, at("a"), err, sizeof err),
-	    0);
+	cr_assert_eq(
+	    hostpolicy_init(&hp, NULL, 0, at("a"), err, sizeof err), 0);
 	cr_assert(hostpolicy_empty(&hp));
 	hostpolicy_free(&hp);
 	/* Below a home is a project: allowed. */
-	cr_assert_eq(hostpolicy_init(&hp, NULL, 0, at("a/sub"), err,
-	                 sizeof err),
-	    0);
+	cr_assert_eq(
+	    hostpolicy_init(&hp, NULL, 0, at("a/sub"), err, sizeof err), 0);
 	cr_assert_not(hostpolicy_empty(&hp));
 }
 
 Test(hostpath, explicit_dirs_are_canonical_and_deduplicated)
 {
-	char *dirs[] = {(char *)at("a/sub/.."), (char *)at("a"),
-	    (char *)at("b/")};
+	char *dirs[] = {
+	    (char *)at("a/sub/.."), (char *)at("a"), (char *)at("b/")};
 
-	cr_assert_eq(hostpolicy_init(&hp, dirs, 3, "/", err, sizeof err), 0,
-	    "%s", err);
+	cr_assert_eq(
+	    hostpolicy_init(&hp, dirs, 3, "/", err, sizeof err), 0, "%s", err);
 	cr_assert_eq(hp.ndirs, 2);
 	cr_assert_str_eq(hp.dirs[0], at("a"));
 	cr_assert_str_eq(hp.dirs[1], at("b"));
@@ -322,8 +321,8 @@ Test(hostpath, init_refuses_a_missing_dir_or_a_file)
 	char *missing[] = {(char *)at("nope")};
 	char *file[] = {(char *)at("a/f.txt")};
 
-	cr_assert_eq(hostpolicy_init(&hp, missing, 1, "/", err, sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpolicy_init(&hp, missing, 1, "/", err, sizeof err), -1);
 	cr_assert_not_null(strstr(err, "nope"), "%s", err);
 	cr_assert_eq(hostpolicy_init(&hp, file, 1, "/", err, sizeof err), -1);
 	cr_assert_not_null(strstr(err, "not a directory"), "%s", err);
@@ -342,8 +341,8 @@ Test(hostpath, open_new_creates_a_file)
 
 Test(hostpath, open_new_refuses_an_existing_file_without_overwrite)
 {
-	cr_assert_eq(hostpath_open_new(at("a"), "f.txt", 0, err, sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "f.txt", 0, err, sizeof err), -1);
 	cr_assert_not_null(strstr(err, "already exists"), "%s", err);
 	cr_assert_str_eq(slurp("a/f.txt"), "inside\n");
 }
@@ -363,17 +362,15 @@ Test(hostpath, open_new_refuses_a_symlink_even_with_overwrite)
 {
 	cr_assert_eq(symlink(at("b/secret"), at("a/link")), 0);
 	cr_assert_eq(symlink(at("b/created"), at("a/dangling")), 0);
-	cr_assert_eq(hostpath_open_new(at("a"), "link", 1, err, sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "link", 1, err, sizeof err), -1);
 	cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
-	cr_assert_eq(hostpath_open_new(at("a"), "link", 0, err, sizeof err),
-	    -1);
-	cr_assert_eq(hostpath_open_new(at("a"), "dangling", 1, err,
-	                 sizeof err),
-	    -1);
-	cr_assert_eq(hostpath_open_new(at("a"), "dangling", 0, err,
-	                 sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "link", 0, err, sizeof err), -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "dangling", 1, err, sizeof err), -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "dangling", 0, err, sizeof err), -1);
 	cr_assert_str_eq(slurp("b/secret"), "outside\n");
 	cr_assert_eq(access(at("b/created"), F_OK), -1);
 }
@@ -381,22 +378,20 @@ Test(hostpath, open_new_refuses_a_symlink_even_with_overwrite)
 Test(hostpath, open_new_refuses_a_fifo_or_directory_without_blocking)
 {
 	cr_assert_eq(mkfifo(at("a/fifo"), 0644), 0);
-	cr_assert_eq(hostpath_open_new(at("a"), "fifo", 1, err, sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "fifo", 1, err, sizeof err), -1);
 	cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
-	cr_assert_eq(hostpath_open_new(at("a"), "sub", 1, err, sizeof err),
-	    -1);
+	cr_assert_eq(hostpath_open_new(at("a"), "sub", 1, err, sizeof err), -1);
 }
 
 Test(hostpath, open_new_refuses_a_symlinked_dir_and_bad_names)
 {
 	cr_assert_eq(symlink(at("b"), at("a/escape")), 0);
-	cr_assert_eq(hostpath_open_new(at("a/escape"), "x", 0, err,
-	                 sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a/escape"), "x", 0, err, sizeof err), -1);
 	cr_assert_eq(access(at("b/x"), F_OK), -1);
-	cr_assert_eq(hostpath_open_new(at("a"), "../x", 0, err, sizeof err),
-	    -1);
+	cr_assert_eq(
+	    hostpath_open_new(at("a"), "../x", 0, err, sizeof err), -1);
 	cr_assert_eq(hostpath_open_new(at("a"), "..", 0, err, sizeof err), -1);
 	cr_assert_eq(hostpath_open_new(at("a"), "", 0, err, sizeof err), -1);
 }

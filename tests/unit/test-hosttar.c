@@ -24,7 +24,8 @@
 #include "hosttar.h"
 
 #define BIG_SIZE (20 * 1024 * 1024)
-#define UNICODE_NAME "w\xc3\xafth space/\xc3\xbcn\xc3\xaf \xe6\x97\xa5\xe6\x9c\xac.txt"
+#define UNICODE_NAME                                                           \
+	"w\xc3\xafth space/\xc3\xbcn\xc3\xaf \xe6\x97\xa5\xe6\x9c\xac.txt"
 
 static char root[PATH_MAX]; /* canonical temporary directory */
 static struct hostpolicy hp;
@@ -113,7 +114,8 @@ mkbig(const char *rel)
 	for (off = 0; off < BIG_SIZE; off += sizeof chunk) {
 		for (i = 0; i < sizeof chunk; i++)
 			chunk[i] = big_byte(off + i);
-		cr_assert_eq(write(fd, chunk, sizeof chunk), (ssize_t)sizeof chunk);
+		cr_assert_eq(
+		    write(fd, chunk, sizeof chunk), (ssize_t)sizeof chunk);
 	}
 	close(fd);
 }
@@ -208,7 +210,7 @@ read_back(const char *data, size_t len, int *count)
 	const void *buf;
 	size_t n, i;
 	la_int64_t off;
-	int r;
+	int r, cap = 0;
 
 	loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 	old = uselocale(loc);
@@ -219,10 +221,15 @@ read_back(const char *data, size_t len, int *count)
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		struct got *x;
 
-		g = realloc(g, (*count + 1) * sizeof *g);
+		if (*count == cap) {
+			cap = cap == 0 ? 64 : cap * 2;
+			g = realloc(g, cap * sizeof *g);
+			cr_assert_not_null(g);
+		}
 		x = &g[(*count)++];
 		memset(x, 0, sizeof *x);
-		snprintf(x->name, sizeof x->name, "%s", archive_entry_pathname(e));
+		snprintf(
+		    x->name, sizeof x->name, "%s", archive_entry_pathname(e));
 		x->type = archive_entry_filetype(e);
 		x->perm = archive_entry_perm(e);
 		x->size = archive_entry_size(e);
@@ -239,9 +246,10 @@ read_back(const char *data, size_t len, int *count)
 			int64_t seen = 0;
 
 			while (archive_read_data_block(a, &buf, &n, &off) ==
-			    ARCHIVE_OK) {
+			       ARCHIVE_OK) {
 				for (i = 0; i < n; i++)
-					cr_assert_eq(((const unsigned char *)buf)[i],
+					cr_assert_eq(
+					    ((const unsigned char *)buf)[i],
 					    big_byte(off + i), "byte %zu",
 					    (size_t)off + i);
 				seen += n;
@@ -321,7 +329,8 @@ make_tree(void)
 	mkfile(rel, "long name\n"), n++;
 	strcpy(rel, "src");
 	for (i = 1; i <= 10; i++) {
-		snprintf(rel + strlen(rel), sizeof rel - strlen(rel), "/d%d", i);
+		snprintf(
+		    rel + strlen(rel), sizeof rel - strlen(rel), "/d%d", i);
 		mkdir_at(rel), n++;
 	}
 	strcat(rel, "/deep.txt");
@@ -344,8 +353,8 @@ Test(tar_out, round_trips_a_tree)
 	expect = make_tree();
 	t = tar_out_new(&hp, at("src"), "proj", &lim, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
-	cr_assert_eq(produce(t, 16 * 1024, &data, &len), 0, "%s",
-	    tar_out_error(t));
+	cr_assert_eq(
+	    produce(t, 16 * 1024, &data, &len), 0, "%s", tar_out_error(t));
 	cr_assert_eq(len % 512, 0);
 	/* UTF-8 names go in as UTF-8, not as raw bytes. */
 	cr_assert_null(memmem(data, len, "hdrcharset", 10));
@@ -384,8 +393,8 @@ Test(tar_out, round_trips_a_tree)
 	cr_assert_eq(tar_out_bytes(t), bytes);
 	cr_assert_not_null(find(g, count, "proj/" UNICODE_NAME));
 	cr_assert_not_null(find(g, count, "proj/big.bin"));
-	cr_assert_not_null(find(g, count,
-	    "proj/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/deep.txt"));
+	cr_assert_not_null(
+	    find(g, count, "proj/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/deep.txt"));
 	x = find(g, count, "proj/bytes.bin");
 	cr_assert_not_null(x);
 	for (i = 0; i < 1024; i++)
@@ -405,8 +414,8 @@ Test(tar_out, archives_a_single_file_under_its_name)
 	int count;
 
 	mkfile("src/one.txt", "just me\n");
-	t = tar_out_new(&hp, "one.txt", "renamed.txt", NULL, NULL, err,
-	    sizeof err);
+	t = tar_out_new(
+	    &hp, "one.txt", "renamed.txt", NULL, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), 0);
 	g = read_back(data, len, &count);
@@ -513,9 +522,9 @@ Test(tar_out, stops_before_exceeding_max_files)
 	t = tar_out_new(&hp, at("src"), "p", &lim, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), -1);
-	cr_assert_not_null(strstr(tar_out_error(t),
-	                       "more than 3 files and directories"),
-	    "%s", tar_out_error(t));
+	cr_assert_not_null(
+	    strstr(tar_out_error(t), "more than 3 files and directories"), "%s",
+	    tar_out_error(t));
 	cr_assert_eq(tar_out_files(t), 3);
 	cr_assert_eq(tar_out_pump(t, NULL, 1), -1, "an error stays");
 	free(data);
@@ -536,9 +545,9 @@ Test(tar_out, stops_before_exceeding_max_bytes)
 	t = tar_out_new(&hp, at("src"), "p", &lim, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), -1);
-	cr_assert_not_null(strstr(tar_out_error(t),
-	                       "project larger than 1000 bytes"),
-	    "%s", tar_out_error(t));
+	cr_assert_not_null(
+	    strstr(tar_out_error(t), "project larger than 1000 bytes"), "%s",
+	    tar_out_error(t));
 	cr_assert_eq(tar_out_bytes(t), 600);
 	free(data);
 	tar_out_free(t);
@@ -561,8 +570,8 @@ Test(tar_out, archives_a_wide_tree)
 	cr_assert_eq(produce(t, 64 * 1024, &data, &len), 0);
 	g = read_back(data, len, &count);
 	cr_assert_eq(count, 5001);
-	cr_assert_str_eq(find(g, count, "wide/file 4321.txt")->data,
-	    "src/file 4321.txt");
+	cr_assert_str_eq(
+	    find(g, count, "wide/file 4321.txt")->data, "src/file 4321.txt");
 	cr_assert_eq(tar_out_files(t), 5001);
 	got_free(g, count);
 	free(data);
@@ -574,15 +583,16 @@ Test(tar_out, refuses_sources_outside_the_policy_and_bad_names)
 	mkfile("outside/secret", "secret\n");
 	mkfile("src/ok", "ok\n");
 	cr_assert_eq(symlink(at("outside/secret"), at("src/link")), 0);
-	cr_assert_null(tar_out_new(&hp, at("outside/secret"), "s", NULL, NULL,
-	    err, sizeof err));
+	cr_assert_null(tar_out_new(
+	    &hp, at("outside/secret"), "s", NULL, NULL, err, sizeof err));
 	cr_assert_not_null(strstr(err, "outside the allowed"), "%s", err);
 	cr_assert_null(
 	    tar_out_new(&hp, "link", "s", NULL, NULL, err, sizeof err));
 	cr_assert_null(
 	    tar_out_new(&hp, "ok", "../ok", NULL, NULL, err, sizeof err));
 	cr_assert_not_null(strstr(err, "invalid name"), "%s", err);
-	cr_assert_null(tar_out_new(&hp, "ok", "/ok", NULL, NULL, err, sizeof err));
+	cr_assert_null(
+	    tar_out_new(&hp, "ok", "/ok", NULL, NULL, err, sizeof err));
 	cr_assert_null(tar_out_new(&hp, "ok", "", NULL, NULL, err, sizeof err));
 }
 
@@ -607,7 +617,7 @@ struct spec {
 	mode_t perm;
 	const char *data; /* regular files */
 	const char *link; /* symlinks and hardlinks */
-	size_t size;      /* if data is NULL: that many 'z' bytes */
+	size_t size; /* if data is NULL: that many 'z' bytes */
 };
 
 /* An archive of the specs, in memory. */
@@ -673,8 +683,8 @@ feed(struct tar_in *t, const char *data, size_t len, int close_input)
 	pfd.events = POLLOUT;
 	while (off < len) {
 		cr_assert_gt(poll(&pfd, 1, 10000), 0, "the extractor is stuck");
-		n = write(pfd.fd, data + off,
-		    len - off < 65536 ? len - off : 65536);
+		n = write(
+		    pfd.fd, data + off, len - off < 65536 ? len - off : 65536);
 		if (n == -1 && errno == EAGAIN)
 			continue;
 		if (n == -1 && errno == EPIPE)
@@ -747,8 +757,8 @@ assert_file(const char *rel, const char *content, mode_t perm)
 
 	cr_assert_eq(lstat(at(rel), &st), 0, "%s missing", rel);
 	cr_assert(S_ISREG(st.st_mode), "%s", rel);
-	cr_assert_eq(st.st_mode & 07777, perm, "%s: mode %o", rel,
-	    st.st_mode & 07777);
+	cr_assert_eq(
+	    st.st_mode & 07777, perm, "%s: mode %o", rel, st.st_mode & 07777);
 	got = slurp(at(rel), &len);
 	cr_assert_eq(len, strlen(content), "%s", rel);
 	cr_assert_eq(memcmp(got, content, len), 0, "%s", rel);
@@ -927,8 +937,8 @@ Test(tar_in, never_writes_through_an_existing_symlink)
 	cr_assert_eq(lstat(at("dest/filelink"), &st), 0);
 	cr_assert(S_ISREG(st.st_mode));
 	assert_file("dest/filelink", "evil\n", 0644);
-	cr_assert(listed(summary_list(sum, "skipped"), "dirlink/evil",
-	    "symlink in path"));
+	cr_assert(listed(
+	    summary_list(sum, "skipped"), "dirlink/evil", "symlink in path"));
 	json_object_put(sum);
 }
 
@@ -942,8 +952,8 @@ Test(tar_in, stops_before_exceeding_max_bytes)
 	json_object *sum;
 
 	cr_assert_eq(extract(s, 2, &lim, 0, &sum), -1);
-	cr_assert_not_null(strstr(err, "archive larger than 1000 bytes"), "%s",
-	    err);
+	cr_assert_not_null(
+	    strstr(err, "archive larger than 1000 bytes"), "%s", err);
 	cr_assert(exists(at("dest/a")));
 	cr_assert_not(exists(at("dest/b")));
 	cr_assert_eq(summary_int(sum, "bytes"), 600);
@@ -960,8 +970,8 @@ Test(tar_in, stops_before_exceeding_max_files)
 	struct tar_limits lim = {0, 2};
 
 	cr_assert_eq(extract(s, 3, &lim, 0, NULL), -1);
-	cr_assert_not_null(strstr(err, "more than 2 files and directories"),
-	    "%s", err);
+	cr_assert_not_null(
+	    strstr(err, "more than 2 files and directories"), "%s", err);
 	cr_assert(exists(at("dest/d/a")));
 	cr_assert_not(exists(at("dest/d/b")));
 }
@@ -982,15 +992,38 @@ Test(tar_in, removes_a_partial_file_from_a_truncated_archive)
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len / 2, 1);
 	cr_assert_eq(finish(t, &sum), -1);
-	cr_assert_not_null(strstr(tar_in_error(t), "truncated"), "%s",
-	    tar_in_error(t));
-	cr_assert_not_null(strstr(tar_in_error(t),
-	                       "the partial file big.bin was removed"),
+	cr_assert_not_null(
+	    strstr(tar_in_error(t), "truncated"), "%s", tar_in_error(t));
+	cr_assert_not_null(
+	    strstr(tar_in_error(t), "the partial file big.bin was removed"),
 	    "%s", tar_in_error(t));
 	assert_file("dest/first.txt", "first\n", 0644);
 	cr_assert_not(exists(at("dest/big.bin")));
-	cr_assert(listed(summary_list(sum, "skipped"), "big.bin", "incomplete"));
+	cr_assert_eq(count_tree("dest"), 2, "no temporary file left");
+	cr_assert(
+	    listed(summary_list(sum, "skipped"), "big.bin", "incomplete"));
 	json_object_put(sum);
+	free(data);
+	tar_in_free(t);
+}
+
+Test(tar_in, an_aborted_overwrite_keeps_the_old_file)
+{
+	struct spec s[] = {
+	    {"big.bin", AE_IFREG, 0644, NULL, NULL, 1024 * 1024},
+	};
+	struct tar_in *t;
+	char *data;
+	size_t len;
+
+	mkfile("dest/big.bin", "old\n");
+	data = build(s, 1, &len);
+	t = tar_in_new(at("dest"), NULL, 1, err, sizeof err);
+	cr_assert_not_null(t, "%s", err);
+	feed(t, data, len / 2, 1);
+	cr_assert_eq(finish(t, NULL), -1);
+	assert_file("dest/big.bin", "old\n", 0644);
+	cr_assert_eq(count_tree("dest"), 2, "no temporary file left");
 	free(data);
 	tar_in_free(t);
 }
@@ -1009,7 +1042,7 @@ Test(tar_in, free_mid_transfer_ends_the_thread_and_cleans_up)
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len / 2, 0);
 	tar_in_free(t); /* input still open, thread mid-file */
-	cr_assert_not(exists(at("dest/big.bin")));
+	cr_assert_eq(count_tree("dest"), 1, "nothing left in dest");
 	free(data);
 
 	/* And right after the start, before any byte. */
@@ -1044,7 +1077,7 @@ Test(tar_in, refuses_a_missing_destination)
 Test(tar_in, lists_at_most_1000_paths)
 {
 	struct spec *s;
-	char (*names)[16];
+	char(*names)[16];
 	json_object *sum;
 	int i;
 
@@ -1059,8 +1092,8 @@ Test(tar_in, lists_at_most_1000_paths)
 	}
 	cr_assert_eq(extract(s, 1200, NULL, 0, &sum), 0, "%s", err);
 	cr_assert_eq(summary_int(sum, "files"), 1200);
-	cr_assert_eq(json_object_array_length(summary_list(sum, "written")),
-	    1000);
+	cr_assert_eq(
+	    json_object_array_length(summary_list(sum, "written")), 1000);
 	cr_assert_eq(summary_int(sum, "written_unlisted"), 200);
 	json_object_put(sum);
 	free(s);
@@ -1094,4 +1127,46 @@ Test(tar_in, round_trips_with_tar_out)
 	json_object_put(sum);
 	tar_in_free(t);
 	free(data);
+}
+
+/*
+ * libarchive 3.6 reads the umask by setting it to 0 and back for every
+ * entry: concurrent extractions must not leave the process at umask 0.
+ */
+Test(tar_in, concurrent_extractions_keep_the_umask)
+{
+	enum { N = 4, FILES = 400 };
+	struct spec *s;
+	char(*names)[16], dest[32], *data;
+	struct tar_in *t[N];
+	size_t len;
+	mode_t m;
+	int i;
+
+	s = calloc(FILES, sizeof *s);
+	names = calloc(FILES, sizeof *names);
+	for (i = 0; i < FILES; i++) {
+		snprintf(names[i], sizeof names[i], "d%03d/", i);
+		s[i].name = names[i];
+		s[i].type = AE_IFDIR;
+		s[i].perm = 0755;
+	}
+	data = build(s, FILES, &len);
+	for (i = 0; i < N; i++) {
+		snprintf(dest, sizeof dest, "dest/%d", i);
+		mkdir_at(dest);
+		t[i] = tar_in_new(at(dest), NULL, 0, err, sizeof err);
+		cr_assert_not_null(t[i], "%s", err);
+	}
+	for (i = 0; i < N; i++)
+		feed(t[i], data, len, 1);
+	for (i = 0; i < N; i++) {
+		cr_assert_eq(finish(t[i], NULL), 0, "%s", tar_in_error(t[i]));
+		tar_in_free(t[i]);
+	}
+	m = umask(022);
+	cr_assert_eq(m, 022, "umask left at %03o", m);
+	free(data);
+	free(s);
+	free(names);
 }

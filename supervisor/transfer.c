@@ -1,0 +1,141 @@
+/*
+ * Uploads: a tar stream made on the host (hosttar.c) written, as the
+ * worker's credit allows, into `tar -x` run in the sandbox as the sandbox
+ * user.  Memory stays bounded whatever the size: the archive is made a
+ * slice at a time, only as fast as the sandbox takes it.  What an upload
+ * that failed had newly made is removed, so nothing half-written is left
+ * looking like a success.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "config.h"
+#include "hosttar.h"
+#include "proto.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+/* $1 directory (made if missing), $2 the top name in the archive. */
+static const char untar[] =
+    "[ -e \"$1/$2\" ] || new=1;"
+    "mkdir -p -- \"$1\" && tar -xf - -C \"$1\" && exit 0;"
+    "[ -n \"$new\" ] && rm -rf -- \"$1/$2\"; exit 1";
+
+struct upload {
+	struct tar_out *tar;
+	struct evbuffer *stage; /* made, not yet sent */
+	struct xrun *run;
+	int made; /* the archive is complete */
+	char *error; /* the host side failed */
+	void (*done)(struct upload *, const char *, void *);
+	void *arg;
+};
+
+static void
+upload_pump(struct xrun *run, void *arg)
+{
+	struct upload *u = arg;
+	size_t len;
+	long credit;
+	int rv;
+
+	while ((credit = xrun_credit(run)) > 0 && u->error == NULL) {
+		if (evbuffer_get_length(u->stage) == 0 && !u->made) {
+			rv = tar_out_pump(
+			    u->tar, u->stage, PROTO_INITIAL_CREDIT);
+			if (rv == -1) {
+				u->error = xstrdup(tar_out_error(u->tar));
+				xrun_cancel(run);
+				return;
+			}
+			u->made = rv == 0;
+		}
+		len = evbuffer_get_length(u->stage);
+		if ((long)len > credit)
+			len = (size_t)credit;
+		if (len > PROTO_DATA_CHUNK)
+			len = PROTO_DATA_CHUNK;
+		if (len == 0 && !u->made)
+			continue;
+		xrun_write(run, evbuffer_pullup(u->stage, (ssize_t)len), len,
+		    u->made && len == evbuffer_get_length(u->stage));
+		evbuffer_drain(u->stage, len);
+		if (u->made && evbuffer_get_length(u->stage) == 0)
+			return;
+	}
+}
+
+static void
+upload_done(struct xrun *run, json_object *r, void *arg)
+{
+	struct upload *u = arg;
+	json_object *v;
+	char *msg = NULL;
+
+	(void)run;
+	if (u->error != NULL)
+		xasprintf(&msg, "%s (nothing was copied)", u->error);
+	else if (!json_object_object_get_ex(r, "exit_code", &v) ||
+	         json_object_get_int(v) != 0) {
+		json_object_object_get_ex(r, "stderr", &v);
+		xasprintf(&msg,
+		    "%s(nothing was copied; check that the "
+		    "destination is writable by the sandbox user, e.g. below the "
+		    "workdir, and that there is space)",
+		    v != NULL ? json_object_get_string(v) : "");
+	}
+	u->done(u, msg, u->arg);
+	free(msg);
+}
+
+/*
+ * Upload an archive (taken) into dir of a sandbox; done(u, error, arg)
+ * at the end, then upload_free().
+ */
+struct upload *
+upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
+    const char *dir, const char *name,
+    void (*done)(struct upload *, const char *, void *), void *arg)
+{
+	const char *args[3] = {dir, name, NULL};
+	struct xrun_opts o;
+	struct upload *u;
+
+	u = xcalloc(1, sizeof *u);
+	u->tar = tar;
+	u->stage = evbuffer_new();
+	u->done = done;
+	u->arg = arg;
+	memset(&o, 0, sizeof o);
+	o.command = untar;
+	o.args = args;
+	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
+	o.stdin_stream = 1;
+	o.on_credit = upload_pump;
+	u->run = xrun_start(c, sb, &o, upload_done, u);
+	upload_pump(u->run, u);
+	return u;
+}
+
+struct tar_out *
+upload_tar(struct upload *u)
+{
+	return u->tar;
+}
+
+void
+upload_cancel(struct upload *u)
+{
+	xrun_cancel(u->run);
+}
+
+void
+upload_free(struct upload *u)
+{
+	tar_out_free(u->tar);
+	evbuffer_free(u->stage);
+	free(u->error);
+	free(u);
+}
