@@ -494,9 +494,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	if (json_object_object_get_ex(call, "args", &v) &&
 	    json_object_is_type(v, json_type_array))
 		for (i = 0; i < json_object_array_length(v); i++)
-			json_object_array_add(cmd, json_object_new_string(
-			    json_object_get_string(
-				json_object_array_get_idx(v, i))));
+			json_object_array_add(
+			    cmd, json_object_new_string(json_object_get_string(
+			             json_object_array_get_idx(v, i))));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
 	json_object_object_add(
