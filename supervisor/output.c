@@ -53,7 +53,7 @@ output_add(struct output *o, const char *p, size_t len)
 int
 output_cut(const struct output *o)
 {
-	return o->total > (long long)(o->head_len + o->tail_len);
+	return o->total > (long long)o->head_len + (long long)o->tail_len;
 }
 
 /*
@@ -72,7 +72,7 @@ output_json(const struct output *o, const char *uri)
 		m = snprintf(marker, sizeof marker,
 		    "\n[... %lld bytes elided; the whole output is the "
 		    "resource %s ...]\n",
-		    o->total - (long long)(o->head_len + o->tail_len),
+		    o->total - (long long)o->head_len - (long long)o->tail_len,
 		    uri != NULL ? uri : "(not kept)");
 	all = xmalloc(o->head_len + (size_t)m + o->tail_len + 1);
 	memcpy(all, o->head, o->head_len);
