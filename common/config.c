@@ -28,6 +28,14 @@ struct opt {
 static const struct opt opts[] = {
     {"image", "MCP_SANDBOXD_IMAGE", OPT_STR, O(default_image),
         "python:3.12-slim-bookworm", 0, 0, "default image of new sandboxes"},
+    {"python-image", "MCP_SANDBOXD_PYTHON_IMAGE", OPT_STR, O(python_image),
+        "python:3.12-slim-bookworm", 0, 0,
+        "image of fresh sandboxes for Python code"},
+    {"node-image", "MCP_SANDBOXD_NODE_IMAGE", OPT_STR, O(node_image),
+        "node:22-bookworm-slim", 0, 0,
+        "image of fresh sandboxes for JavaScript and TypeScript code"},
+    {"go-image", "MCP_SANDBOXD_GO_IMAGE", OPT_STR, O(go_image),
+        "golang:1.23-bookworm", 0, 0, "image of fresh sandboxes for Go code"},
     {"docker-host", "DOCKER_HOST", OPT_STR, O(docker_host),
         "unix:///var/run/docker.sock", 0, 0,
         "Docker engine (unix:// or tcp://)"},
@@ -89,10 +97,39 @@ static const struct opt opts[] = {
         1 << 20, "disk for the full outputs of a sandbox's execs (MiB)"},
     {"max-sandboxes", "MCP_SANDBOXD_MAX_SANDBOXES", OPT_LONG, O(max_sandboxes),
         "32", 1, 100000, "most sandboxes alive at once"},
+    {"tools-page-size", "MCP_SANDBOXD_TOOLS_PAGE_SIZE", OPT_LONG, O(tools_page),
+        "100", 1, 1000,
+        "tools per tools/list page (the rest follow with nextCursor)"},
     {"max-line", "MCP_SANDBOXD_MAX_LINE", OPT_LONG, O(max_line), "16777216",
         1024, 1L << 30, "largest JSON-RPC message accepted (bytes)"},
     {"max-json-depth", "MCP_SANDBOXD_MAX_JSON_DEPTH", OPT_LONG,
         O(max_json_depth), "64", 4, 1000, "deepest JSON nesting accepted"},
+    {"transport", "MCP_SANDBOXD_TRANSPORT", OPT_STR, O(transport), "stdio", 0,
+        0, "stdio, http (Streamable HTTP) or both"},
+    {"listen", "MCP_SANDBOXD_LISTEN", OPT_STR, O(listen), "127.0.0.1:8080", 0,
+        0, "ADDR:PORT of the HTTP transport (beyond loopback: token needed)"},
+    {"auth-token-file", "MCP_SANDBOXD_AUTH_TOKEN_FILE", OPT_STR,
+        O(auth_token_file), NULL, 0, 0,
+        "file holding the bearer token HTTP clients must send (or the token "
+        "itself in MCP_SANDBOXD_AUTH_TOKEN)"},
+    {"allowed-origins", "MCP_SANDBOXD_ALLOWED_ORIGINS", OPT_STR,
+        O(allowed_origins), NULL, 0, 0,
+        "Origins HTTP requests may carry, comma list (default "
+        "http://localhost, http://127.0.0.1, http://[::1], any port; * any)"},
+    {"allowed-hosts", "MCP_SANDBOXD_ALLOWED_HOSTS", OPT_STR, O(allowed_hosts),
+        NULL, 0, 0,
+        "Host headers accepted, comma list (default localhost, 127.0.0.1, "
+        "[::1] and the --listen address, any port; * any)"},
+    {"max-sessions", "MCP_SANDBOXD_MAX_SESSIONS", OPT_LONG, O(max_sessions),
+        "100", 1, 100000, "most HTTP sessions open at once"},
+    {"session-idle", "MCP_SANDBOXD_SESSION_IDLE", OPT_LONG, O(session_idle),
+        "3600", 1, 1L << 31,
+        "seconds an HTTP session may stay idle before it ends (with its "
+        "sandboxes)"},
+    {"http-timeout", "MCP_SANDBOXD_HTTP_TIMEOUT", OPT_LONG, O(http_timeout),
+        "30", 1, 3600,
+        "seconds an HTTP connection may stay silent (reading a request, or "
+        "waiting to write)"},
     {"allow-dir", "MCP_SANDBOXD_ALLOW_DIRS", OPT_DIR, 0, NULL, 0, 0,
         "host directory the file tools may read and write (repeatable; the "
         "variable takes a ':'-separated list; default: the directory the "
@@ -285,6 +322,21 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		    argv[optind]);
 		return -1;
 	}
+	if (strcmp(c->transport, "stdio") != 0 &&
+	    strcmp(c->transport, "http") != 0 &&
+	    strcmp(c->transport, "both") != 0) {
+		fprintf(err,
+		    "--transport: expected stdio, http or both, got "
+		    "\"%s\"\n",
+		    c->transport);
+		return -1;
+	}
+	/* The token itself only from the environment (argv shows in ps),
+	 * and taken out of it so that no child inherits it. */
+	if ((v = getenv("MCP_SANDBOXD_AUTH_TOKEN")) != NULL && *v != '\0') {
+		c->auth_token = xstrdup(v);
+		unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
+	}
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
 	    c->exec_timeout > c->max_exec_timeout) {
@@ -301,10 +353,19 @@ config_free(struct config *c)
 	int i;
 
 	free(c->default_image);
+	free(c->python_image);
+	free(c->node_image);
+	free(c->go_image);
 	free(c->docker_host);
 	free(c->log_level);
 	free(c->print_config);
 	free(c->worker_container);
+	free(c->transport);
+	free(c->listen);
+	free(c->auth_token_file);
+	free(c->auth_token);
+	free(c->allowed_origins);
+	free(c->allowed_hosts);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
 	for (i = 0; i < c->nallow_dirs; i++)
@@ -319,10 +380,13 @@ config_usage(FILE *f)
 
 	fprintf(f,
 	    "usage: mcp-sandboxd [options]\n\n"
-	    "An MCP server (stdio) that runs code in Docker sandboxes.\n\n"
+	    "An MCP server (stdio or Streamable HTTP) that runs code in Docker "
+	    "sandboxes.\n\n"
 	    "  -h, --help              this text\n"
 	    "  -V, --version           print the version\n"
 	    "  --print-config claude   print an mcpServers entry\n");
+	fprintf(f, "  (MCP_SANDBOXD_AUTH_TOKEN: the HTTP bearer token itself, "
+	           "an alternative to --auth-token-file)\n");
 	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
 		fprintf(f, "  --%-20s %s\n  %22s [%s%s%s]\n", opts[i].name,
 		    opts[i].help, "", opts[i].env,

@@ -9,6 +9,7 @@
 
 struct config {
 	char *default_image;
+	char *python_image, *node_image, *go_image;
 	char *docker_host;
 	char *log_level;
 
@@ -32,12 +33,24 @@ struct config {
 
 	/* Server. */
 	long max_sandboxes;
+	long tools_page;
 	long max_line;
 	long max_json_depth;
 	char *labels[CONFIG_MAX_LABELS]; /* "key=value" added to containers */
 	int nlabels;
 	char *allow_dirs[CONFIG_MAX_DIRS]; /* host dirs for the file tools */
 	int nallow_dirs;
+
+	/* Transports (the Streamable HTTP one: supervisor/http.c). */
+	char *transport; /* stdio, http or both */
+	char *listen; /* ADDR:PORT */
+	char *auth_token_file;
+	char *auth_token; /* MCP_SANDBOXD_AUTH_TOKEN (never a flag) */
+	char *allowed_origins; /* comma list; NULL: loopback ones */
+	char *allowed_hosts; /* comma list; NULL: loopback ones */
+	long max_sessions;
+	long session_idle; /* seconds */
+	long http_timeout; /* seconds */
 
 	/* Modes. */
 	int help, version;

@@ -77,10 +77,17 @@ enum proto_type {
  *		calls of a worker that died).  Result: {}.
  *	"logs"	the activity log: PROTO_DATA (stream == reqid), then the
  *		result {bytes, dropped}.
+ *	"code"	language ("python", "javascript", "typescript"), code,
+ *		workdir, timeout_ms, output_cap: run code in the sandbox's
+ *		long-lived session of that language.  Output as for "exec";
+ *		result: exit_code, error (a traceback), session_lost,
+ *		timed_out, cancelled, truncated, duration_ms, stdout_bytes,
+ *		stderr_bytes.
  */
 #define PROTO_OP_EXEC "exec"
 #define PROTO_OP_KILL "kill"
 #define PROTO_OP_LOGS "logs"
+#define PROTO_OP_CODE "code"
 
 struct proto_hdr {
 	uint16_t type;

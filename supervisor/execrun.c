@@ -95,7 +95,7 @@ xrun_done(json_object *res, void *arg)
 	char *uri[2] = {NULL, NULL};
 	static const char *const keys[] = {"duration_ms", "timed_out",
 	    "cancelled", "oom_killed", "truncated", "signal", "stdout_bytes",
-	    "stderr_bytes", NULL};
+	    "stderr_bytes", "session_lost", NULL};
 	int i;
 
 	r = json_object_new_object();
@@ -167,9 +167,21 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	x->spool = spool_open(sb->spool);
 
 	op = json_object_new_object();
-	json_object_object_add(op, "op", json_object_new_string(PROTO_OP_EXEC));
-	json_object_object_add(
-	    op, "command", json_object_new_string(o->command));
+	if (o->language != NULL) {
+		json_object_object_add(
+		    op, "op", json_object_new_string(PROTO_OP_CODE));
+		json_object_object_add(
+		    op, "language", json_object_new_string(o->language));
+		json_object_object_add(
+		    op, "code", json_object_new_string(o->command));
+		json_object_object_add(
+		    op, "session", json_object_new_boolean(o->session));
+	} else {
+		json_object_object_add(
+		    op, "op", json_object_new_string(PROTO_OP_EXEC));
+		json_object_object_add(
+		    op, "command", json_object_new_string(o->command));
+	}
 	if (o->args != NULL) {
 		a = json_object_new_array();
 		for (i = 0; o->args[i] != NULL; i++)

@@ -215,7 +215,9 @@ main(int argc, char **argv)
 		         "(--allow-dir)");
 	if (spool_init(sup.instance) == -1)
 		fatal("cannot make a private directory for output spools");
-	if (stdio_start() == -1)
+	if (strcmp(conf.transport, "stdio") != 0 && http_start() == -1)
+		fatalx("cannot start the HTTP transport");
+	if (strcmp(conf.transport, "http") != 0 && stdio_start() == -1)
 		fatal("stdin and stdout must be pipes or sockets");
 	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
 	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());
@@ -227,6 +229,7 @@ main(int argc, char **argv)
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
 	stdio_stop();
+	http_stop();
 	spool_cleanup();
 	docker_free(sup.docker);
 	event_free(ev_term);

@@ -238,7 +238,7 @@ mcp_tools_list(struct session *sess, json_object *id, json_object *params,
 		}
 		cursor = json_object_get_string(v);
 	}
-	if ((r = tools_list(cursor, 8, code)) == NULL)
+	if ((r = tools_list(cursor, (int)sup.conf->tools_page, code)) == NULL)
 		*why = "invalid cursor";
 	return r;
 }

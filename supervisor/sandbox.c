@@ -333,6 +333,9 @@ struct screate {
 	char pull_tail[512]; /* the end of the pull's progress stream */
 	int pending; /* of the container start and the worker */
 	int queued, admitted;
+	/* Instead of answering the call: the caller's continuation. */
+	void (*cb)(struct call *, struct sandbox *, const char *, void *);
+	void *cbarg;
 	TAILQ_ENTRY(screate) qentry;
 	struct timespec t0;
 	char *error;
@@ -357,7 +360,14 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 	char *msg = sanitize_docker_error(detail);
 
 	stats.sandboxes_failed++;
-	call_reply(s->call, tool_error(fmt, s->sb->image, msg));
+	if (s->cb != NULL) {
+		char *full;
+
+		xasprintf(&full, fmt, s->sb->image, msg);
+		s->cb(s->call, NULL, full, s->cbarg);
+		free(full);
+	} else
+		call_reply(s->call, tool_error(fmt, s->sb->image, msg));
 	free(msg);
 	if (s->sb->id != NULL) {
 		sandbox_destroy(s->sb, NULL, NULL);
@@ -439,7 +449,10 @@ screate_ready(struct screate *s)
 	    "Sandbox ready: container_id %s (name %s), image %s, "
 	    "workdir %s, expires %s. Run commands with sandbox_exec.",
 	    sb->id, sb->name, sb->image, sb->workdir, when);
-	if (s->call->cancelled) {
+	if (s->cb != NULL) {
+		json_object_put(r);
+		s->cb(s->call, sb, NULL, s->cbarg);
+	} else if (s->call->cancelled) {
 		/* Nobody wants it any more. */
 		json_object_put(r);
 		call_reply(s->call, tool_error("cancelled"));
@@ -758,6 +771,21 @@ sandbox_create(struct call *c, const char *image, const char *name,
     json_object *env, const char *workdir, const char *network,
     const struct limits *lim, long ttl)
 {
+	sandbox_create_cb(
+	    c, image, name, env, workdir, network, lim, ttl, NULL, NULL);
+}
+
+/*
+ * As sandbox_create(), but cb(call, sandbox, NULL, arg) gets the ready
+ * sandbox (or cb(call, NULL, why, arg)) instead of the call an answer.
+ */
+void
+sandbox_create_cb(struct call *c, const char *image, const char *name,
+    json_object *env, const char *workdir, const char *network,
+    const struct limits *lim, long ttl,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg)
+{
 	struct screate *s;
 	struct sandbox *sb;
 	char *ename;
@@ -776,6 +804,8 @@ sandbox_create(struct call *c, const char *image, const char *name,
 	s = xcalloc(1, sizeof *s);
 	s->call = c;
 	s->sb = sb;
+	s->cb = cb;
+	s->cbarg = cbarg;
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	s->config = sandbox_config(sb, env, network);
 	if (name != NULL) {

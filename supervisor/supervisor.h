@@ -128,7 +128,9 @@ void mcp_shutdown_calls(void);
 /* execrun.c */
 struct xrun;
 struct xrun_opts {
-	const char *command;
+	const char *command; /* or the code, with language */
+	const char *language; /* run in the language's session */
+	int session; /* ... that persists (else one call) */
 	const char *const *args; /* $1... of the command, NULL-terminated */
 	const char *workdir; /* NULL: the sandbox's */
 	json_object *env;
@@ -241,6 +243,26 @@ char *sandbox_path_split(const struct sandbox *, const char *, char **);
 struct evbuffer *tar_one_file(const char *, const void *, size_t, int);
 int valid_relative(const char *);
 
+/* coderun.c */
+struct coderun;
+struct coderun *coderun_start(struct call *, struct sandbox *, const char *,
+    const char *, int, json_object *, long long,
+    void (*)(json_object *, void *), void *);
+void coderun_cancel(struct coderun *);
+const char *code_manager(const char *);
+const char *code_installer(const char *);
+const char *code_image(const char *);
+int code_language_valid(const char *);
+int code_package_valid(const char *, const char *);
+
+/* tool-execute-code.c, tool-create-run-close.c */
+extern const char code_output_schema[];
+json_object *code_result(json_object *, int);
+int code_args(
+    struct call *, const char **, const char **, json_object **, long long *);
+void create_run_close_start(struct call *, const char *, const char *,
+    json_object *, long long, const char *);
+
 /* tool-initialize.c */
 int valid_workdir(const char *);
 int valid_env(json_object *, const char **);
@@ -251,6 +273,9 @@ struct sandbox *sandbox_lookup(struct call *, const char *);
 int sandbox_count(void);
 void sandbox_create(struct call *, const char *, const char *, json_object *,
     const char *, const char *, const struct limits *, long);
+void sandbox_create_cb(struct call *, const char *, const char *, json_object *,
+    const char *, const char *, const struct limits *, long,
+    void (*)(struct call *, struct sandbox *, const char *, void *), void *);
 void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
 void sandbox_gone(struct sandbox *, const char *);
@@ -303,5 +328,9 @@ extern const struct tool tool_list_files;
 extern const struct tool tool_copy_file;
 extern const struct tool tool_copy_project;
 extern const struct tool tool_copy_file_from_sandbox;
+extern const struct tool tool_execute_code;
+extern const struct tool tool_create_run_close;
+extern const struct tool tool_install_package;
+extern const struct tool tool_run_project;
 
 #endif

@@ -19,6 +19,10 @@ const struct tool *const tools[] = {
     &tool_copy_file,
     &tool_copy_project,
     &tool_copy_file_from_sandbox,
+    &tool_execute_code,
+    &tool_create_run_close,
+    &tool_install_package,
+    &tool_run_project,
     NULL,
 };
 

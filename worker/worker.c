@@ -51,6 +51,7 @@ worker_quit(struct worker *w)
 		return;
 	w->quitting = 1;
 	exec_abort_all(w);
+	interp_abort_all();
 	killer_abort_all(w);
 	logs_stop();
 	events_stop(w);
@@ -81,6 +82,8 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 			exec_kill_tokens(w, f->hdr.reqid, obj);
 		else if (strcmp(json_object_get_string(v), PROTO_OP_LOGS) == 0)
 			logs_read(w, f->hdr.reqid);
+		else if (strcmp(json_object_get_string(v), PROTO_OP_CODE) == 0)
+			interp_call(w, f->hdr.reqid, obj);
 		else {
 			json_object_put(obj);
 			return -1;
@@ -93,13 +96,17 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 		exec_stdin(w, f->hdr.reqid, f->hdr.flags, f->data, f->hdr.len);
 		return 0;
 	case PROTO_CANCEL:
-		exec_cancel(w, f->hdr.reqid);
+		if (!interp_cancel(w, f->hdr.reqid))
+			exec_cancel(w, f->hdr.reqid);
 		return 0;
 	case PROTO_CREDIT:
 		if ((obj = proto_frame_json(f)) == NULL)
 			return -1;
 		if (json_object_object_get_ex(obj, "bytes", &v))
-			exec_credit(w, f->hdr.stream, json_object_get_int64(v));
+			if (!interp_credit(
+			        w, f->hdr.stream, json_object_get_int64(v)))
+				exec_credit(
+				    w, f->hdr.stream, json_object_get_int64(v));
 		json_object_put(obj);
 		return 0;
 	}

@@ -49,6 +49,12 @@ void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);
 
+/* interp.c */
+void interp_call(struct worker *, uint32_t, json_object *);
+int interp_cancel(struct worker *, uint32_t);
+int interp_credit(struct worker *, uint32_t, long);
+void interp_abort_all(void);
+
 /* docker-logs.c */
 void logs_start(struct worker *, size_t);
 void logs_stop(void);

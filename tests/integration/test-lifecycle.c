@@ -235,14 +235,43 @@ Test(lifecycle, notifications_get_no_response, .timeout = 30)
 	h_finish(s);
 }
 
+static const char *const all_tools[] = {"sandbox_initialize",
+    "sandbox_exec", "sandbox_stop", "get_sandbox_status", "write_file",
+    "read_file", "list_files", "copy_file", "copy_project",
+    "copy_file_from_sandbox", "execute_code", "create_run_close",
+    "install_package", "run_project"};
+#define NTOOLS (sizeof all_tools / sizeof all_tools[0])
+
+/* Every tool once, with its schema, wherever it was on the pages. */
+static void
+expect_all_tools(json_object *seen)
+{
+	json_object *t;
+	size_t i, j, n = json_object_array_length(seen);
+	int found;
+
+	cr_expect_eq(n, NTOOLS, "%zu tools", n);
+	for (i = 0; i < NTOOLS; i++) {
+		found = 0;
+		for (j = 0; j < n; j++) {
+			t = json_object_array_get_idx(seen, j);
+			if (strcmp(h_str(t, "name"), all_tools[i]) != 0)
+				continue;
+			found++;
+			cr_expect_str_eq(h_str(t, "inputSchema.type"), "object");
+			cr_expect_str_eq(h_str(t, "outputSchema.type"), "object");
+			cr_expect(h_str(t, "description") != NULL);
+			cr_expect(h_str(t, "title") != NULL);
+		}
+		cr_expect_eq(found, 1, "tool %s seen %d times", all_tools[i],
+		    found);
+	}
+}
+
 Test(lifecycle, tools_list, .timeout = 30)
 {
-	static const char *const want[] = {"sandbox_initialize", "sandbox_exec",
-	    "sandbox_stop", "get_sandbox_status"};
 	struct h_server *s;
-	json_object *m, *tools, *t;
-	size_t i, j, n;
-	int found;
+	json_object *m, *tools;
 
 	s = h_start(NULL);
 	json_object_put(h_initialize(s));
@@ -250,21 +279,49 @@ Test(lifecycle, tools_list, .timeout = 30)
 	tools = h_get(m, "result.tools");
 	cr_assert(tools != NULL && json_object_is_type(tools, json_type_array),
 	    "tools/list: %s", json_object_to_json_string(m));
-	n = json_object_array_length(tools);
-	cr_expect_eq(n, 4, "%zu tools", n);
-	for (i = 0; i < 4; i++) {
-		found = 0;
-		for (j = 0; j < n; j++) {
-			t = json_object_array_get_idx(tools, j);
-			if (strcmp(h_str(t, "name"), want[i]) == 0) {
-				found = 1;
-				cr_expect_str_eq(
-				    h_str(t, "inputSchema.type"), "object");
-				cr_expect(h_str(t, "description") != NULL);
-			}
+	cr_expect(h_get(m, "result.nextCursor") == NULL);
+	expect_all_tools(tools);
+	json_object_put(m);
+	h_finish(s);
+}
+
+Test(lifecycle, tools_list_pages, .timeout = 30)
+{
+	static const char *const extra[] = {"--tools-page-size", "5", NULL};
+	struct h_server *s;
+	json_object *m, *tools, *seen, *cur;
+	char params[128];
+	size_t i, pages = 0;
+
+	s = h_startv(extra);
+	json_object_put(h_initialize(s));
+	seen = json_object_new_array();
+	snprintf(params, sizeof params, "{}");
+	for (;;) {
+		m = h_request(s, "tools/list", params, 5000);
+		tools = h_get(m, "result.tools");
+		cr_assert(tools != NULL, "%s", json_object_to_json_string(m));
+		cr_expect_leq(json_object_array_length(tools), 5);
+		for (i = 0; i < json_object_array_length(tools); i++)
+			json_object_array_add(seen, json_object_get(
+			    json_object_array_get_idx(tools, i)));
+		pages++;
+		cur = h_get(m, "result.nextCursor");
+		if (cur == NULL) {
+			json_object_put(m);
+			break;
 		}
-		cr_expect(found, "tool %s missing", want[i]);
+		snprintf(params, sizeof params, "{\"cursor\":\"%s\"}",
+		    json_object_get_string(cur));
+		json_object_put(m);
+		cr_assert_lt(pages, 10);
 	}
+	cr_expect_eq(pages, (NTOOLS + 4) / 5);
+	expect_all_tools(seen);
+	json_object_put(seen);
+	/* A cursor the server did not give is invalid params. */
+	m = h_request(s, "tools/list", "{\"cursor\":\"bogus\"}", 5000);
+	cr_expect_eq(h_int(m, "error.code"), -32602);
 	json_object_put(m);
 	h_finish(s);
 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -180,4 +180,37 @@ export async function exec(client, args, options) {
   assert.equal(typeof result.structuredContent, 'object', `sandbox_exec returned structuredContent: ${JSON.stringify(result)}`);
   textOf(result);
   return { result, out: result.structuredContent };
+}
+
+/** The server process's pid (the SDK transport's child), or null once it is gone. */
+export function serverPid(handle) {
+  return handle.transport.pid ?? null;
+}
+
+/** Resident set size of a process in KiB, from /proc/<pid>/status (null if gone). */
+export function vmRssKb(pid) {
+  let status;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return null;
+  }
+  const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * Record every message the server sends, with the time it arrived
+ * (Date.now()), before the SDK handles it: returns the array it fills.
+ * Lets a test see notifications the SDK would drop (e.g. a progress
+ * notification after the result, whose token the SDK has forgotten).
+ */
+export function tapMessages(handle) {
+  const seen = [];
+  const inner = handle.transport.onmessage;
+  handle.transport.onmessage = (message, ...rest) => {
+    seen.push({ at: Date.now(), message });
+    return inner?.(message, ...rest);
+  };
+  return seen;
 }

@@ -1,4 +1,4 @@
-// 2. tools/list: exactly the four tools, schemas that compile, titles and annotations.
+// 2. tools/list: exactly the server's tools, schemas that compile, titles and annotations.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
@@ -8,7 +8,12 @@ import addFormats from 'ajv-formats';
 
 import { closeAndCheckLeaks, closeQuietly, startServer } from '../lib/harness.js';
 
-const EXPECTED = ['get_sandbox_status', 'sandbox_exec', 'sandbox_initialize', 'sandbox_stop'];
+const EXPECTED = [
+  'copy_file', 'copy_file_from_sandbox', 'copy_project', 'create_run_close',
+  'execute_code', 'get_sandbox_status', 'install_package', 'list_files',
+  'read_file', 'run_project', 'sandbox_exec', 'sandbox_initialize',
+  'sandbox_stop', 'write_file',
+];
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
 
 function compilers() {
@@ -30,7 +35,7 @@ describe('tools/list', { timeout: 60_000 }, () => {
   });
   after(() => closeQuietly(server));
 
-  it('lists exactly the four sandbox tools', () => {
+  it('lists exactly the server\'s tools', () => {
     assert.deepEqual(tools.map((t) => t.name).sort(), EXPECTED);
     for (const t of tools) assert.match(t.name, /^[A-Za-z0-9_-]{1,64}$/);
   });

@@ -1,0 +1,128 @@
+/*
+ * Fuzz the MCP request path (supervisor/mcp.c): each line of the input
+ * goes to mcp_handle_line() of one session, as the stdio transport would
+ * hand it over, and every message the server sends is serialized.
+ *
+ * No Docker engine is involved: there are no sandboxes, so the tools that
+ * need one answer "no sandbox" at once; sandbox_initialize is held back
+ * by --max-sandboxes 0 and the copy tools by an empty host policy.
+ * sup.docker stays NULL so that a path which would talk to the engine
+ * after all crashes here instead of passing unnoticed, and each input
+ * must leave no call in flight and no sandbox behind.
+ *
+ * With FUZZ_STRICT set, every message sent must also be one the server
+ * itself would accept as input: strict JSON in valid UTF-8.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "log.h"
+#include "supervisor.h"
+
+int LLVMFuzzerInitialize(int *, char ***);
+int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+/* What supervisor/main.c defines; the harness is the main here. */
+struct supervisor sup;
+
+static struct config conf;
+static int strict;
+
+void
+supervisor_quit(void)
+{
+	sup.shutting_down = 1;
+}
+
+static void
+check(int ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "fuzz-mcp: %s\n", what);
+		abort();
+	}
+}
+
+/* The session's transport: serialize the message, then drop it. */
+static void
+fuzz_send(struct session *sess, json_object *msg)
+{
+	json_object *again;
+	const char *s;
+	size_t len;
+	int err;
+
+	(void)sess;
+	s = json_object_to_json_string_length(
+	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	check(s != NULL && len > 0, "message does not serialize");
+	if (strict) {
+		again = rpc_parse(s, len, 1000, &err);
+		if (err != 0)
+			fprintf(stderr, "fuzz-mcp: sent %.300s\n", s);
+		check(err == 0, "sent a message that is not strict UTF-8 JSON");
+		json_object_put(again);
+	}
+	json_object_put(msg);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static char arg0[] = "fuzz-mcp";
+	static char *args[] = {arg0, NULL};
+	const char *s = getenv("FUZZ_STRICT");
+
+	(void)argc;
+	(void)argv;
+	strict = s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+	log_init("fuzz-mcp", LOG_ERROR);
+	if (config_parse(&conf, 1, args, stderr) == -1)
+		fatalx("config_parse");
+	conf.max_sandboxes = 0;
+	sup.conf = &conf;
+	/* Progress timers are made on it, never run. */
+	if ((sup.base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	snprintf(sup.instance, sizeof sup.instance, "%032x", 0);
+	snprintf(sup.boot_id, sizeof sup.boot_id, "fuzz");
+	stats_init();
+	/* sup.hosts stays zeroed: no host directory is allowed. */
+	return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct session *sess;
+	const uint8_t *p = data, *end = data + size, *nl;
+	char *line;
+	size_t len;
+
+	sess = session_new(fuzz_send, NULL);
+	while (p < end) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		len = (size_t)(nl - p);
+		if (len > 0 && p[len - 1] == '\r')
+			len--;
+		if (len > 0) {
+			/* Exactly len bytes, no NUL: overreads show. */
+			line = malloc(len);
+			check(line != NULL, "malloc");
+			memcpy(line, p, len);
+			mcp_handle_line(sess, line, len);
+			free(line);
+		}
+		check(TAILQ_EMPTY(&sess->calls), "a call is still in flight");
+		check(sandbox_count() == 0, "a sandbox was made");
+		p = nl + 1;
+	}
+	session_close(sess); /* frees it: no call, no sandbox */
+	return 0;
+}

@@ -1,0 +1,249 @@
+/*
+ * install_package: packages into a sandbox with pip, npm or go, into the
+ * sandbox user's home so that it works under the default hardening (no
+ * root, read-only system directories).  Names are checked first: no shell,
+ * no options smuggled in; a path installs a local artifact copied in.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+#define INSTALL_MAX 100
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"container_id\":{\"type\":\"string\"},"
+    "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+    "\"minItems\":1,\"maxItems\":100,\"description\":\"names (with "
+    "versions, e.g. requests==2.31.0), or absolute paths in the sandbox "
+    "of local artifacts (a wheel, an sdist, an npm tarball)\"},"
+    "\"manager\":{\"type\":\"string\",\"enum\":[\"pip\",\"npm\",\"go\","
+    "\"apt\"],\"description\":\"default: pip if the image has Python, "
+    "else npm, else go\"}},"
+    "\"required\":[\"container_id\",\"packages\"],"
+    "\"additionalProperties\":false}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"manager\":{\"type\":\"string\"},"
+    "\"installed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"already_present\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"string\"}},"
+    "\"output\":{\"type\":\"string\"}},"
+    "\"required\":[\"manager\",\"installed\",\"output\"]}";
+
+/* Pick the manager the image has, then install with it. */
+static const char installer_auto[] =
+    "if command -v python3 >/dev/null 2>&1; then m=pip;"
+    " elif command -v node >/dev/null 2>&1; then m=npm;"
+    " elif command -v go >/dev/null 2>&1; then m=go;"
+    " else echo 'no pip, npm or go in this image' >&2; exit 1; fi;"
+    "echo \"manager: $m\"";
+
+struct inst {
+	struct call *call;
+	char *manager;
+	json_object *packages;
+};
+
+static void
+inst_done(struct xrun *run, json_object *r, void *arg)
+{
+	struct inst *in = arg;
+	json_object *v, *o, *installed, *present;
+	const char *out, *line, *nl;
+	char *missing = NULL, *tok, *p;
+	size_t i;
+
+	(void)run;
+	json_object_object_get_ex(r, "stdout", &v);
+	out = v != NULL ? json_object_get_string(v) : "";
+	if ((line = strstr(out, "missing:")) != NULL) {
+		nl = strchr(line, '\n');
+		missing = xstrndup(line + 8,
+		    nl != NULL ? (size_t)(nl - line - 8) : strlen(line + 8));
+	}
+	if (!json_object_object_get_ex(r, "exit_code", &v) ||
+	    json_object_get_int(v) != 0) {
+		json_object_object_get_ex(r, "stderr", &v);
+		call_reply(in->call,
+		    tool_error("%s install failed: %s\n%s", in->manager,
+		        v != NULL ? json_object_get_string(v) : "", out));
+		goto out;
+	}
+	installed = json_object_new_array();
+	present = json_object_new_array();
+	for (i = 0; i < json_object_array_length(in->packages); i++) {
+		const char *pkg = json_object_get_string(
+		    json_object_array_get_idx(in->packages, i));
+		int miss = 0;
+
+		if (missing != NULL) {
+			char *dup = xstrdup(missing);
+
+			for (p = dup; (tok = strsep(&p, " ")) != NULL;)
+				if (strcmp(tok, pkg) == 0)
+					miss = 1;
+			free(dup);
+		}
+		json_object_array_add(
+		    miss || missing == NULL ? installed : present,
+		    json_object_new_string(pkg));
+	}
+	o = json_object_new_object();
+	json_object_object_add(
+	    o, "manager", json_object_new_string(in->manager));
+	json_object_object_add(o, "installed", installed);
+	json_object_object_add(o, "already_present", present);
+	json_object_object_add(o, "output", json_object_new_string(out));
+	call_reply(in->call, tool_result(o, out, 0));
+out:
+	free(missing);
+	json_object_put(in->packages);
+	free(in->manager);
+	free(in);
+}
+
+static void
+inst_run(struct inst *in, struct sandbox *sb)
+{
+	const char **args;
+	struct xrun_opts o;
+	size_t i, n = json_object_array_length(in->packages);
+
+	args = xcalloc(n + 1, sizeof *args);
+	for (i = 0; i < n; i++)
+		args[i] = json_object_get_string(
+		    json_object_array_get_idx(in->packages, i));
+	memset(&o, 0, sizeof o);
+	o.command = code_installer(in->manager);
+	o.args = args;
+	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
+	o.output_cap = sup.conf->output_cap;
+	xrun_start(in->call, sb, &o, inst_done, in);
+	free(args);
+}
+
+static void
+inst_detected(struct xrun *run, json_object *r, void *arg)
+{
+	struct inst *in = arg;
+	struct sandbox *sb;
+	json_object *v;
+	const char *out, *m;
+
+	(void)run;
+	json_object_object_get_ex(r, "stdout", &v);
+	out = v != NULL ? json_object_get_string(v) : "";
+	m = strstr(out, "manager: ");
+	in->manager = m != NULL ? xstrndup(m + 9, strcspn(m + 9, "\n")) : NULL;
+	if (in->manager == NULL) {
+		json_object_object_get_ex(r, "stderr", &v);
+		call_reply(
+		    in->call, tool_error("cannot tell the package manager: "
+		                         "%s (name one with manager)",
+		                  v != NULL ? json_object_get_string(v) : ""));
+		json_object_put(in->packages);
+		free(in);
+		return;
+	}
+	if ((sb = sandbox_lookup(in->call, "container_id")) != NULL)
+		inst_run(in, sb);
+	else {
+		json_object_put(in->packages);
+		free(in->manager);
+		free(in);
+	}
+}
+
+static void
+install_package(struct call *c)
+{
+	const char *manager;
+	json_object *pk, *v;
+	struct xrun_opts o;
+	struct sandbox *sb;
+	struct inst *in;
+	size_t i, n;
+
+	if (!tool_args_known(c, "container_id", "packages", "manager", NULL))
+		return;
+	if (!arg_type_ok(c, "packages", json_type_array, &pk) || pk == NULL ||
+	    (n = json_object_array_length(pk)) == 0 || n > INSTALL_MAX) {
+		call_reply(c, tool_error("packages must be an array of 1 to %d "
+		                         "names",
+		                  INSTALL_MAX));
+		return;
+	}
+	if (!arg_type_ok(c, "manager", json_type_string, NULL) ||
+	    ((manager = arg_string(c, "manager")) != NULL &&
+	        strcmp(manager, "pip") != 0 && strcmp(manager, "npm") != 0 &&
+	        strcmp(manager, "go") != 0 && strcmp(manager, "apt") != 0)) {
+		call_reply(
+		    c, tool_error("manager must be pip, npm, go or apt"));
+		return;
+	}
+	if (manager != NULL && strcmp(manager, "apt") == 0) {
+		call_reply(c,
+		    tool_error(
+		        "apt installs as root, which this "
+		        "server's policy does not allow (code runs as an "
+		        "unprivileged user); use pip, npm or go, or an image that "
+		        "has the package"));
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		v = json_object_array_get_idx(pk, i);
+		if (!json_object_is_type(v, json_type_string) ||
+		    !code_package_valid(manager != NULL ? manager : "pip",
+		        json_object_get_string(v)) ||
+		    (manager == NULL &&
+		        !code_package_valid("npm", json_object_get_string(v)) &&
+		        !code_package_valid(
+		            "pip", json_object_get_string(v)))) {
+			call_reply(c,
+			    tool_error(
+			        "\"%.80s\" is not a valid "
+			        "package name (names, versions and absolute paths "
+			        "of local artifacts only; no options, URLs or "
+			        "shell)",
+			        json_object_get_string(v)));
+			return;
+		}
+	}
+	if ((sb = sandbox_lookup(c, "container_id")) == NULL)
+		return;
+	in = xcalloc(1, sizeof *in);
+	in->call = c;
+	in->packages = json_object_get(pk);
+	if (manager != NULL) {
+		in->manager = xstrdup(manager);
+		inst_run(in, sb);
+		return;
+	}
+	memset(&o, 0, sizeof o);
+	o.command = installer_auto;
+	o.timeout_ms = 30000;
+	xrun_start(c, sb, &o, inst_detected, in);
+}
+
+const struct tool tool_install_package = {
+    .name = "install_package",
+    .title = "Install packages in a sandbox",
+    .description = "Install packages with pip, npm or go (apt is refused: "
+                   "it needs root) into the sandbox user's home, skipping "
+                   "those already there. Package names are checked: no "
+                   "options, URLs or shell. An absolute path installs a "
+                   "local artifact copied into the sandbox.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = 0,
+    .destructive = 1,
+    .idempotent = 1,
+    .open_world = 1,
+    .exec = install_package,
+};

@@ -1,0 +1,1555 @@
+/*
+ * Integration: the Streamable HTTP transport (--transport http), driven
+ * with libcurl: sessions, the header checks, auth, limits, SSE with
+ * progress, and resumption of a dropped stream.
+ */
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+
+#include "harness.h"
+
+#define ACCEPT_BOTH "Accept: application/json, text/event-stream"
+#define CT_JSON "Content-Type: application/json"
+#define INIT_PARAMS                                                            \
+	"{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"             \
+	"\"clientInfo\":{\"name\":\"http-test\",\"version\":\"1\"}}"
+
+struct srv {
+	struct h_server *h;
+	int port;
+	char url[64]; /* http://127.0.0.1:<port>/mcp */
+	char metrics[64];
+	char token[64]; /* sent as a bearer token when set */
+	long next_id;
+};
+
+struct resp {
+	long status;
+	char *body;
+	size_t len;
+	char *headers;
+	size_t hlen;
+	long long ms; /* how long it took */
+	/* SSE: stop after this many "notifications/progress" (0: never). */
+	int stop_after_progress;
+};
+
+/* --- the server --- */
+
+static int
+free_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof sin;
+	int fd, port;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+static int
+connect_port(int port)
+{
+	struct sockaddr_in sin;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Start a server on a free port with extra arguments (NULL-ended). */
+static struct srv *
+srv_startv(const char *const *extra)
+{
+	const char *args[40];
+	char listen[32];
+	struct srv *s;
+	long long deadline;
+	int n = 0, fd;
+
+	s = calloc(1, sizeof *s);
+	cr_assert(s != NULL);
+	s->port = free_port();
+	s->next_id = 100;
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", s->port);
+	snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/mcp", s->port);
+	snprintf(s->metrics, sizeof s->metrics, "http://127.0.0.1:%d/metrics",
+	    s->port);
+	args[n++] = "--transport";
+	args[n++] = "http";
+	args[n++] = "--listen";
+	args[n++] = listen;
+	while (extra != NULL && *extra != NULL && n < 39)
+		args[n++] = *extra++;
+	args[n] = NULL;
+	s->h = h_startv(args);
+	deadline = h_now_ms() + 10000;
+	while ((fd = connect_port(s->port)) == -1) {
+		cr_assert(h_now_ms() < deadline,
+		    "the server did not listen on port %d", s->port);
+		cr_assert(h_pid_alive(s->h->pid), "the server exited early");
+		usleep(20000);
+	}
+	close(fd);
+	return s;
+}
+
+static struct srv *
+srv_start(const char *first, ...)
+{
+	const char *args[32];
+	const char *a;
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, first);
+	for (a = first; a != NULL && n < 31; a = va_arg(ap, const char *))
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	return srv_startv(args);
+}
+
+/* SIGTERM: the server removes its sandboxes and exits 0; none remain. */
+static void
+srv_finish(struct srv *s)
+{
+	int rc, n, i;
+
+	kill(s->h->pid, SIGTERM);
+	rc = h_wait_exit(s->h, 45000);
+	cr_expect_eq(rc, 0, "server exit status %d, expected 0", rc);
+	n = h_docker_count(s->h->label);
+	cr_expect_eq(
+	    n, 0, "%d container(s) labelled %s remain", n, s->h->label);
+	for (i = 0; i < s->h->nids; i++)
+		cr_expect(!h_container_exists(s->h->ids[i]),
+		    "container %.12s remains", s->h->ids[i]);
+	h_free(s->h);
+	free(s);
+	cr_assert_eq(rc, 0);
+}
+
+/* --- HTTP with libcurl --- */
+
+static size_t
+body_cb(char *p, size_t size, size_t n, void *arg)
+{
+	struct resp *r = arg;
+	const char *q;
+	int k = 0;
+
+	r->body = realloc(r->body, r->len + size * n + 1);
+	cr_assert(r->body != NULL);
+	memcpy(r->body + r->len, p, size * n);
+	r->len += size * n;
+	r->body[r->len] = '\0';
+	if (r->stop_after_progress > 0) {
+		for (q = r->body; (q = strstr(q, "notifications/progress"));
+		     q++)
+			k++;
+		/* Drop the connection once that much has come, as a
+		 * network failure would. */
+		if (k >= r->stop_after_progress && strstr(r->body, "\n\n") &&
+		    r->len >= 2 && memcmp(r->body + r->len - 2, "\n\n", 2) == 0)
+			return 0;
+	}
+	return size * n;
+}
+
+static size_t
+header_cb(char *p, size_t size, size_t n, void *arg)
+{
+	struct resp *r = arg;
+
+	r->headers = realloc(r->headers, r->hlen + size * n + 1);
+	cr_assert(r->headers != NULL);
+	memcpy(r->headers + r->hlen, p, size * n);
+	r->hlen += size * n;
+	r->headers[r->hlen] = '\0';
+	return size * n;
+}
+
+static void
+resp_free(struct resp *r)
+{
+	if (r == NULL)
+		return;
+	free(r->body);
+	free(r->headers);
+	free(r);
+}
+
+/* A header of the response (the last of that name), or NULL; static. */
+static const char *
+resp_header(struct resp *r, const char *name)
+{
+	static char val[512];
+	const char *p, *line;
+	size_t nlen = strlen(name), n;
+	int found = 0;
+
+	for (line = r->headers; line != NULL && *line != '\0';
+	     line = (p = strchr(line, '\n')) ? p + 1 : NULL) {
+		if (strncasecmp(line, name, nlen) != 0 || line[nlen] != ':')
+			continue;
+		p = line + nlen + 1;
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, "\r\n");
+		if (n >= sizeof val)
+			n = sizeof val - 1;
+		memcpy(val, p, n);
+		val[n] = '\0';
+		found = 1;
+	}
+	return found ? val : NULL;
+}
+
+/*
+ * One request.  hdrs is a NULL-terminated list of "Name: value"; the
+ * server's token goes as Authorization unless a header names one.
+ */
+static struct resp *
+http_full(struct srv *s, const char *method, const char *url,
+    const char *const *hdrs, const char *body, size_t blen, int timeout_ms,
+    int stop_after_progress)
+{
+	struct curl_slist *list = NULL;
+	struct resp *r;
+	char auth[128];
+	int has_auth = 0;
+	long long t0;
+	CURLcode rc;
+	CURL *c;
+
+	r = calloc(1, sizeof *r);
+	cr_assert(r != NULL);
+	r->stop_after_progress = stop_after_progress;
+	c = curl_easy_init();
+	cr_assert(c != NULL);
+	for (; hdrs != NULL && *hdrs != NULL; hdrs++) {
+		if (strncasecmp(*hdrs, "Authorization:", 14) == 0)
+			has_auth = 1;
+		list = curl_slist_append(list, *hdrs);
+	}
+	if (!has_auth && s->token[0] != '\0') {
+		snprintf(
+		    auth, sizeof auth, "Authorization: Bearer %s", s->token);
+		list = curl_slist_append(list, auth);
+	}
+	list = curl_slist_append(list, "Expect:");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (body != NULL) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(
+		    c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+	}
+	t0 = h_now_ms();
+	rc = curl_easy_perform(c);
+	r->ms = h_now_ms() - t0;
+	cr_assert(rc == CURLE_OK ||
+	              (stop_after_progress > 0 && rc == CURLE_WRITE_ERROR),
+	    "%s %s: %s", method, url, curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(list);
+	return r;
+}
+
+static struct resp *
+http_do(struct srv *s, const char *method, const char *const *hdrs,
+    const char *body)
+{
+	return http_full(s, method, s->url, hdrs, body,
+	    body != NULL ? strlen(body) : 0, 60000, 0);
+}
+
+/* POST a JSON-RPC message with the usual headers and a session. */
+static struct resp *
+post(struct srv *s, const char *sid, const char *body)
+{
+	char sh[160];
+	const char *hdrs[] = {ACCEPT_BOTH, CT_JSON, sid ? sh : NULL, NULL};
+
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid ? sid : "");
+	return http_do(s, "POST", hdrs, body);
+}
+
+/* --- SSE --- */
+
+struct sse_event {
+	char id[64];
+	int has_id;
+	int has_retry;
+	json_object *msg; /* data parsed, or NULL when empty */
+};
+
+/* The events of an SSE body; returns their count. */
+static int
+sse_parse(const char *body, struct sse_event *ev, int max)
+{
+	const char *p = body, *end, *line, *nl;
+	char data[1 << 16];
+	size_t dlen;
+	int n = 0;
+
+	while (*p != '\0' && n < max) {
+		if ((end = strstr(p, "\n\n")) == NULL)
+			break;
+		memset(&ev[n], 0, sizeof ev[n]);
+		dlen = 0;
+		data[0] = '\0';
+		for (line = p; line < end; line = nl + 1) {
+			nl = memchr(line, '\n', (size_t)(end - line));
+			if (nl == NULL)
+				nl = end;
+			if (strncmp(line, "id: ", 4) == 0) {
+				snprintf(ev[n].id, sizeof ev[n].id, "%.*s",
+				    (int)(nl - line - 4), line + 4);
+				ev[n].has_id = 1;
+			} else if (strncmp(line, "retry:", 6) == 0)
+				ev[n].has_retry = 1;
+			else if (strncmp(line, "data:", 5) == 0) {
+				const char *d = line + 5;
+
+				if (*d == ' ')
+					d++;
+				if ((size_t)(nl - d) + dlen < sizeof data - 1) {
+					memcpy(
+					    data + dlen, d, (size_t)(nl - d));
+					dlen += (size_t)(nl - d);
+					data[dlen] = '\0';
+				}
+			}
+		}
+		if (dlen > 0) {
+			ev[n].msg = json_tokener_parse(data);
+			cr_assert(
+			    ev[n].msg != NULL, "SSE data not JSON: %s", data);
+		}
+		if (ev[n].has_id || ev[n].has_retry || ev[n].msg != NULL)
+			n++;
+		p = end + 2;
+	}
+	return n;
+}
+
+static void
+sse_free(struct sse_event *ev, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		json_object_put(ev[i].msg);
+}
+
+static unsigned long long
+event_n(const char *id)
+{
+	return strtoull(id, NULL, 10);
+}
+
+static int
+is_progress(json_object *m)
+{
+	const char *method = h_str(m, "method");
+
+	return method != NULL && strcmp(method, "notifications/progress") == 0;
+}
+
+/* The response with this id out of a JSON or SSE reply (taken), or NULL. */
+static json_object *
+reply_message(struct resp *r, long id)
+{
+	struct sse_event ev[256];
+	json_object *m = NULL, *v;
+	const char *ct = resp_header(r, "Content-Type");
+	int n, i;
+
+	cr_assert(ct != NULL, "no Content-Type (status %ld)", r->status);
+	if (strncmp(ct, "application/json", 16) == 0)
+		return h_parse(r->body);
+	cr_assert(
+	    strncmp(ct, "text/event-stream", 17) == 0, "Content-Type %s", ct);
+	n = sse_parse(r->body, ev, 256);
+	for (i = 0; i < n; i++) {
+		v = ev[i].msg != NULL ? h_get(ev[i].msg, "id") : NULL;
+		if (v != NULL && h_str(ev[i].msg, "method") == NULL &&
+		    json_object_get_int64(v) == id)
+			m = json_object_get(ev[i].msg);
+	}
+	sse_free(ev, n);
+	return m;
+}
+
+/* --- MCP over HTTP --- */
+
+/* initialize (this version) + notifications/initialized; the session id
+ * (malloc'd). */
+static char *
+mcp_init_version(struct srv *s, const char *version)
+{
+	struct resp *r;
+	const char *sid;
+	char *id, body[512], want[64];
+	size_t i;
+
+	snprintf(body, sizeof body,
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+	    "\"params\":{\"protocolVersion\":\"%s\",\"capabilities\":{},"
+	    "\"clientInfo\":{\"name\":\"http-test\",\"version\":\"1\"}}}",
+	    version);
+	snprintf(want, sizeof want, "\"protocolVersion\":\"%s\"", version);
+	r = post(s, NULL, body);
+	cr_assert_eq(r->status, 200, "initialize: %ld %s", r->status, r->body);
+	sid = resp_header(r, "Mcp-Session-Id");
+	cr_assert(sid != NULL, "no Mcp-Session-Id in %s", r->headers);
+	cr_assert_geq(strlen(sid), 32, "short session id %s", sid);
+	for (i = 0; sid[i] != '\0'; i++)
+		cr_assert(sid[i] > 0x20 && sid[i] < 0x7f,
+		    "session id not visible ASCII");
+	id = strdup(sid);
+	cr_assert(h_contains(r->body, want), "%s", r->body);
+	resp_free(r);
+	r = post(s, id,
+	    "{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/initialized\"}");
+	cr_assert_eq(r->status, 202);
+	cr_assert_eq(r->len, 0);
+	resp_free(r);
+	return id;
+}
+
+static char *
+mcp_init(struct srv *s)
+{
+	return mcp_init_version(s, "2025-11-25");
+}
+
+/* A request; its response message (the test fails without one). */
+static json_object *
+mcp_call(
+    struct srv *s, const char *sid, const char *method, json_object *params)
+{
+	json_object *req, *m;
+	struct resp *r;
+	long id = s->next_id++;
+
+	req = json_object_new_object();
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "id", json_object_new_int64(id));
+	json_object_object_add(req, "method", json_object_new_string(method));
+	if (params != NULL)
+		json_object_object_add(req, "params", params);
+	r = post(s, sid, json_object_to_json_string(req));
+	json_object_put(req);
+	cr_assert_eq(r->status, 200, "%s: %ld %s", method, r->status, r->body);
+	m = reply_message(r, id);
+	cr_assert(m != NULL, "%s: no response in %s", method, r->body);
+	resp_free(r);
+	return m;
+}
+
+static json_object *
+tool_args(const char *name, const char *args)
+{
+	json_object *p;
+
+	p = json_object_new_object();
+	json_object_object_add(p, "name", json_object_new_string(name));
+	json_object_object_add(p, "arguments", h_parse(args));
+	return p;
+}
+
+static json_object *
+mcp_tool(struct srv *s, const char *sid, const char *name, const char *args)
+{
+	return h_tool_result(
+	    mcp_call(s, sid, "tools/call", tool_args(name, args)));
+}
+
+static char *
+mcp_create(struct srv *s, const char *sid)
+{
+	json_object *r;
+	char *cid;
+
+	r = mcp_tool(s, sid, "sandbox_initialize", "{}");
+	cr_assert(!h_is_error(r), "sandbox_initialize: %s", h_text(r));
+	cid = strdup(h_str(r, "structuredContent.container_id"));
+	if (s->h->nids < H_MAX_IDS)
+		s->h->ids[s->h->nids++] = strdup(cid);
+	json_object_put(r);
+	return cid;
+}
+
+static long
+status_of(struct srv *s, const char *method, const char *const *hdrs,
+    const char *body)
+{
+	struct resp *r;
+	long st;
+
+	r = http_do(s, method, hdrs, body);
+	st = r->status;
+	resp_free(r);
+	return st;
+}
+
+/* Open a GET stream in the background; driven by get_pump(). */
+struct bg_get {
+	CURLM *multi;
+	CURL *c;
+	struct curl_slist *list;
+	struct resp *r;
+	int running;
+};
+
+static struct bg_get *
+get_open(struct srv *s, const char *sid, const char *last_event)
+{
+	struct bg_get *g;
+	char sh[160], lh[128];
+
+	g = calloc(1, sizeof *g);
+	cr_assert(g != NULL);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	g->list = curl_slist_append(g->list, "Accept: text/event-stream");
+	g->list = curl_slist_append(g->list, sh);
+	if (last_event != NULL) {
+		snprintf(lh, sizeof lh, "Last-Event-ID: %s", last_event);
+		g->list = curl_slist_append(g->list, lh);
+	}
+	g->multi = curl_multi_init();
+	g->c = curl_easy_init();
+	g->r = calloc(1, sizeof *g->r);
+	curl_easy_setopt(g->c, CURLOPT_URL, s->url);
+	curl_easy_setopt(g->c, CURLOPT_HTTPHEADER, g->list);
+	curl_easy_setopt(g->c, CURLOPT_WRITEFUNCTION, body_cb);
+	curl_easy_setopt(g->c, CURLOPT_WRITEDATA, g->r);
+	curl_multi_add_handle(g->multi, g->c);
+	g->running = 1;
+	return g;
+}
+
+static void
+get_pump(struct bg_get *g, int ms)
+{
+	long long t0 = h_now_ms();
+
+	while (g->running && h_now_ms() - t0 < ms) {
+		curl_multi_perform(g->multi, &g->running);
+		curl_multi_wait(g->multi, NULL, 0, 20, NULL);
+	}
+}
+
+/* Drop the connection. */
+static void
+get_close(struct bg_get *g)
+{
+	curl_multi_remove_handle(g->multi, g->c);
+	curl_easy_cleanup(g->c);
+	curl_multi_cleanup(g->multi);
+	curl_slist_free_all(g->list);
+	resp_free(g->r);
+	free(g);
+}
+
+/* The events of a GET stream that are resources/updated, newest id. */
+static int
+updates_in(
+    const char *body, char *last, size_t lastlen, unsigned long long after)
+{
+	struct sse_event ev[256];
+	const char *method;
+	int n, i, k = 0;
+
+	n = sse_parse(body != NULL ? body : "", ev, 256);
+	for (i = 0; i < n; i++) {
+		if (ev[i].msg == NULL)
+			continue;
+		method = h_str(ev[i].msg, "method");
+		cr_expect(ev[i].has_id);
+		cr_expect(
+		    strlen(ev[i].id) > 2 &&
+		        strcmp(ev[i].id + strlen(ev[i].id) - 2, "-0") == 0,
+		    "a standalone event in stream %s", ev[i].id);
+		cr_expect_gt(event_n(ev[i].id), after,
+		    "event %s replayed again", ev[i].id);
+		if (method != NULL &&
+		    strcmp(method, "notifications/resources/updated") == 0) {
+			k++;
+			snprintf(last, lastlen, "%.60s", ev[i].id);
+		}
+	}
+	sse_free(ev, n);
+	return k;
+}
+
+#define PING "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}"
+
+/* --- tests --- */
+
+Test(http, session_lifecycle, .timeout = 60)
+{
+	struct srv *s;
+	struct resp *r;
+	json_object *m;
+	char *sid;
+	char sh[160];
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	m = mcp_call(s, sid, "ping", NULL);
+	cr_expect(h_get(m, "result") != NULL);
+	json_object_put(m);
+	m = mcp_call(s, sid, "tools/list", NULL);
+	cr_expect(h_get(m, "result.tools.0.name") != NULL);
+	json_object_put(m);
+
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	r = http_do(s, "DELETE", (const char *[]){sh, NULL}, NULL);
+	cr_expect_eq(r->status, 200);
+	resp_free(r);
+	r = post(s, sid, PING);
+	cr_expect_eq(r->status, 404, "ping after DELETE: %ld", r->status);
+	cr_expect(h_contains(r->body, "-32001"));
+	resp_free(r);
+	cr_expect_eq(
+	    status_of(s, "DELETE", (const char *[]){sh, NULL}, NULL), 404);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, session_required, .timeout = 60)
+{
+	struct srv *s;
+	struct resp *r;
+	char *sid;
+
+	s = srv_start(NULL);
+	r = post(s, NULL, PING);
+	cr_expect_eq(r->status, 400, "no session: %ld", r->status);
+	cr_expect(h_contains(r->body, "Mcp-Session-Id"));
+	resp_free(r);
+	r = post(s, "0123456789abcdef0123456789abcdef", PING);
+	cr_expect_eq(r->status, 404, "unknown session: %ld", r->status);
+	resp_free(r);
+	cr_expect_eq(
+	    status_of(s, "GET",
+	        (const char *[]){"Accept: text/event-stream", NULL}, NULL),
+	    400);
+	sid = mcp_init(s);
+	/* initialize with a session id is refused; the session is fine */
+	r = post(s, sid,
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+	    "\"params\":" INIT_PARAMS "}");
+	cr_expect_eq(r->status, 400);
+	resp_free(r);
+	json_object_put(mcp_call(s, sid, "ping", NULL));
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, delete_removes_sandboxes, .timeout = 120)
+{
+	struct srv *s;
+	char *sid, *cid, sh[160];
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	cr_assert(h_container_exists(cid));
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	cr_expect_eq(
+	    status_of(s, "DELETE", (const char *[]){sh, NULL}, NULL), 200);
+	cr_expect(h_wait_container_gone(cid, 30000),
+	    "the sandbox of a deleted session remains");
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, protocol_version, .timeout = 60)
+{
+	struct srv *s;
+	char *sid, sh[160];
+	const char *v[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+	char vh[64];
+	int i;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
+	                     "MCP-Protocol-Version: 2024-11-05", NULL},
+	                 PING),
+	    400);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
+	                     "MCP-Protocol-Version: banana", NULL},
+	                 PING),
+	    400);
+	for (i = 0; i < 3; i++) {
+		snprintf(vh, sizeof vh, "MCP-Protocol-Version: %s", v[i]);
+		cr_expect_eq(
+		    status_of(s, "POST",
+		        (const char *[]){ACCEPT_BOTH, CT_JSON, sh, vh, NULL},
+		        PING),
+		    200, "version %s", v[i]);
+	}
+	/* absent: taken as 2025-03-26 */
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){ACCEPT_BOTH, CT_JSON, sh, NULL}, PING),
+	    200);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, accept_checked, .timeout = 60)
+{
+	struct srv *s;
+	char *sid, sh[160];
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){"Accept: application/json", CT_JSON, sh, NULL},
+	        PING),
+	    406);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){
+	                     "Accept: text/event-stream", CT_JSON, sh, NULL},
+	                 PING),
+	    406);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){"Accept: application/json, "
+	                                  "text/event-stream;q=0",
+	                     CT_JSON, sh, NULL},
+	                 PING),
+	    406);
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){"Accept: */*", CT_JSON, sh, NULL}, PING),
+	    200);
+	cr_expect_eq(
+	    status_of(s, "GET",
+	        (const char *[]){"Accept: application/json", sh, NULL}, NULL),
+	    406);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){
+	                     ACCEPT_BOTH, "Content-Type: text/plain", sh, NULL},
+	                 PING),
+	    415);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, origin_and_host_checked, .timeout = 60)
+{
+	struct srv *s;
+	char *sid, sh[160], host[64];
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
+	                     "Origin: http://evil.example", NULL},
+	                 PING),
+	    403);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
+	                     "Origin: https://localhost", NULL},
+	                 PING),
+	    403);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){
+	                     ACCEPT_BOTH, CT_JSON, sh, "Origin: null", NULL},
+	                 PING),
+	    403);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
+	                     "Origin: http://localhost:5173", NULL},
+	                 PING),
+	    200);
+	/* DNS rebinding: a page of evil.example resolved to 127.0.0.1 */
+	snprintf(host, sizeof host, "Host: evil.example:%d", s->port);
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){ACCEPT_BOTH, CT_JSON, sh, host, NULL}, PING),
+	    403);
+	cr_expect_eq(
+	    status_of(s, "GET",
+	        (const char *[]){"Accept: text/event-stream", sh, host, NULL},
+	        NULL),
+	    403);
+	snprintf(host, sizeof host, "Host: localhost:%d", s->port);
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){ACCEPT_BOTH, CT_JSON, sh, host, NULL}, PING),
+	    200);
+	free(sid);
+	srv_finish(s);
+}
+
+static void
+check_auth(struct srv *s)
+{
+	struct resp *r;
+	const char *www;
+	char *sid;
+
+	r = http_do(s, "POST",
+	    (const char *[]){
+	        ACCEPT_BOTH, CT_JSON, "Authorization: Bearer ", NULL},
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+	    "\"params\":" INIT_PARAMS "}");
+	cr_expect_eq(r->status, 401);
+	resp_free(r);
+	r = http_do(s, "POST",
+	    (const char *[]){
+	        ACCEPT_BOTH, CT_JSON, "Authorization: Basic eDp5", NULL},
+	    PING);
+	cr_expect_eq(r->status, 401);
+	www = resp_header(r, "WWW-Authenticate");
+	cr_expect(www != NULL && strncmp(www, "Bearer realm=", 13) == 0,
+	    "WWW-Authenticate: %s", www ? www : "(none)");
+	resp_free(r);
+	r = http_do(s, "POST",
+	    (const char *[]){ACCEPT_BOTH, CT_JSON,
+	        "Authorization: Bearer the-right-token-but-longer", NULL},
+	    PING);
+	cr_expect_eq(r->status, 401);
+	resp_free(r);
+	r = http_do(s, "POST",
+	    (const char *[]){ACCEPT_BOTH, CT_JSON,
+	        "Authorization: Bearer the-right-tokeN", NULL},
+	    PING);
+	cr_expect_eq(r->status, 401);
+	resp_free(r);
+	/* no Authorization at all */
+	r = http_full(s, "GET", s->metrics,
+	    (const char *[]){"Authorization:", NULL}, NULL, 0, 10000, 0);
+	cr_expect_eq(
+	    r->status, 401, "/metrics without the token: %ld", r->status);
+	cr_expect(resp_header(r, "WWW-Authenticate") != NULL);
+	resp_free(r);
+
+	/* The right token (sent by http_full) works everywhere. */
+	sid = mcp_init(s);
+	json_object_put(mcp_call(s, sid, "ping", NULL));
+	r = http_full(s, "GET", s->metrics, NULL, NULL, 0, 10000, 0);
+	cr_expect_eq(r->status, 200);
+	resp_free(r);
+	free(sid);
+}
+
+Test(http, auth_token_file, .timeout = 60)
+{
+	char path[] = "/tmp/mcp-sandboxd-token-XXXXXX";
+	struct srv *s;
+	int fd;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "the-right-token\n", 16) == 16);
+	close(fd);
+	s = srv_start("--auth-token-file", path, NULL);
+	snprintf(s->token, sizeof s->token, "the-right-token");
+	check_auth(s);
+	srv_finish(s);
+	unlink(path);
+}
+
+Test(http, auth_token_env, .timeout = 60)
+{
+	struct srv *s;
+
+	setenv("MCP_SANDBOXD_AUTH_TOKEN", "the-right-token", 1);
+	s = srv_start(NULL);
+	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
+	snprintf(s->token, sizeof s->token, "the-right-token");
+	check_auth(s);
+	srv_finish(s);
+}
+
+Test(http, refuses_wildcard_without_token, .timeout = 60)
+{
+	char cmd[512], *out;
+	int st;
+
+	snprintf(cmd, sizeof cmd,
+	    "MCP_SANDBOXD_AUTH_TOKEN= %s --transport http --listen "
+	    "0.0.0.0:%d --image " H_IMAGE " </dev/null 2>&1",
+	    getenv("MCP_SANDBOXD_BIN"), free_port());
+	out = h_run(cmd, &st);
+	cr_expect_neq(st, 0, "listening on 0.0.0.0 without a token");
+	cr_expect(h_contains(out, "without an auth token"), "said: %s", out);
+	free(out);
+}
+
+Test(http, metrics, .timeout = 120)
+{
+	struct srv *s;
+	struct resp *r;
+	char *sid, *cid;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	r = http_full(s, "GET", s->metrics, NULL, NULL, 0, 10000, 0);
+	cr_expect_eq(r->status, 200);
+	cr_expect(h_contains(resp_header(r, "Content-Type"), "text/plain"));
+	cr_expect(h_contains(resp_header(r, "Content-Type"), "version=0.0.4"));
+	cr_expect(h_contains(
+	    r->body, "mcp_sandboxd_sessions_open{transport=\"http\"} 1\n"));
+	cr_expect(h_contains(r->body, "mcp_sandboxd_sandboxes_live 1\n"), "%s",
+	    r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_workers_alive 1\n"));
+	cr_expect(h_contains(r->body, "mcp_sandboxd_uptime_seconds "));
+	cr_expect(h_contains(
+	    r->body, "mcp_sandboxd_http_requests_total{code=\"2xx\"} "));
+	cr_expect(
+	    h_contains(r->body, "# TYPE mcp_sandboxd_sessions_open gauge"));
+	resp_free(r);
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, big_body_and_cap, .timeout = 60)
+{
+	struct srv *s;
+	struct resp *r;
+	char *sid, *body, sh[160];
+	const size_t mb = 1000 * 1000;
+	const char *head = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\","
+	                   "\"params\":{\"_meta\":{\"pad\":\"";
+	size_t hl = strlen(head);
+
+	s = srv_start("--max-line", "2000000", NULL);
+	sid = mcp_init(s);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	body = malloc(3 * mb);
+	cr_assert(body != NULL);
+	memcpy(body, head, hl);
+	memset(body + hl, 'x', mb);
+	strcpy(body + hl + mb, "\"}}}");
+	r = http_full(s, "POST", s->url,
+	    (const char *[]){ACCEPT_BOTH, CT_JSON, sh, NULL}, body,
+	    strlen(body), 30000, 0);
+	cr_expect_eq(r->status, 200, "1 MB request: %ld", r->status);
+	cr_expect(h_contains(r->body, "\"result\":{}"));
+	resp_free(r);
+
+	memset(body + hl, 'x', 2500000);
+	strcpy(body + hl + 2500000, "\"}}}");
+	r = http_full(s, "POST", s->url,
+	    (const char *[]){ACCEPT_BOTH, CT_JSON, sh, NULL}, body,
+	    strlen(body), 30000, 0);
+	cr_expect_eq(r->status, 413, "2.5 MB request: %ld", r->status);
+	resp_free(r);
+	free(body);
+	/* and the server is still fine */
+	json_object_put(mcp_call(s, sid, "ping", NULL));
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, slowloris_does_not_block, .timeout = 90)
+{
+	const char *slow = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+	struct srv *s;
+	struct resp *r;
+	char *sid, sh[160];
+	long long ms;
+	int fd, i;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	fd = connect_port(s->port);
+	cr_assert(fd >= 0);
+	for (i = 0; slow[i] != '\0' && i < 8; i++) {
+		cr_assert(write(fd, slow + i, 1) == 1);
+		/* Another client meanwhile is answered at once. */
+		r = http_do(s, "POST",
+		    (const char *[]){ACCEPT_BOTH, CT_JSON, sh, NULL}, PING);
+		cr_expect_eq(r->status, 200);
+		cr_expect_lt(r->ms, 500,
+		    "ping took %lld ms next to a slow "
+		    "client",
+		    r->ms);
+		ms = r->ms < 1000 ? r->ms : 999;
+		resp_free(r);
+		usleep((useconds_t)(1000 - ms) * 1000);
+	}
+	close(fd);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, idle_connection_closed, .timeout = 60)
+{
+	struct srv *s;
+	char c;
+	long long t0;
+	ssize_t n;
+	int fd;
+
+	s = srv_start("--http-timeout", "2", NULL);
+	fd = connect_port(s->port);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "GET /mcp HTTP/1.1\r\n", 19) == 19);
+	t0 = h_now_ms();
+	n = read(fd, &c, 1); /* EOF when the server gives up */
+	cr_expect_leq(n, 0);
+	cr_expect_lt(h_now_ms() - t0, 10000, "a silent client was kept");
+	close(fd);
+	srv_finish(s);
+}
+
+Test(http, notifications_and_responses_202, .timeout = 60)
+{
+	struct srv *s;
+	struct resp *r;
+	char *sid;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	r = post(s, sid,
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+	    "\"params\":{\"requestId\":12345}}");
+	cr_expect_eq(r->status, 202);
+	cr_expect_eq(r->len, 0);
+	resp_free(r);
+	r = post(s, sid, "{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"result\":{}}");
+	cr_expect_eq(r->status, 202);
+	resp_free(r);
+	r = post(s, sid,
+	    "{\"jsonrpc\":\"2.0\",\"id\":\"s2\",\"error\":"
+	    "{\"code\":-1,\"message\":\"no\"}}");
+	cr_expect_eq(r->status, 202);
+	resp_free(r);
+	r = post(s, sid, "{\"jsonrpc\":\"2.0\",");
+	cr_expect_eq(r->status, 400);
+	cr_expect(h_contains(r->body, "-32700"));
+	resp_free(r);
+	r = post(
+	    s, sid, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
+	cr_expect_eq(r->status, 400);
+	cr_expect(h_contains(r->body, "-32600"));
+	resp_free(r);
+	free(sid);
+	srv_finish(s);
+}
+
+/* tools/call of an exec with a progressToken, as raw HTTP. */
+static struct resp *
+post_exec_progress(struct srv *s, const char *sid, const char *cid,
+    const char *cmd, long id, int stop_after)
+{
+	char sh[160], *body;
+	json_object *req, *p, *meta, *args;
+	struct resp *r;
+
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	args = json_object_new_object();
+	json_object_object_add(
+	    args, "container_id", json_object_new_string(cid));
+	json_object_object_add(args, "commands", json_object_new_string(cmd));
+	p = tool_args("sandbox_exec", "{}");
+	json_object_object_add(p, "arguments", args);
+	meta = json_object_new_object();
+	json_object_object_add(
+	    meta, "progressToken", json_object_new_string("tok-1"));
+	json_object_object_add(p, "_meta", meta);
+	req = json_object_new_object();
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "id", json_object_new_int64(id));
+	json_object_object_add(
+	    req, "method", json_object_new_string("tools/call"));
+	json_object_object_add(req, "params", p);
+	body = strdup(json_object_to_json_string(req));
+	json_object_put(req);
+	r = http_full(s, "POST", s->url,
+	    (const char *[]){ACCEPT_BOTH, CT_JSON, sh, NULL}, body,
+	    strlen(body), 60000, stop_after);
+	free(body);
+	return r;
+}
+
+Test(http, sse_progress_then_response, .timeout = 120)
+{
+	struct sse_event ev[64];
+	struct srv *s;
+	struct resp *r;
+	char *sid, *cid;
+	unsigned long long last = 0;
+	int n, i, progress = 0, responses = 0;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	r = post_exec_progress(
+	    s, sid, cid, "for i in 1 2 3; do echo $i; sleep 1; done", 41, 0);
+	cr_assert_eq(r->status, 200);
+	cr_expect_str_eq(resp_header(r, "Content-Type"), "text/event-stream");
+	n = sse_parse(r->body, ev, 64);
+	cr_assert_geq(n, 3, "events: %s", r->body);
+	/* 2025-11-25: a priming event (id, no data) with retry first */
+	cr_expect(ev[0].has_id && ev[0].msg == NULL && ev[0].has_retry,
+	    "no priming event: %s", r->body);
+	for (i = 0; i < n; i++) {
+		cr_expect(ev[i].has_id, "event %d has no id", i);
+		cr_expect_gt(event_n(ev[i].id), last, "ids not increasing");
+		last = event_n(ev[i].id);
+		if (ev[i].msg == NULL)
+			continue;
+		if (is_progress(ev[i].msg)) {
+			cr_expect_eq(
+			    responses, 0, "progress after the response");
+			cr_expect_str_eq(
+			    h_str(ev[i].msg, "params.progressToken"), "tok-1");
+			progress++;
+		} else {
+			cr_expect_eq(h_int(ev[i].msg, "id"), 41);
+			cr_expect(
+			    h_contains(json_object_to_json_string(ev[i].msg),
+			        "1\\n2\\n3"));
+			responses++;
+		}
+	}
+	cr_expect_geq(progress, 2, "progress notifications: %d", progress);
+	cr_expect_eq(responses, 1);
+	cr_expect(ev[n - 1].msg != NULL && !is_progress(ev[n - 1].msg),
+	    "the response is not last");
+	sse_free(ev, n);
+	resp_free(r);
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, resumption_after_drop, .timeout = 120)
+{
+	struct sse_event ev[64], ev2[64];
+	struct srv *s;
+	struct resp *r, *g;
+	char *sid, *cid, sh[160], lh[128];
+	char last[64] = "";
+	int n, n2, i, saw_response = 0, progress_after = 0;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	/* Drop the stream after the first progress notification. */
+	r = post_exec_progress(s, sid, cid,
+	    "for i in 1 2 3 4; do echo line$i; sleep 1; done", 42, 1);
+	n = sse_parse(r->body, ev, 64);
+	for (i = 0; i < n; i++) {
+		if (ev[i].has_id)
+			memcpy(last, ev[i].id, sizeof last);
+		cr_expect(ev[i].msg == NULL || is_progress(ev[i].msg),
+		    "the response came before the drop");
+	}
+	cr_assert(last[0] != '\0', "no event id before the drop: %s", r->body);
+	sse_free(ev, n);
+	resp_free(r);
+
+	/* Let the call run on meanwhile; then resume. */
+	sleep(2);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	snprintf(lh, sizeof lh, "Last-Event-ID: %s", last);
+	g = http_full(s, "GET", s->url,
+	    (const char *[]){"Accept: text/event-stream", sh, lh, NULL}, NULL,
+	    0, 60000, 0);
+	cr_assert_eq(g->status, 200, "resume: %ld %s", g->status, g->body);
+	n2 = sse_parse(g->body, ev2, 64);
+	for (i = 0; i < n2; i++) {
+		if (ev2[i].msg == NULL)
+			continue;
+		cr_expect(ev2[i].has_id);
+		cr_expect_gt(event_n(ev2[i].id), event_n(last),
+		    "replayed an event the client had");
+		if (is_progress(ev2[i].msg))
+			progress_after++;
+		else {
+			cr_expect_eq(h_int(ev2[i].msg, "id"), 42);
+			cr_expect(
+			    h_contains(json_object_to_json_string(ev2[i].msg),
+			        "line1\\nline2\\nline3\\nline4"));
+			saw_response = 1;
+		}
+	}
+	cr_expect(
+	    saw_response, "no response on the resumed stream: %s", g->body);
+	cr_expect_geq(
+	    progress_after, 1, "the missed progress was not replayed");
+	sse_free(ev2, n2);
+	resp_free(g);
+
+	/* An id from nowhere is refused. */
+	cr_expect_eq(status_of(s, "GET",
+	                 (const char *[]){"Accept: text/event-stream", sh,
+	                     "Last-Event-ID: 999999-77", NULL},
+	                 NULL),
+	    400);
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, sse_outlives_http_timeout, .timeout = 120)
+{
+	struct srv *s;
+	json_object *r;
+	char *sid, *cid;
+	char args[256];
+
+	s = srv_start("--http-timeout", "2", NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"commands\":\"sleep 5; echo late\"}",
+	    cid);
+	r = mcp_tool(s, sid, "sandbox_exec", args);
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(
+	    h_contains(h_str(r, "structuredContent.results.0.stdout"), "late"));
+	json_object_put(r);
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, isolation_between_sessions, .timeout = 120)
+{
+	struct srv *s;
+	json_object *r;
+	char *a, *b, *cid, args[256];
+
+	s = srv_start(NULL);
+	a = mcp_init(s);
+	b = mcp_init(s);
+	cr_expect_str_neq(a, b);
+	cid = mcp_create(s, a);
+	snprintf(args, sizeof args, "{\"container_id\":\"%s\"}", cid);
+	r = mcp_tool(s, b, "get_sandbox_status", args);
+	cr_expect(h_is_error(r) && h_contains(h_text(r), "no sandbox"), "%s",
+	    h_text(r));
+	json_object_put(r);
+	r = mcp_tool(s, b, "get_sandbox_status", "{}");
+	cr_expect_eq(
+	    json_object_array_length(h_get(r, "structuredContent.sandboxes")),
+	    0);
+	json_object_put(r);
+	r = mcp_tool(s, b, "sandbox_stop", args);
+	cr_expect(h_is_error(r));
+	json_object_put(r);
+	cr_expect(h_container_exists(cid));
+	r = mcp_tool(s, a, "get_sandbox_status", args);
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	json_object_put(r);
+	free(cid);
+	free(a);
+	free(b);
+	srv_finish(s);
+}
+
+Test(http, max_sessions, .timeout = 60)
+{
+	struct srv *s;
+	struct resp *r;
+	char *a, *b, sh[160];
+
+	s = srv_start("--max-sessions", "2", NULL);
+	a = mcp_init(s);
+	b = mcp_init(s);
+	r = post(s, NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+	    "\"params\":" INIT_PARAMS "}");
+	cr_expect_eq(r->status, 503, "third session: %ld", r->status);
+	resp_free(r);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", a);
+	cr_expect_eq(
+	    status_of(s, "DELETE", (const char *[]){sh, NULL}, NULL), 200);
+	free(a);
+	a = mcp_init(s); /* room again */
+	free(a);
+	free(b);
+	srv_finish(s);
+}
+
+Test(http, idle_session_expires, .timeout = 120)
+{
+	struct srv *s;
+	struct resp *r;
+	char *sid, *cid;
+
+	s = srv_start("--session-idle", "3", NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	sleep(5);
+	r = post(s, sid, PING);
+	cr_expect_eq(
+	    r->status, 404, "idle session still there: %ld", r->status);
+	resp_free(r);
+	cr_expect(h_wait_container_gone(cid, 30000),
+	    "the sandbox of an expired session remains");
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, one_get_stream, .timeout = 60)
+{
+	struct srv *s;
+	struct bg_get *g;
+	char *sid, sh[160];
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	g = get_open(s, sid, NULL);
+	get_pump(g, 500);
+	cr_expect(g->running);
+	cr_expect(h_contains(g->r->body, "retry:"), "no priming on GET: %s",
+	    g->r->body ? g->r->body : "");
+	cr_expect_eq(
+	    status_of(s, "GET",
+	        (const char *[]){"Accept: text/event-stream", sh, NULL}, NULL),
+	    409);
+	get_close(g);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, no_priming_before_2025_11_25, .timeout = 120)
+{
+	struct sse_event ev[16];
+	struct srv *s;
+	struct resp *r;
+	char *sid;
+	int n;
+
+	s = srv_start(NULL);
+	sid = mcp_init_version(s, "2025-06-18");
+	r = post(s, sid,
+	    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"sandbox_initialize\",\"arguments\":{}}}");
+	cr_assert_eq(r->status, 200);
+	cr_assert_str_eq(resp_header(r, "Content-Type"), "text/event-stream");
+	n = sse_parse(r->body, ev, 16);
+	cr_assert_geq(n, 1);
+	cr_expect(ev[0].msg != NULL && !ev[0].has_retry,
+	    "a 2025-06-18 stream began with a priming event: %s", r->body);
+	cr_expect(ev[0].has_id, "events have ids for every version");
+	sse_free(ev, n);
+	resp_free(r);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, cors_preflight_for_allowed_origins, .timeout = 60)
+{
+	struct srv *s;
+	struct resp *r;
+
+	setenv("MCP_SANDBOXD_AUTH_TOKEN", "cors-token", 1);
+	s = srv_start(NULL);
+	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
+	/* a preflight carries no credentials */
+	r = http_do(s, "OPTIONS",
+	    (const char *[]){"Origin: http://localhost:6274",
+	        "Access-Control-Request-Method: POST",
+	        "Access-Control-Request-Headers: authorization, "
+	        "mcp-session-id",
+	        NULL},
+	    NULL);
+	cr_expect_eq(r->status, 204);
+	cr_expect_str_eq(resp_header(r, "Access-Control-Allow-Origin"),
+	    "http://localhost:6274");
+	cr_expect(h_contains(
+	    resp_header(r, "Access-Control-Allow-Headers"), "Mcp-Session-Id"));
+	resp_free(r);
+	r = http_do(s, "OPTIONS",
+	    (const char *[]){"Origin: http://evil.example",
+	        "Access-Control-Request-Method: POST", NULL},
+	    NULL);
+	cr_expect_eq(r->status, 403);
+	cr_expect(resp_header(r, "Access-Control-Allow-Origin") == NULL);
+	resp_free(r);
+	/* the real request still needs the token */
+	r = http_do(s, "POST",
+	    (const char *[]){
+	        ACCEPT_BOTH, CT_JSON, "Origin: http://localhost:6274", NULL},
+	    PING);
+	cr_expect_eq(r->status, 401);
+	cr_expect(h_contains(
+	    resp_header(r, "Access-Control-Expose-Headers"), "Mcp-Session-Id"));
+	resp_free(r);
+	srv_finish(s);
+}
+
+Test(http, cancel_ends_the_stream, .timeout = 120)
+{
+	struct srv *s;
+	struct resp *r, *body;
+	char *sid, *cid, sh[160], req[512];
+	struct curl_slist *list = NULL;
+	CURLM *multi;
+	CURL *c;
+	long long t0;
+	int running = 1;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
+	snprintf(req, sizeof req,
+	    "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"sandbox_exec\",\"arguments\":{"
+	    "\"container_id\":\"%s\",\"commands\":\"sleep 60\"}}}",
+	    cid);
+	multi = curl_multi_init();
+	c = curl_easy_init();
+	list = curl_slist_append(list, ACCEPT_BOTH);
+	list = curl_slist_append(list, CT_JSON);
+	list = curl_slist_append(list, sh);
+	curl_easy_setopt(c, CURLOPT_URL, s->url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+	body = calloc(1, sizeof *body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_multi_add_handle(multi, c);
+	t0 = h_now_ms();
+	while (running && (body->len == 0 || !h_contains(body->body, "\n\n")) &&
+	       h_now_ms() - t0 < 10000) {
+		curl_multi_perform(multi, &running);
+		curl_multi_wait(multi, NULL, 0, 20, NULL);
+	}
+	cr_assert(running, "the stream ended before the cancel: %s",
+	    body->body ? body->body : "");
+	r = post(s, sid,
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+	    "\"params\":{\"requestId\":77}}");
+	cr_expect_eq(r->status, 202);
+	resp_free(r);
+	t0 = h_now_ms();
+	while (running && h_now_ms() - t0 < 10000) {
+		curl_multi_perform(multi, &running);
+		curl_multi_wait(multi, NULL, 0, 20, NULL);
+	}
+	cr_expect(!running, "the stream of a cancelled call stays open");
+	cr_expect(!h_contains(body->body, "\"id\":77"),
+	    "a cancelled call was answered: %s", body->body);
+	curl_multi_remove_handle(multi, c);
+	curl_easy_cleanup(c);
+	curl_multi_cleanup(multi);
+	curl_slist_free_all(list);
+	resp_free(body);
+	json_object_put(mcp_call(s, sid, "ping", NULL));
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
+Test(http, get_stream_resumption, .timeout = 120)
+{
+	struct srv *s;
+	struct bg_get *g;
+	json_object *p, *r;
+	char *sid, *cid, uri[128], last[64] = "", args[256];
+	int k;
+
+	s = srv_start(NULL);
+	sid = mcp_init(s);
+	cid = mcp_create(s, sid);
+	snprintf(uri, sizeof uri, "containers://%s/logs", cid);
+	p = json_object_new_object();
+	json_object_object_add(p, "uri", json_object_new_string(uri));
+	json_object_put(mcp_call(s, sid, "resources/subscribe", p));
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"commands\":\"echo first\"}", cid);
+
+	/* The standalone stream carries the resource updates. */
+	g = get_open(s, sid, NULL);
+	get_pump(g, 300);
+	r = mcp_tool(s, sid, "sandbox_exec", args);
+	json_object_put(r);
+	get_pump(g, 1500);
+	k = updates_in(g->r->body, last, sizeof last, 0);
+	cr_assert_geq(k, 1, "no resources/updated on the GET stream: %s",
+	    g->r->body ? g->r->body : "");
+	get_close(g); /* dropped */
+
+	/* Missed while no GET was open: replayed on resumption. */
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"commands\":\"echo second\"}", cid);
+	r = mcp_tool(s, sid, "sandbox_exec", args);
+	json_object_put(r);
+	usleep(500000);
+	{
+		char prev[64];
+
+		memcpy(prev, last, sizeof prev);
+		g = get_open(s, sid, prev);
+		get_pump(g, 1500);
+		cr_expect(g->running, "a resumed GET stream ended");
+		k = updates_in(g->r->body, last, sizeof last, event_n(prev));
+		cr_expect_geq(k, 1, "nothing replayed after %s: %s", prev,
+		    g->r->body ? g->r->body : "");
+		get_close(g);
+	}
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}

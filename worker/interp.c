@@ -1,0 +1,684 @@
+/*
+ * Stateful code sessions: one long-lived interpreter per language in the
+ * container (Python; JavaScript and TypeScript on Node), started on first
+ * use through an exec whose standard input stays open over a hijacked
+ * connection.  Each call sends "<length>\n<code>"; the interpreter runs it
+ * in the same namespace as the calls before and ends its output on each
+ * stream with a marker carrying a per-session nonce, which the worker
+ * strips (stdout's marker also carries the call's status as JSON).  So a
+ * call costs no new docker exec, and variables, imports and functions
+ * stay.  A timeout, a cancellation or an output over the cap kills the
+ * interpreter (and with it the session's state, which the result says).
+ */
+#include <sys/queue.h>
+#include <sys/random.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "config.h"
+#include "demux.h"
+#include "docker.h"
+#include "log.h"
+#include "proto.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define MARK "\x1eMCPEND:"
+
+/* argv[1] is the nonce.  The last expression's value is shown. */
+static const char py_driver[] =
+    "import ast, json, os, sys, traceback\n"
+    "nonce = sys.argv[1]\n"
+    "ns = {'__name__': '__main__', '__builtins__': __builtins__}\n"
+    "inp = sys.stdin.buffer\n"
+    "sys.argv = ['']\n"
+    "while True:\n"
+    "    hdr = inp.readline()\n"
+    "    if not hdr:\n"
+    "        break\n"
+    "    code = inp.read(int(hdr)).decode('utf-8', 'replace')\n"
+    "    st = {'ok': True}\n"
+    "    try:\n"
+    "        tree = ast.parse(code, '<code>', 'exec')\n"
+    "        last = None\n"
+    "        if tree.body and isinstance(tree.body[-1], ast.Expr):\n"
+    "            last = ast.Expression(tree.body.pop().value)\n"
+    "        exec(compile(tree, '<code>', 'exec'), ns)\n"
+    "        if last is not None:\n"
+    "            v = eval(compile(last, '<code>', 'eval'), ns)\n"
+    "            if v is not None:\n"
+    "                print(repr(v))\n"
+    "    except SystemExit as e:\n"
+    "        st = {'ok': e.code in (None, 0), 'exit': e.code if "
+    "isinstance(e.code, int) else 1}\n"
+    "    except BaseException as e:\n"
+    "        tb = e.__traceback__\n"
+    "        while tb is not None and tb.tb_frame.f_code.co_filename != "
+    "'<code>':\n"
+    "            tb = tb.tb_next\n"
+    "        st = {'ok': False, 'error': ''.join("
+    "traceback.format_exception(type(e), e, tb))}\n"
+    "    try:\n"
+    "        sys.stdout.flush()\n"
+    "        sys.stderr.flush()\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "    os.write(2, ('\\x1eMCPEND:' + nonce + '\\n').encode())\n"
+    "    os.write(1, ('\\x1eMCPEND:' + nonce + json.dumps(st) + "
+    "'\\n').encode())\n";
+
+/*
+ * argv: nonce, language.  Code runs as scripts of one realm, so top-level
+ * declarations stay; TypeScript is stripped of its types first (with the
+ * typescript package, or Node's own stripping where it has it).
+ */
+static const char js_driver[] =
+    "const vm = require('vm'), fs = require('fs'), m = require('module');\n"
+    "const [nonce, lang] = process.argv.slice(-2);\n"
+    "globalThis.require = m.createRequire(process.cwd() + '/');\n"
+    "let ts = null;\n"
+    "function strip(code) {\n"
+    "  if (lang !== 'typescript') return code;\n"
+    "  if (ts === null) { try { ts = require('typescript'); } catch (e) "
+    "{ ts = false; } }\n"
+    "  if (ts) return ts.transpileModule(code, {compilerOptions: "
+    "{target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.CommonJS}})"
+    ".outputText;\n"
+    "  if (m.stripTypeScriptTypes) return m.stripTypeScriptTypes(code);\n"
+    "  throw new Error('TypeScript needs the typescript package (Debian: "
+    "node-typescript) or Node 23.2+');\n"
+    "}\n"
+    "let buf = Buffer.alloc(0);\n"
+    "function end(st) {\n"
+    "  fs.writeSync(2, '\\x1eMCPEND:' + nonce + '\\n');\n"
+    "  fs.writeSync(1, '\\x1eMCPEND:' + nonce + JSON.stringify(st) + "
+    "'\\n');\n"
+    "}\n"
+    "function run(code) {\n"
+    "  let st = {ok: true};\n"
+    "  try {\n"
+    "    const v = vm.runInThisContext(strip(code), {filename: '<code>'});\n"
+    "    if (v !== undefined && typeof v !== 'function') "
+    "console.log(v);\n"
+    "  } catch (e) {\n"
+    "    st = {ok: false, error: (e && e.stack) ? String(e.stack) : "
+    "String(e)};\n"
+    "  }\n"
+    "  end(st);\n"
+    "}\n"
+    "process.stdin.on('data', (d) => {\n"
+    "  buf = Buffer.concat([buf, d]);\n"
+    "  for (;;) {\n"
+    "    const nl = buf.indexOf(10);\n"
+    "    if (nl < 0) return;\n"
+    "    const n = parseInt(buf.subarray(0, nl).toString(), 10);\n"
+    "    if (buf.length < nl + 1 + n) return;\n"
+    "    const code = buf.subarray(nl + 1, nl + 1 + n).toString();\n"
+    "    buf = buf.subarray(nl + 1 + n);\n"
+    "    run(code);\n"
+    "  }\n"
+    "});\n";
+
+struct icall {
+	uint32_t reqid;
+	json_object *code;
+	long long timeout_ms, cap;
+	struct timespec start;
+	TAILQ_ENTRY(icall) entry;
+};
+
+struct interp {
+	struct worker *w;
+	char lang[16];
+	char token[40];
+	char nonce[33];
+	char *exec_id;
+	struct docker_req *req;
+	struct demux demux;
+	struct evbuffer *hold[2]; /* stdout, stderr not yet passed on */
+	int ended[2]; /* the current call's marker seen */
+	json_object *status; /* from stdout's marker */
+	struct icall *cur;
+	TAILQ_HEAD(, icall) queue;
+	long credit;
+	int paused, dying, timed_out, cancelled, truncated;
+	int oneshot; /* a session for one call only (session: false) */
+	long long out_bytes, err_bytes;
+	struct killer *killer;
+	struct event *timer, *kick;
+	LIST_ENTRY(interp) entry;
+};
+
+static LIST_HEAD(, interp) interps = LIST_HEAD_INITIALIZER(interps);
+
+static void interp_next(struct interp *);
+static void interp_die(struct interp *, const char *);
+
+static long long
+since_ms(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - t->tv_sec) * 1000 +
+	       (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* Answer the current call and go on with the next one. */
+static void
+interp_answer(struct interp *ip, int lost, const char *why)
+{
+	struct icall *c = ip->cur;
+	json_object *r, *v;
+	int ok = 0;
+
+	if (c == NULL)
+		return;
+	ip->cur = NULL;
+	evtimer_del(ip->timer);
+	if (ip->oneshot && ip->req != NULL) {
+		/* End of input: the interpreter exits by itself. */
+		ip->dying = 1;
+		docker_req_close_write(ip->req);
+	}
+	r = json_object_new_object();
+	if (ip->status != NULL &&
+	    json_object_object_get_ex(ip->status, "ok", &v))
+		ok = json_object_get_boolean(v);
+	json_object_object_add(r, "exit_code",
+	    json_object_new_int(
+	        ip->status != NULL &&
+	                json_object_object_get_ex(ip->status, "exit", &v)
+	            ? json_object_get_int(v)
+	            : !ok));
+	if (ip->status != NULL &&
+	    json_object_object_get_ex(ip->status, "error", &v))
+		json_object_object_add(r, "error", json_object_get(v));
+	else if (lost)
+		json_object_object_add(r, "error", json_object_new_string(why));
+	json_object_object_add(
+	    r, "session_lost", json_object_new_boolean(lost));
+	json_object_object_add(
+	    r, "timed_out", json_object_new_boolean(ip->timed_out));
+	json_object_object_add(
+	    r, "cancelled", json_object_new_boolean(ip->cancelled));
+	json_object_object_add(
+	    r, "truncated", json_object_new_boolean(ip->truncated));
+	json_object_object_add(
+	    r, "duration_ms", json_object_new_int64(since_ms(&c->start)));
+	json_object_object_add(
+	    r, "stdout_bytes", json_object_new_int64(ip->out_bytes));
+	json_object_object_add(
+	    r, "stderr_bytes", json_object_new_int64(ip->err_bytes));
+	worker_send_json(ip->w, PROTO_RESULT, c->reqid, r);
+	json_object_put(r);
+	json_object_put(ip->status);
+	ip->status = NULL;
+	json_object_put(c->code);
+	free(c);
+}
+
+/* Output of the current call (nothing between calls is passed on). */
+static void
+interp_pass(struct interp *ip, int s, const char *p, size_t len)
+{
+	long long room;
+
+	if (ip->cur == NULL || len == 0)
+		return;
+	if (ip->cur->cap > 0) {
+		room = ip->cur->cap - ip->out_bytes - ip->err_bytes;
+		if ((long long)len > room) {
+			len = room > 0 ? (size_t)room : 0;
+			if (!ip->truncated) {
+				ip->truncated = 1;
+				interp_die(ip, "output over the cap");
+			}
+		}
+	}
+	if (s == 0)
+		ip->out_bytes += (long long)len;
+	else
+		ip->err_bytes += (long long)len;
+	ip->credit -= (long)len;
+	logs_add(s ? "code stderr" : "code", p, len);
+	while (len > 0) {
+		size_t n = len > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK : len;
+
+		worker_send(ip->w, PROTO_DATA,
+		    s ? PROTO_F_STDERR : PROTO_F_STDOUT, ip->cur->reqid,
+		    ip->cur->reqid, p, n);
+		p += n;
+		len -= n;
+	}
+}
+
+/* Find the end marker in a stream; pass on what comes before it. */
+static void
+interp_scan(struct interp *ip, int s)
+{
+	struct evbuffer *b = ip->hold[s];
+	struct evbuffer_ptr at, nl;
+	char mark[64], *line;
+	size_t mlen, len;
+
+	mlen = (size_t)snprintf(mark, sizeof mark, MARK "%s", ip->nonce);
+	for (;;) {
+		at = evbuffer_search(b, mark, mlen, NULL);
+		if (at.pos == -1) {
+			/* Keep what may be the start of a marker. */
+			len = evbuffer_get_length(b);
+			if (len > mlen) {
+				interp_pass(ip, s,
+				    (const char *)evbuffer_pullup(
+				        b, (ssize_t)(len - mlen)),
+				    len - mlen);
+				evbuffer_drain(b, len - mlen);
+			}
+			return;
+		}
+		nl = evbuffer_search(b, "\n", 1, &at);
+		if (nl.pos == -1)
+			return; /* the marker's line is not complete */
+		interp_pass(ip, s,
+		    (const char *)evbuffer_pullup(b, (ssize_t)at.pos),
+		    (size_t)at.pos);
+		evbuffer_drain(b, (size_t)at.pos + mlen);
+		len = (size_t)(nl.pos - at.pos) - mlen;
+		line = xmalloc(len + 1);
+		evbuffer_remove(b, line, len);
+		line[len] = '\0';
+		evbuffer_drain(b, 1);
+		if (s == 0) {
+			json_object_put(ip->status);
+			ip->status = json_tokener_parse(line);
+		}
+		free(line);
+		ip->ended[s] = 1;
+		if (ip->ended[0] && ip->ended[1]) {
+			interp_answer(ip, 0, NULL);
+			interp_next(ip);
+		}
+	}
+}
+
+static int
+interp_out(int stream, const char *p, size_t len, void *arg)
+{
+	struct interp *ip = arg;
+	int s = stream == DEMUX_STDERR;
+
+	if (stream == DEMUX_STDIN)
+		return 0;
+	evbuffer_add(ip->hold[s], p, len);
+	if (!ip->ended[s])
+		interp_scan(ip, s);
+	return 0;
+}
+
+static int
+interp_data_cb(const char *p, size_t len, void *arg)
+{
+	struct interp *ip = arg;
+
+	if (ip->credit <= 0) {
+		ip->paused = 1;
+		return 1;
+	}
+	return demux_feed(&ip->demux, p, len, interp_out, ip);
+}
+
+static void
+interp_free(struct interp *ip)
+{
+	struct icall *c;
+
+	LIST_REMOVE(ip, entry);
+	while ((c = TAILQ_FIRST(&ip->queue)) != NULL) {
+		TAILQ_REMOVE(&ip->queue, c, entry);
+		json_object_put(c->code);
+		free(c);
+	}
+	if (ip->req != NULL)
+		docker_req_cancel(ip->req);
+	if (ip->killer != NULL)
+		killer_cancel(ip->killer);
+	evbuffer_free(ip->hold[0]);
+	evbuffer_free(ip->hold[1]);
+	event_free(ip->timer);
+	event_free(ip->kick);
+	json_object_put(ip->status);
+	free(ip->exec_id);
+	free(ip);
+}
+
+/* The interpreter's stream ended: it exited or was killed. */
+static void
+interp_stream_done(const struct docker_resp *resp, void *arg)
+{
+	struct interp *ip = arg;
+	struct icall *c;
+	json_object *r;
+
+	ip->req = NULL;
+	interp_answer(ip, 1,
+	    ip->timed_out
+	        ? "timed out: the session was killed and its state is gone"
+	    : ip->cancelled
+	        ? "cancelled: the session was killed and its state is gone"
+	    : ip->truncated
+	        ? "output over the cap: the session was killed and its state "
+	          "is gone"
+	    : resp->error != NULL ? resp->error
+	                          : "the interpreter exited; its state is "
+	                            "gone");
+	/* Calls that waited: the next one starts a new session. */
+	while ((c = TAILQ_FIRST(&ip->queue)) != NULL) {
+		TAILQ_REMOVE(&ip->queue, c, entry);
+		r = json_object_new_object();
+		json_object_object_add(r, "error",
+		    json_object_new_string(
+		        "the session ended before this call ran; call again"));
+		json_object_object_add(
+		    r, "session_lost", json_object_new_boolean(1));
+		worker_send_json(ip->w, PROTO_RESULT, c->reqid, r);
+		json_object_put(r);
+		json_object_put(c->code);
+		free(c);
+	}
+	interp_free(ip);
+}
+
+static void
+interp_killed(void *arg, const char *err)
+{
+	struct interp *ip = arg;
+
+	ip->killer = NULL;
+	if (err != NULL)
+		log_warnx("%s: %s", __func__, err);
+	/* Make sure the stream ends even if a process holds it open. */
+	if (ip->req != NULL) {
+		docker_req_cancel(ip->req);
+		ip->req = NULL;
+		interp_stream_done(&(struct docker_resp){0}, ip);
+	}
+}
+
+static void
+interp_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct interp *ip = arg;
+	const char *tok = ip->token;
+
+	(void)fd;
+	(void)what;
+	if (ip->killer == NULL)
+		ip->killer = killer_run(ip->w, &tok, 1, interp_killed, ip);
+}
+
+/* Kill the interpreter: its state is lost (said in the result). */
+static void
+interp_die(struct interp *ip, const char *why)
+{
+	if (ip->dying)
+		return;
+	ip->dying = 1;
+	log_info("%s session ends: %s", ip->lang, why);
+	/* Not from within a curl callback: on the next loop turn. */
+	event_active(ip->kick, 0, 0);
+}
+
+static void
+interp_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct interp *ip = arg;
+
+	(void)fd;
+	(void)what;
+	ip->timed_out = 1;
+	interp_die(ip, "timeout");
+}
+
+/* Send the next queued call to the interpreter. */
+static void
+interp_next(struct interp *ip)
+{
+	struct icall *c;
+	struct timeval tv;
+	char hdr[32];
+	int n;
+
+	if (ip->cur != NULL || ip->dying || ip->req == NULL ||
+	    (c = TAILQ_FIRST(&ip->queue)) == NULL)
+		return;
+	TAILQ_REMOVE(&ip->queue, c, entry);
+	ip->cur = c;
+	ip->ended[0] = ip->ended[1] = 0;
+	ip->out_bytes = ip->err_bytes = 0;
+	ip->timed_out = ip->cancelled = ip->truncated = 0;
+	ip->credit = PROTO_INITIAL_CREDIT;
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	n = snprintf(
+	    hdr, sizeof hdr, "%d\n", json_object_get_string_len(c->code));
+	docker_req_write(ip->req, hdr, (size_t)n);
+	docker_req_write(ip->req, json_object_get_string(c->code),
+	    (size_t)json_object_get_string_len(c->code));
+	logs_addf("code", ">>> %s call (%d bytes)", ip->lang,
+	    json_object_get_string_len(c->code));
+	if (c->timeout_ms > 0) {
+		tv.tv_sec = c->timeout_ms / 1000;
+		tv.tv_usec = (c->timeout_ms % 1000) * 1000;
+		evtimer_add(ip->timer, &tv);
+	}
+}
+
+static void
+interp_created_cb(const struct docker_resp *resp, void *arg)
+{
+	struct interp *ip = arg;
+	json_object *id, *start;
+	char *path;
+
+	ip->req = NULL;
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_object_get_ex(resp->json, "Id", &id)) {
+		ip->dying = 1;
+		interp_stream_done(resp, ip);
+		return;
+	}
+	ip->exec_id = xstrdup(json_object_get_string(id));
+	start = json_object_new_object();
+	json_object_object_add(start, "Detach", json_object_new_boolean(0));
+	json_object_object_add(start, "Tty", json_object_new_boolean(0));
+	xasprintf(&path, "/exec/%s/start", ip->exec_id);
+	ip->req = docker_hijack(
+	    ip->w->docker, path, start, interp_data_cb, interp_stream_done, ip);
+	json_object_put(start);
+	free(path);
+	interp_next(ip);
+}
+
+static struct interp *
+interp_new(struct worker *w, const char *lang, const char *workdir)
+{
+	struct interp *ip;
+	json_object *body, *cmd, *env;
+	unsigned char r[16];
+	char *path, *esc, *kv;
+	size_t i;
+
+	ip = xcalloc(1, sizeof *ip);
+	ip->w = w;
+	snprintf(ip->lang, sizeof ip->lang, "%s", lang);
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom");
+	for (i = 0; i < sizeof r; i++)
+		snprintf(ip->nonce + 2 * i, 3, "%02x", r[i]);
+	snprintf(ip->token, sizeof ip->token, "%.24s", ip->nonce);
+	demux_init(&ip->demux);
+	ip->hold[0] = evbuffer_new();
+	ip->hold[1] = evbuffer_new();
+	ip->timer = evtimer_new(w->base, interp_timer_cb, ip);
+	ip->kick = event_new(w->base, -1, 0, interp_kick_cb, ip);
+	TAILQ_INIT(&ip->queue);
+	LIST_INSERT_HEAD(&interps, ip, entry);
+
+	body = json_object_new_object();
+	cmd = json_object_new_array();
+	if (strcmp(lang, "python") == 0) {
+		json_object_array_add(cmd, json_object_new_string("python3"));
+		json_object_array_add(cmd, json_object_new_string("-u"));
+		json_object_array_add(cmd, json_object_new_string("-c"));
+		json_object_array_add(cmd, json_object_new_string(py_driver));
+		json_object_array_add(cmd, json_object_new_string(ip->nonce));
+	} else {
+		json_object_array_add(cmd, json_object_new_string("node"));
+		json_object_array_add(cmd, json_object_new_string("-e"));
+		json_object_array_add(cmd, json_object_new_string(js_driver));
+		json_object_array_add(cmd, json_object_new_string(ip->nonce));
+		json_object_array_add(cmd, json_object_new_string(lang));
+	}
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
+	json_object_object_add(
+	    body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(
+	    body, "AttachStderr", json_object_new_boolean(1));
+	if (workdir != NULL)
+		json_object_object_add(
+		    body, "WorkingDir", json_object_new_string(workdir));
+	env = json_object_new_array();
+	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, ip->token);
+	json_object_array_add(env, json_object_new_string(kv));
+	free(kv);
+	json_object_array_add(
+	    env, json_object_new_string("PYTHONUNBUFFERED=1"));
+	json_object_object_add(body, "Env", env);
+	esc = docker_escape(w->container);
+	xasprintf(&path, "/containers/%s/exec", esc);
+	ip->req =
+	    docker_call(w->docker, "POST", path, body, interp_created_cb, ip);
+	free(path);
+	free(esc);
+	json_object_put(body);
+	logs_addf("code", "starting a %s session", lang);
+	return ip;
+}
+
+/* PROTO_CALL "code": run code in the language's session. */
+void
+interp_call(struct worker *w, uint32_t reqid, json_object *call)
+{
+	struct interp *ip;
+	struct icall *c;
+	json_object *code, *v, *r;
+	const char *lang = "";
+	int fresh;
+
+	if (json_object_object_get_ex(call, "language", &v))
+		lang = json_object_get_string(v);
+	if (!json_object_object_get_ex(call, "code", &code) ||
+	    (strcmp(lang, "python") != 0 && strcmp(lang, "javascript") != 0 &&
+	        strcmp(lang, "typescript") != 0)) {
+		r = json_object_new_object();
+		json_object_object_add(r, "error",
+		    json_object_new_string(
+		        "bad call: code and a session language are needed"));
+		worker_send_json(w, PROTO_RESULT, reqid, r);
+		json_object_put(r);
+		return;
+	}
+	fresh = json_object_object_get_ex(call, "session", &v) &&
+	        !json_object_get_boolean(v);
+	LIST_FOREACH(ip, &interps, entry)
+	if (strcmp(ip->lang, lang) == 0 && !ip->dying && !ip->oneshot)
+		break;
+	if (ip == NULL || fresh) {
+		ip = interp_new(w, lang,
+		    json_object_object_get_ex(call, "workdir", &v)
+		        ? json_object_get_string(v)
+		        : NULL);
+		ip->oneshot = fresh;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->reqid = reqid;
+	c->code = json_object_get(code);
+	if (json_object_object_get_ex(call, "timeout_ms", &v))
+		c->timeout_ms = json_object_get_int64(v);
+	if (json_object_object_get_ex(call, "output_cap", &v))
+		c->cap = json_object_get_int64(v);
+	TAILQ_INSERT_TAIL(&ip->queue, c, entry);
+	if (ip->exec_id != NULL)
+		interp_next(ip);
+}
+
+/* A cancellation or credit for a code call; 0 if it is not one. */
+int
+interp_cancel(struct worker *w, uint32_t reqid)
+{
+	struct interp *ip;
+	struct icall *c;
+	json_object *r;
+
+	(void)w;
+	LIST_FOREACH(ip, &interps, entry)
+	{
+		if (ip->cur != NULL && ip->cur->reqid == reqid) {
+			ip->cancelled = 1;
+			interp_die(ip, "cancelled");
+			return 1;
+		}
+		TAILQ_FOREACH(c, &ip->queue, entry)
+		if (c->reqid == reqid) {
+			TAILQ_REMOVE(&ip->queue, c, entry);
+			r = json_object_new_object();
+			json_object_object_add(
+			    r, "cancelled", json_object_new_boolean(1));
+			worker_send_json(w, PROTO_RESULT, reqid, r);
+			json_object_put(r);
+			json_object_put(c->code);
+			free(c);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+interp_credit(struct worker *w, uint32_t reqid, long bytes)
+{
+	struct interp *ip;
+
+	(void)w;
+	LIST_FOREACH(ip, &interps, entry)
+	{
+		if (ip->cur == NULL || ip->cur->reqid != reqid)
+			continue;
+		ip->credit += bytes;
+		if (ip->paused && ip->credit > 0 && ip->req != NULL) {
+			ip->paused = 0;
+			docker_req_pause(ip->req, 0);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* The worker is going away. */
+void
+interp_abort_all(void)
+{
+	struct interp *ip;
+
+	while ((ip = LIST_FIRST(&interps)) != NULL)
+		interp_free(ip); // NOLINT(clang-analyzer-unix.Malloc)
+}
