@@ -52,8 +52,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(dec[declen] == '\0', "decoded not NUL-terminated");
 		if (strict) {
 			reenc = base64_encode(dec, declen, &reenclen);
-			check(reenclen == size &&
-			          memcmp(reenc, data, size) == 0,
+			check(
+			    reenclen == size && memcmp(reenc, data, size) == 0,
 			    "accepted non-canonical base64");
 			free(reenc);
 		}

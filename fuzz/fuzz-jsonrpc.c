@@ -112,9 +112,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (m.kind != RPC_NOTIFICATION)
 			check(m.id != NULL, "request or response without id");
 		if (m.params != NULL)
-			check(json_object_is_type(m.params, json_type_object) ||
-			          json_object_is_type(
-			              m.params, json_type_array),
+			check(
+			    json_object_is_type(m.params, json_type_object) ||
+			        json_object_is_type(m.params, json_type_array),
 			    "params neither object nor array");
 		serialize(rpc_result(m.id, json_object_new_object()));
 	}

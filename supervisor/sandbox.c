@@ -131,6 +131,9 @@ struct sdestroy {
 	void *arg;
 };
 
+static int destroys_in_flight;
+static void destroy_all_check(void);
+
 static void
 sandbox_removed_cb(const struct docker_resp *resp, void *arg)
 {
@@ -144,11 +147,13 @@ sandbox_removed_cb(const struct docker_resp *resp, void *arg)
 		log_info("sandbox %.12s removed", d->id);
 		stats.sandboxes_removed++;
 	}
+	destroys_in_flight--;
 	if (d->done != NULL)
 		d->done(d->arg, err);
 	free(err);
 	free(d->id);
 	free(d);
+	destroy_all_check();
 }
 
 static void
@@ -176,6 +181,7 @@ sandbox_destroy(
 	char *path;
 
 	d = xcalloc(1, sizeof *d);
+	destroys_in_flight++;
 	d->id = xstrdup(sb->id);
 	d->done = done;
 	d->arg = arg;
@@ -201,12 +207,23 @@ static int destroy_pending;
 static void (*destroy_all_done)(void);
 
 static void
+destroy_all_check(void)
+{
+	void (*done)(void) = destroy_all_done;
+
+	if (done != NULL && destroy_pending == 0 && destroys_in_flight == 0) {
+		destroy_all_done = NULL;
+		done();
+	}
+}
+
+static void
 sandbox_destroy_all_cb(void *arg, const char *err)
 {
 	(void)arg;
 	(void)err;
-	if (--destroy_pending == 0 && destroy_all_done != NULL)
-		destroy_all_done();
+	--destroy_pending;
+	destroy_all_check();
 }
 
 static void

@@ -232,7 +232,7 @@ get_sandbox_status(struct call *c)
 		status_add(st, sb);
 	} else
 		TAILQ_FOREACH(sb, &sandboxes, entry)
-	if (sb->id != NULL)
+	if (sb->id != NULL && sb->owner == c->sess)
 		status_add(st, sb);
 	status_done(st);
 }
