@@ -367,6 +367,55 @@ hs_send(struct session *sess, json_object *msg)
 	(void)stream_emit(hs, st, msg);
 }
 
+/* The running POST stream of request rid, or NULL. */
+static struct hstream *
+stream_of(struct hsession *hs, json_object *rid)
+{
+	struct hstream *st;
+
+	TAILQ_FOREACH(st, &hs->streams, entry)
+	if (json_object_equal(st->rpc_id, rid))
+		return st;
+	return NULL;
+}
+
+/*
+ * The session's send_for(): a message that belongs to request rid goes
+ * on that request's stream while it runs (the spec's messages "related
+ * to the originating request"), else where hs_send() puts it.
+ */
+static void
+hs_send_for(struct session *sess, json_object *rid, json_object *msg)
+{
+	struct hsession *hs = sess->transport;
+	struct hstream *st;
+
+	if (hs == NULL || (st = stream_of(hs, rid)) == NULL) {
+		hs_send(sess, msg);
+		return;
+	}
+	if (st->held != NULL)
+		json_object_array_add(st->held, msg);
+	else
+		(void)stream_emit(hs, st, msg);
+}
+
+/*
+ * The session's drop_stream(): end the connection of request rid's
+ * stream, not the request; its events are kept for the client's GET
+ * with Last-Event-ID.  A stream whose reply type is still undecided
+ * (inside mcp_handle_line()) is left alone.
+ */
+static void
+hs_drop_stream(struct session *sess, json_object *rid)
+{
+	struct hsession *hs = sess->transport;
+	struct hstream *st;
+
+	if (hs != NULL && (st = stream_of(hs, rid)) != NULL && st->held == NULL)
+		sse_end(st);
+}
+
 /* --- sessions --- */
 
 static void
@@ -443,6 +492,8 @@ hsession_new(void)
 	TAILQ_INIT(&hs->events);
 	hs->idle = evtimer_new(sup.base, hsession_idle_cb, hs);
 	hs->sess = session_new(hs_send, hs);
+	hs->sess->send_for = hs_send_for;
+	hs->sess->drop_stream = hs_drop_stream;
 	TAILQ_INSERT_TAIL(&hsessions, hs, entry);
 	nhsessions++;
 	hsession_touch(hs);

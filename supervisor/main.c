@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,12 @@ main(int argc, char **argv)
 	ssize_t n;
 	int rv;
 
+	/*
+	 * Names are UTF-8 whatever the environment says: libarchive converts
+	 * archive names with the character type of the locale.
+	 */
+	if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
+		setlocale(LC_CTYPE, "");
 	if (config_parse(&conf, argc, argv, stderr) == -1)
 		return 2;
 	log_init("mcp-sandboxd", log_level_of(conf.log_level));
@@ -215,6 +222,9 @@ main(int argc, char **argv)
 		         "(--allow-dir)");
 	if (spool_init(sup.instance) == -1)
 		fatal("cannot make a private directory for output spools");
+#ifdef MCP_SANDBOXD_FIXTURES
+	fixtures_init(); /* the test-only mcp-sandboxd-fixtures binary */
+#endif
 	if (strcmp(conf.transport, "stdio") != 0 && http_start() == -1)
 		fatalx("cannot start the HTTP transport");
 	if (strcmp(conf.transport, "http") != 0 && stdio_start() == -1)

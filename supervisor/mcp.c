@@ -2,6 +2,11 @@
  * MCP over JSON-RPC: the lifecycle (initialize, initialized, ping),
  * logging, tools, and cancellation.  Transport-neutral: lines come in
  * through mcp_handle_line(), messages leave through mcp_send().
+ *
+ * The server's own requests to the client (mcp_call_request(), for
+ * sampling and elicitation during a tools/call) and the messages tied to
+ * a call (mcp_call_log()) are used by nothing in the server proper, only
+ * by the conformance fixtures (-Dfixtures=true).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +21,14 @@
 
 static const char *const mcp_versions[] = {
     "2025-11-25", "2025-06-18", "2025-03-26"};
+
+/* A request of the server to the client, awaiting its answer. */
+struct sreq {
+	struct call *call; /* the tools/call it serves */
+	json_object *id;
+	sreq_done done;
+	TAILQ_ENTRY(sreq) entry;
+};
 
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static unsigned int next_session_id = 1;
@@ -37,6 +50,7 @@ session_new(void (*send)(struct session *, json_object *), void *transport)
 	sess->log_level = 5; /* notice */
 	sess->subs = json_object_new_object();
 	TAILQ_INIT(&sess->calls);
+	TAILQ_INIT(&sess->sreqs);
 	TAILQ_INSERT_TAIL(&sessions, sess, entry);
 	return sess;
 }
@@ -46,6 +60,7 @@ session_free(struct session *sess)
 {
 	TAILQ_REMOVE(&sessions, sess, entry);
 	json_object_put(sess->subs);
+	json_object_put(sess->client_caps);
 	free(sess);
 }
 
@@ -94,6 +109,25 @@ mcp_send(struct session *sess, json_object *msg)
 		sess->send(sess, msg);
 }
 
+static json_object *
+log_message(int level, const char *text)
+{
+	json_object *n, *p;
+
+	n = json_object_new_object();
+	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(
+	    n, "method", json_object_new_string("notifications/message"));
+	p = json_object_new_object();
+	json_object_object_add(
+	    p, "level", json_object_new_string(mcp_levels[level]));
+	json_object_object_add(
+	    p, "logger", json_object_new_string("mcp-sandboxd"));
+	json_object_object_add(p, "data", json_object_new_string(text));
+	json_object_object_add(n, "params", p);
+	return n;
+}
+
 /*
  * A notifications/message to a session (NULL: every session), if its
  * level asks for it.
@@ -102,7 +136,6 @@ void
 mcp_log(struct session *only, int level, const char *fmt, ...)
 {
 	struct session *sess;
-	json_object *n, *p;
 	char buf[1024];
 	va_list ap;
 
@@ -114,20 +147,113 @@ mcp_log(struct session *only, int level, const char *fmt, ...)
 		if ((only != NULL && sess != only) || !sess->initialized ||
 		    level > sess->log_level)
 			continue;
-		n = json_object_new_object();
-		json_object_object_add(
-		    n, "jsonrpc", json_object_new_string("2.0"));
-		json_object_object_add(n, "method",
-		    json_object_new_string("notifications/message"));
-		p = json_object_new_object();
-		json_object_object_add(
-		    p, "level", json_object_new_string(mcp_levels[level]));
-		json_object_object_add(
-		    p, "logger", json_object_new_string("mcp-sandboxd"));
-		json_object_object_add(p, "data", json_object_new_string(buf));
-		json_object_object_add(n, "params", p);
-		mcp_send(sess, n);
+		mcp_send(sess, log_message(level, buf));
 	}
+}
+
+/* A message (taken) that belongs to a call, on its stream if any. */
+static void
+mcp_send_for(struct call *c, json_object *msg)
+{
+	struct session *sess = c->sess;
+
+	if (sess->closing)
+		json_object_put(msg);
+	else if (sess->send_for != NULL)
+		sess->send_for(sess, c->id, msg);
+	else
+		sess->send(sess, msg);
+}
+
+/* A notifications/message about a call, if the session's level asks. */
+void
+mcp_call_log(struct call *c, int level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (level > c->sess->log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	mcp_send_for(c, log_message(level, buf));
+}
+
+/* Did the client declare this capability at initialize? */
+int
+mcp_client_has(struct session *sess, const char *cap)
+{
+	return sess->client_caps != NULL &&
+	       json_object_object_get_ex(sess->client_caps, cap, NULL);
+}
+
+/*
+ * Ask the client something (sampling/createMessage, elicitation/create)
+ * for a call; params are taken.  done(c, result, error) runs when the
+ * answer comes, and never if the call ends first.
+ */
+void
+mcp_call_request(
+    struct call *c, const char *method, json_object *params, sreq_done done)
+{
+	struct session *sess = c->sess;
+	struct sreq *r;
+	json_object *msg;
+
+	r = xcalloc(1, sizeof *r);
+	r->call = c;
+	r->id = json_object_new_int64(++sess->last_sreq);
+	r->done = done;
+	TAILQ_INSERT_TAIL(&sess->sreqs, r, entry);
+	msg = json_object_new_object();
+	json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(msg, "id", json_object_get(r->id));
+	json_object_object_add(msg, "method", json_object_new_string(method));
+	json_object_object_add(msg, "params", params);
+	mcp_send_for(c, msg);
+}
+
+static void
+sreq_free(struct session *sess, struct sreq *r)
+{
+	TAILQ_REMOVE(&sess->sreqs, r, entry);
+	json_object_put(r->id);
+	free(r);
+}
+
+/* The client answered one of our requests. */
+static void
+mcp_response(struct session *sess, json_object *msg, json_object *id)
+{
+	json_object *result = NULL, *error = NULL;
+	struct sreq *r;
+	struct call *c;
+	sreq_done done;
+
+	TAILQ_FOREACH(r, &sess->sreqs, entry)
+	if (id != NULL && json_object_equal(r->id, id))
+		break;
+	if (r == NULL)
+		return; /* not ours, or its call has ended */
+	c = r->call;
+	done = r->done;
+	sreq_free(sess, r);
+	json_object_object_get_ex(msg, "result", &result);
+	json_object_object_get_ex(msg, "error", &error);
+	done(c, result, error);
+}
+
+/*
+ * End the connection that carries a call's messages, not the call: the
+ * client resumes the stream with Last-Event-ID (SSE polling).  Nothing
+ * on transports without streams.
+ */
+void
+mcp_call_drop_stream(struct call *c)
+{
+	if (c->sess->drop_stream != NULL && !c->sess->closing)
+		c->sess->drop_stream(c->sess, c->id);
 }
 
 static json_object *
@@ -146,6 +272,11 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 		return NULL;
 	}
 	want = json_object_get_string(v);
+	json_object_put(sess->client_caps);
+	sess->client_caps = NULL;
+	if (json_object_object_get_ex(params, "capabilities", &v) &&
+	    json_object_is_type(v, json_type_object))
+		sess->client_caps = json_object_get(v);
 	/* The client's version if we speak it, else our latest. */
 	(void)id;
 	snprintf(sess->version, sizeof sess->version, "%s", mcp_versions[0]);
@@ -167,6 +298,15 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 	json_object_object_add(o, "subscribe", json_object_new_boolean(1));
 	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
 	json_object_object_add(caps, "resources", o);
+	if (prompts_count() > 0) { /* none in the server proper */
+		o = json_object_new_object();
+		json_object_object_add(
+		    o, "listChanged", json_object_new_boolean(0));
+		json_object_object_add(caps, "prompts", o);
+	}
+	if (prompts_completable())
+		json_object_object_add(
+		    caps, "completions", json_object_new_object());
 	json_object_object_add(r, "capabilities", caps);
 	info = json_object_new_object();
 	json_object_object_add(
@@ -300,8 +440,15 @@ static void
 call_free(struct call *c)
 {
 	struct session *sess = c->sess;
+	struct sreq *r, *next;
 
 	progress_end(c);
+	/* Answers to its requests that come now are not for anyone. */
+	for (r = TAILQ_FIRST(&sess->sreqs); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, entry);
+		if (r->call == c)
+			sreq_free(sess, r);
+	}
 	TAILQ_REMOVE(&sess->calls, c, entry);
 	json_object_put(c->id);
 	json_object_put(c->args);
@@ -375,6 +522,9 @@ static const struct {
     {"resources/read", resources_read},
     {"resources/subscribe", resources_subscribe},
     {"resources/unsubscribe", resources_unsubscribe},
+    {"prompts/list", prompts_list},
+    {"prompts/get", prompts_get},
+    {"completion/complete", prompts_complete},
 };
 
 /* One message from a session's client. */
@@ -402,6 +552,7 @@ mcp_handle_line(struct session *sess, const char *line, size_t len)
 		return;
 	}
 	if (m.kind == RPC_RESPONSE) {
+		mcp_response(sess, obj, m.id);
 		json_object_put(obj);
 		return;
 	}

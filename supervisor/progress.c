@@ -140,3 +140,39 @@ progress_end(struct call *c)
 	json_object_put(p->token);
 	free(p);
 }
+
+/*
+ * A notifications/progress with values the tool knows itself (total 0:
+ * none), at once and outside the rate limit; 0 if the client asked for
+ * no progress.  Used by nothing in the server proper: the conformance
+ * fixtures.
+ */
+int
+progress_report(
+    struct call *c, double progress, double total, const char *message)
+{
+	struct progress *p = c->progress;
+	json_object *n, *params;
+
+	if (p == NULL)
+		return 0;
+	n = json_object_new_object();
+	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(
+	    n, "method", json_object_new_string("notifications/progress"));
+	params = json_object_new_object();
+	json_object_object_add(
+	    params, "progressToken", json_object_get(p->token));
+	json_object_object_add(
+	    params, "progress", json_object_new_double(progress));
+	if (total > 0)
+		json_object_object_add(
+		    params, "total", json_object_new_double(total));
+	if (message != NULL)
+		json_object_object_add(
+		    params, "message", json_object_new_string(message));
+	json_object_object_add(n, "params", params);
+	mcp_send(c->sess, n);
+	p->value = progress;
+	return 1;
+}

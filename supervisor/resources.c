@@ -3,6 +3,9 @@
  * subscribable), the full outputs of its execs
  * (sandbox://{id}/exec/{n}/stdout and .../stderr, read in pages with
  * ?offset=&length=), and the server's statistics (sandbox://stats).
+ * Modules outside the server proper (the conformance fixtures) may add
+ * resources of their own URI prefix with resources_register(); the real
+ * server registers none.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +24,35 @@
 #define RESOURCE_NOT_FOUND (-32002)
 #define PAGE_DEFAULT (64 * 1024)
 #define PAGE_MAX (1024 * 1024)
+#define PROVIDERS_MAX 8
+
+static const struct resource_provider *providers[PROVIDERS_MAX];
+static int nproviders;
+
+/* Add a provider (not copied; it must outlive the server); -1 if full. */
+int
+resources_register(const struct resource_provider *p)
+{
+	if (nproviders == PROVIDERS_MAX) {
+		errno = ENOSPC;
+		return -1;
+	}
+	providers[nproviders++] = p;
+	return 0;
+}
+
+/* The registered provider whose prefix the URI has, or NULL. */
+static const struct resource_provider *
+provider_of(const char *uri)
+{
+	int i;
+
+	for (i = 0; i < nproviders; i++)
+		if (strncmp(uri, providers[i]->prefix,
+		        strlen(providers[i]->prefix)) == 0)
+			return providers[i];
+	return NULL;
+}
 
 static json_object *
 resource_template(
@@ -41,8 +73,8 @@ resources_templates(struct session *sess, json_object *id, json_object *params,
     int *code, const char **why)
 {
 	json_object *r, *a;
+	int i;
 
-	(void)sess;
 	(void)id;
 	(void)params;
 	(void)code;
@@ -66,6 +98,9 @@ resources_templates(struct session *sess, json_object *id, json_object *params,
 	           "Read in pages: "
 	           "?offset=N&length=M (default 65536, at most 1048576).",
 	           "text/plain"));
+	for (i = 0; i < nproviders; i++)
+		if (providers[i]->templates != NULL)
+			providers[i]->templates(sess, a);
 	r = json_object_new_object();
 	json_object_object_add(r, "resourceTemplates", a);
 	return r;
@@ -78,6 +113,7 @@ resources_list(struct session *sess, json_object *id, json_object *params,
 	struct sandbox *sb;
 	json_object *r, *a, *o;
 	char *s;
+	int i;
 
 	(void)id;
 	(void)params;
@@ -108,6 +144,9 @@ resources_list(struct session *sess, json_object *id, json_object *params,
 		    o, "mimeType", json_object_new_string("text/plain"));
 		json_object_array_add(a, o);
 	}
+	for (i = 0; i < nproviders; i++)
+		if (providers[i]->list != NULL)
+			providers[i]->list(sess, a);
 	r = json_object_new_object();
 	json_object_object_add(r, "resources", a);
 	return r;
@@ -115,7 +154,8 @@ resources_list(struct session *sess, json_object *id, json_object *params,
 
 /* One item of a read result: text when the bytes are UTF-8, else blob. */
 static json_object *
-resource_contents(const char *uri, const char *p, size_t len, json_object *meta)
+resource_contents(const char *uri, const char *mime, const char *p, size_t len,
+    json_object *meta)
 {
 	json_object *r, *a, *c;
 	size_t n;
@@ -124,8 +164,8 @@ resource_contents(const char *uri, const char *p, size_t len, json_object *meta)
 	c = json_object_new_object();
 	json_object_object_add(c, "uri", json_object_new_string(uri));
 	if (utf8_valid(p, len)) {
-		json_object_object_add(
-		    c, "mimeType", json_object_new_string("text/plain"));
+		json_object_object_add(c, "mimeType",
+		    json_object_new_string(mime != NULL ? mime : "text/plain"));
 		json_object_object_add(
 		    c, "text", json_object_new_string_len(p, (int)len));
 	} else {
@@ -228,7 +268,7 @@ read_exec(struct session *sess, const char *uri, int *code, const char **why)
 	if (offset + got < size)
 		json_object_object_add(
 		    meta, "next_offset", json_object_new_int64(offset + got));
-	r = resource_contents(uri, buf, (size_t)got, meta);
+	r = resource_contents(uri, NULL, buf, (size_t)got, meta);
 	free(buf);
 	return r;
 }
@@ -265,7 +305,8 @@ logs_done(json_object *res, void *arg)
 	len = evbuffer_get_length(lr->text);
 	clean = utf8_sanitize(
 	    (const char *)evbuffer_pullup(lr->text, -1), len, &outlen);
-	call_reply(lr->call, resource_contents(lr->uri, clean, outlen, NULL));
+	call_reply(
+	    lr->call, resource_contents(lr->uri, NULL, clean, outlen, NULL));
 	free(clean);
 	evbuffer_free(lr->text);
 	free(lr->uri);
@@ -322,6 +363,7 @@ json_object *
 resources_read(struct session *sess, json_object *id, json_object *params,
     int *code, const char **why)
 {
+	const struct resource_provider *p;
 	const char *uri;
 	json_object *stats;
 	const char *s;
@@ -332,11 +374,13 @@ resources_read(struct session *sess, json_object *id, json_object *params,
 		*why = "resources/read needs params.uri (a string)";
 		return NULL;
 	}
+	if ((p = provider_of(uri)) != NULL)
+		return p->read(sess, uri, code, why);
 	if (strcmp(uri, "sandbox://stats") == 0) {
 		stats = stats_json();
 		s = json_object_to_json_string_ext(
 		    stats, JSON_C_TO_STRING_PRETTY);
-		r = resource_contents(uri, s, strlen(s), NULL);
+		r = resource_contents(uri, "application/json", s, strlen(s), NULL);
 		json_object_put(stats);
 		return r;
 	}
@@ -353,22 +397,39 @@ json_object *
 resources_subscribe(struct session *sess, json_object *id, json_object *params,
     int *code, const char **why)
 {
-	char idbuf[80];
+	const struct resource_provider *p;
+	struct sandbox *sb;
+	char idbuf[80], *key;
 	const char *uri;
 
 	(void)id;
-	if ((uri = param_uri(params)) == NULL ||
+	if ((uri = param_uri(params)) != NULL &&
+	    (p = provider_of(uri)) != NULL && p->subscribe != NULL) {
+		if (p->subscribe(sess, uri) == -1) {
+			*code = RESOURCE_NOT_FOUND;
+			*why = "resource not found";
+			return NULL;
+		}
+		json_object_object_add(
+		    sess->subs, uri, json_object_new_string(uri));
+		return json_object_new_object();
+	}
+	if (uri == NULL ||
 	    sscanf(uri, "containers://%79[^/]/logs", idbuf) != 1) {
 		*code = RPC_INVALID_PARAMS;
 		*why = "only containers://{id}/logs can be subscribed to";
 		return NULL;
 	}
-	if (sandbox_find(sess, idbuf) == NULL) {
+	if ((sb = sandbox_find(sess, idbuf)) == NULL) {
 		*code = RESOURCE_NOT_FOUND;
 		*why = "no such sandbox";
 		return NULL;
 	}
-	json_object_object_add(sess->subs, uri, json_object_new_boolean(1));
+	/* One subscription per sandbox, under its full id; updates name
+	 * the URI the client used. */
+	xasprintf(&key, "containers://%s/logs", sb->id);
+	json_object_object_add(sess->subs, key, json_object_new_string(uri));
+	free(key);
 	return json_object_new_object();
 }
 
@@ -376,6 +437,8 @@ json_object *
 resources_unsubscribe(struct session *sess, json_object *id,
     json_object *params, int *code, const char **why)
 {
+	struct sandbox *sb;
+	char idbuf[80], *key;
 	const char *uri;
 
 	(void)id;
@@ -384,39 +447,38 @@ resources_unsubscribe(struct session *sess, json_object *id,
 		*why = "resources/unsubscribe needs params.uri";
 		return NULL;
 	}
+	if (sscanf(uri, "containers://%79[^/]/logs", idbuf) == 1 &&
+	    (sb = sandbox_find(sess, idbuf)) != NULL) {
+		xasprintf(&key, "containers://%s/logs", sb->id);
+		json_object_object_del(sess->subs, key);
+		free(key);
+	}
 	json_object_object_del(sess->subs, uri);
 	return json_object_new_object();
 }
 
-/* A sandbox's log has news: tell the sessions subscribed to it. */
+/* A sandbox's log has news: tell its session if subscribed to it. */
 void
 resources_logs_updated(struct sandbox *sb)
 {
 	struct session *sess = sb->owner;
-	json_object *n, *p;
-	char idbuf[100];
-	const char *uri = NULL;
+	json_object *n, *p, *uri;
+	char *key;
 
 	if (sess == NULL)
 		return;
-	/* The client may have subscribed by name, prefix or full id. */
-	json_object_object_foreach(sess->subs, key, val)
-	{
-		(void)val;
-		if (sscanf(key, "containers://%79[^/]/logs", idbuf) == 1 &&
-		    sandbox_find(sess, idbuf) == sb) {
-			uri = key;
-			break;
-		}
-	}
-	if (uri == NULL)
+	xasprintf(&key, "containers://%s/logs", sb->id);
+	if (!json_object_object_get_ex(sess->subs, key, &uri)) {
+		free(key);
 		return;
+	}
+	free(key);
 	n = json_object_new_object();
 	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
 	json_object_object_add(n, "method",
 	    json_object_new_string("notifications/resources/updated"));
 	p = json_object_new_object();
-	json_object_object_add(p, "uri", json_object_new_string(uri));
+	json_object_object_add(p, "uri", json_object_get(uri));
 	json_object_object_add(n, "params", p);
 	mcp_send(sess, n);
 }

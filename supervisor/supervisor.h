@@ -54,7 +54,20 @@ struct session {
 	int log_level; /* notifications/message at or above */
 	int closing, gone;
 	json_object *subs; /* resource URIs subscribed to (a set) */
+	json_object *client_caps; /* the client's capabilities, owned */
 	TAILQ_HEAD(, call) calls;
+	TAILQ_HEAD(, sreq) sreqs; /* the server's requests awaiting answers */
+	long long last_sreq; /* the last id given to one */
+	/*
+	 * Optional, for transports with a stream per request (HTTP; NULL
+	 * elsewhere): send_for() carries a message that belongs to request
+	 * rid (a log line, or a request of the server, during that call) on
+	 * that request's stream; drop_stream() ends the connection of
+	 * request rid's stream without ending the request, which the client
+	 * resumes with Last-Event-ID.
+	 */
+	void (*send_for)(struct session *, json_object *rid, json_object *msg);
+	void (*drop_stream)(struct session *, json_object *rid);
 	TAILQ_ENTRY(session) entry;
 };
 
@@ -77,7 +90,7 @@ struct tool {
 	const char *title;
 	const char *description;
 	const char *input_schema; /* JSON text */
-	const char *output_schema; /* JSON text */
+	const char *output_schema; /* JSON text; NULL: none (fixtures only) */
 	int read_only, destructive, idempotent, open_world;
 	void (*exec)(struct call *);
 };
@@ -124,6 +137,35 @@ void mcp_log(struct session *, int, const char *, ...)
 struct call *call_new(struct session *, json_object *, const char *);
 void call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
+/* Used by nothing in the server proper; the conformance fixtures use them. */
+void mcp_call_log(struct call *, int, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+int mcp_client_has(struct session *, const char *);
+typedef void (*sreq_done)(struct call *, json_object *, json_object *);
+void mcp_call_request(struct call *, const char *, json_object *, sreq_done);
+void mcp_call_drop_stream(struct call *);
+
+/* prompts.c: prompts/list, prompts/get, completion/complete */
+struct prompt {
+	const char *name;
+	const char *title;
+	const char *description;
+	const char *arguments; /* JSON text: [{name, description, required}] */
+	/* The GetPromptResult for these arguments (an object of strings,
+	 * the required ones present), or NULL with *why set. */
+	json_object *(*get)(struct session *, json_object *, const char **);
+	/* Values completing an argument (an array of strings), or NULL. */
+	json_object *(*complete)(const char *, const char *);
+};
+int prompts_register(const struct prompt *);
+int prompts_count(void);
+int prompts_completable(void);
+json_object *prompts_list(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *prompts_get(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *prompts_complete(
+    struct session *, json_object *, json_object *, int *, const char **);
 
 /* execrun.c */
 struct xrun;
@@ -189,11 +231,26 @@ json_object *resources_subscribe(
 json_object *resources_unsubscribe(
     struct session *, json_object *, json_object *, int *, const char **);
 void resources_logs_updated(struct sandbox *);
+/*
+ * Resources of a URI prefix added at startup by a module outside the
+ * server proper (the conformance fixtures; the real server adds none).
+ */
+struct resource_provider {
+	const char *prefix; /* "test://": the URIs it owns */
+	void (*list)(struct session *, json_object *); /* append resources */
+	void (*templates)(struct session *, json_object *); /* append them */
+	/* A ReadResourceResult, or NULL with *code and *why set. */
+	json_object *(*read)(
+	    struct session *, const char *, int *, const char **);
+	int (*subscribe)(struct session *, const char *); /* -1: unknown */
+};
+int resources_register(const struct resource_provider *);
 
 /* progress.c */
 void progress_start(struct call *, json_object *);
 void progress_output(struct call *, const char *, size_t);
 void progress_end(struct call *);
+int progress_report(struct call *, double, double, const char *);
 
 /* jsonrpc.c */
 enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE };
@@ -216,6 +273,7 @@ json_object *rpc_result(json_object *, json_object *);
 /* tools.c */
 extern const struct tool *const tools[];
 json_object *tools_list(const char *, int, int *);
+int tools_register(const struct tool *);
 const struct tool *tool_find(const char *);
 json_object *tool_result(json_object *, const char *, int);
 void tool_result_add_content(json_object *, json_object *);
@@ -229,9 +287,10 @@ char *sanitize_docker_error(const char *);
 /* transfer.c */
 struct upload;
 struct tar_out;
+extern const char upload_file_script[];
 struct upload *upload_start(struct call *, struct sandbox *, struct tar_out *,
-    const char *, const char *, void (*)(struct upload *, const char *, void *),
-    void *);
+    const char *, const char *, int,
+    void (*)(struct upload *, const char *, void *), void *);
 struct tar_out *upload_tar(struct upload *);
 void upload_cancel(struct upload *);
 void upload_free(struct upload *);
@@ -316,6 +375,9 @@ void http_stop(void);
 
 /* main.c */
 void supervisor_quit(void);
+
+/* fixtures.c (-Dfixtures=true only: the mcp-sandboxd-fixtures binary) */
+void fixtures_init(void);
 
 /* The tools. */
 extern const struct tool tool_sandbox_initialize;

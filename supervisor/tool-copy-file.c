@@ -143,7 +143,7 @@ copy_file(struct call *c)
 	f->call = c;
 	xasprintf(
 	    &f->path, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name);
-	upload_start(c, sb, t, dir, name, cfile_done, f);
+	upload_start(c, sb, t, dir, name, 1, cfile_done, f);
 	free(path);
 	free(dir);
 	free(name);

@@ -144,7 +144,7 @@ copy_project(struct call *c)
 	p->call = c;
 	xasprintf(
 	    &p->dest, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name);
-	upload_start(c, sb, t, dir, name, cproj_done, p);
+	upload_start(c, sb, t, dir, name, 0, cproj_done, p);
 	free(path);
 	free(dir);
 	free(name);

@@ -193,9 +193,12 @@ xcall_done(struct xrun *run, json_object *r, void *arg)
 	if (json_object_object_get_ex(r, "timed_out", &v) &&
 	    json_object_get_boolean(v))
 		x->timed_out = 1;
+	/* Output over the cap is a limit hit, whatever the exit code. */
 	if (json_object_object_get_ex(r, "truncated", &v) &&
-	    json_object_get_boolean(v))
+	    json_object_get_boolean(v)) {
 		x->cap_left = 0;
+		bad = 1;
+	}
 	if (json_object_object_get_ex(r, "stdout_bytes", &v))
 		x->cap_left -= json_object_get_int64(v);
 	if (json_object_object_get_ex(r, "stderr_bytes", &v))

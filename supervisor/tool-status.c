@@ -34,7 +34,7 @@ static const char output_schema[] =
     "\"when the sandbox will be removed (lifetime or idle limit)\"},"
     "\"worker_pid\":{\"type\":\"integer\"}},"
     "\"required\":[\"container_id\",\"name\",\"state\",\"image\","
-    "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}}},"
+    "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}},"
     "\"stats\":{\"type\":\"object\",\"description\":\"the server's "
     "statistics, as sandbox://stats\"}},"
     "\"required\":[\"sandboxes\"]}";

@@ -37,10 +37,6 @@ static const char output_schema[] =
     "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}},"
     "\"required\":[\"path\",\"bytes\"]}";
 
-/* Unpack stdin into $1 (made if missing); on failure remove $1/$2. */
-static const char untar_one[] = "mkdir -p -- \"$1\" && tar -xf - -C \"$1\" || "
-                                "{ rm -f -- \"$1/$2\" 2>/dev/null; exit 1; }";
-
 struct wfile {
 	struct call *call;
 	struct xrun *run;
@@ -242,7 +238,7 @@ write_file(struct call *c)
 	args[1] = name;
 	args[2] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = untar_one;
+	o.command = upload_file_script;
 	o.args = args;
 	o.timeout_ms = sup.conf->exec_timeout * 1000;
 	o.stdin_stream = 1;

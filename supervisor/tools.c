@@ -1,4 +1,5 @@
 /* The tool table, tools/list, and what every tool result looks like. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,14 +27,47 @@ const struct tool *const tools[] = {
     NULL,
 };
 
+/*
+ * Tools added at startup by a module that is not part of the server
+ * proper (the conformance fixtures, -Dfixtures=true); listed after the
+ * table above.  Empty in the real server.
+ */
+#define TOOLS_EXTRA_MAX 32
+static const struct tool *tools_extra[TOOLS_EXTRA_MAX];
+static size_t ntools_extra;
+
+/* Add a tool (not copied; it must outlive the server); -1 when full. */
+int
+tools_register(const struct tool *t)
+{
+	if (ntools_extra == TOOLS_EXTRA_MAX || tool_find(t->name) != NULL) {
+		errno = ntools_extra == TOOLS_EXTRA_MAX ? ENOSPC : EEXIST;
+		return -1;
+	}
+	tools_extra[ntools_extra++] = t;
+	return 0;
+}
+
+/* The i-th tool of tools/list (the table, then the registered ones). */
+static const struct tool *
+tool_nth(size_t i)
+{
+	size_t n = sizeof tools / sizeof tools[0] - 1; /* less the NULL */
+
+	if (i < n)
+		return tools[i];
+	return i - n < ntools_extra ? tools_extra[i - n] : NULL;
+}
+
 const struct tool *
 tool_find(const char *name)
 {
+	const struct tool *t;
 	size_t i;
 
-	for (i = 0; tools[i] != NULL; i++)
-		if (strcmp(tools[i]->name, name) == 0)
-			return tools[i];
+	for (i = 0; (t = tool_nth(i)) != NULL; i++)
+		if (strcmp(t->name, name) == 0)
+			return t;
 	return NULL;
 }
 
@@ -49,8 +83,9 @@ tool_describe(const struct tool *t)
 	    o, "description", json_object_new_string(t->description));
 	json_object_object_add(
 	    o, "inputSchema", json_tokener_parse(t->input_schema));
-	json_object_object_add(
-	    o, "outputSchema", json_tokener_parse(t->output_schema));
+	if (t->output_schema != NULL) /* every tool of the server has one */
+		json_object_object_add(
+		    o, "outputSchema", json_tokener_parse(t->output_schema));
 	a = json_object_new_object();
 	json_object_object_add(a, "title", json_object_new_string(t->title));
 	json_object_object_add(
@@ -77,7 +112,7 @@ tools_list(const char *cursor, int page, int *code)
 	char *end, next[32];
 	long l;
 
-	for (n = 0; tools[n] != NULL; n++)
+	for (n = 0; tool_nth(n) != NULL; n++)
 		;
 	if (cursor != NULL) {
 		l = strtol(cursor, &end, 10);
@@ -91,7 +126,7 @@ tools_list(const char *cursor, int page, int *code)
 	r = json_object_new_object();
 	list = json_object_new_array();
 	for (i = start; i < n && i < start + (size_t)page; i++)
-		json_object_array_add(list, tool_describe(tools[i]));
+		json_object_array_add(list, tool_describe(tool_nth(i)));
 	json_object_object_add(r, "tools", list);
 	if (i < n) {
 		snprintf(next, sizeof next, "%zu", i);

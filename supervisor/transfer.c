@@ -17,8 +17,24 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
-/* $1 directory (made if missing), $2 the top name in the archive. */
+/*
+ * One file: $1 directory (made if missing), $2 the file's name (may hold
+ * '/').  Unpacked beside its place first, then renamed over it, so that a
+ * failure (no space, say) leaves an existing file as it was.
+ */
+const char upload_file_script[] =
+    "d=$1; n=$2; mkdir -p -- \"$d\" || exit 1;"
+    "t=$(mktemp -d \"$d/.mcp-upload.XXXXXX\") || exit 1;"
+    "trap 'rm -rf -- \"$t\"' EXIT;"
+    "tar -xf - -C \"$t\" || exit 1;"
+    "[ -f \"$t/$n\" ] || { echo \"the archive did not hold $n\" >&2; exit 1; };"
+    "if [ -d \"$d/$n\" ]; then echo \"$d/$n is a directory\" >&2; exit 1; fi;"
+    "mkdir -p -- \"$(dirname -- \"$d/$n\")\" && mv -f -- \"$t/$n\" \"$d/$n\"";
+
+/* A tree: $1 directory (made if missing), $2 the top name, merged in. */
 static const char untar[] =
+    "if [ -e \"$1/$2\" ] && [ ! -d \"$1/$2\" ]; then"
+    " echo \"$1/$2 exists and is not a directory\" >&2; exit 1; fi;"
     "[ -e \"$1/$2\" ] || new=1;"
     "mkdir -p -- \"$1\" && tar -xf - -C \"$1\" && exit 0;"
     "[ -n \"$new\" ] && rm -rf -- \"$1/$2\"; exit 1";
@@ -96,7 +112,7 @@ upload_done(struct xrun *run, json_object *r, void *arg)
  */
 struct upload *
 upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
-    const char *dir, const char *name,
+    const char *dir, const char *name, int one_file,
     void (*done)(struct upload *, const char *, void *), void *arg)
 {
 	const char *args[3] = {dir, name, NULL};
@@ -109,7 +125,7 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 	u->done = done;
 	u->arg = arg;
 	memset(&o, 0, sizeof o);
-	o.command = untar;
+	o.command = one_file ? upload_file_script : untar;
 	o.args = args;
 	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
 	o.stdin_stream = 1;

@@ -18,6 +18,12 @@ export const BIN = process.env.MCP_SANDBOXD_BIN
   : path.resolve(INTEROP_DIR, '../../build/mcp-sandboxd');
 export const IMAGE = process.env.MCP_SANDBOXD_TEST_IMAGE ?? 'mcp-sandboxd-test/python:bookworm';
 export const LABEL_KEY = 'mcp-sandboxd-test';
+// Images of the fresh sandboxes execute_code, create_run_close and run_project
+// make per language (--python-image, --node-image, --go-image): the local test
+// images, so that no registry is needed.
+export const PYTHON_IMAGE = process.env.MCP_SANDBOXD_TEST_PYTHON_IMAGE ?? 'mcp-sandboxd-test/python:bookworm';
+export const NODE_IMAGE = process.env.MCP_SANDBOXD_TEST_NODE_IMAGE ?? 'mcp-sandboxd-test/node:bookworm';
+export const GO_IMAGE = process.env.MCP_SANDBOXD_TEST_GO_IMAGE ?? 'mcp-sandboxd-test/go:bookworm';
 
 /** A label value unique to this test file's run, e.g. interop-tools-1a2b3c4d. */
 export function uniqueLabel(tag) {
@@ -48,12 +54,27 @@ export function containerLabels(id) {
  * Spawn the server through StdioClientTransport and connect an SDK Client.
  * Returns a handle with the client, the negotiated protocol version, the
  * server's stderr so far, and how the server process ended.
+ *
+ * Options beyond tag, args and label (both off by default):
+ * - languageImages: true adds --python-image, --node-image and --go-image
+ *   with the local test images (PYTHON_IMAGE, NODE_IMAGE, GO_IMAGE);
+ * - allowDirs: host directories, each passed as --allow-dir.
+ * They come before args, so args win.
  */
-export async function startServer({ tag = 'test', args = [], label = uniqueLabel(tag) } = {}) {
+export async function startServer({
+  tag = 'test',
+  args = [],
+  label = uniqueLabel(tag),
+  languageImages = false,
+  allowDirs = [],
+} = {}) {
   assert.ok(existsSync(BIN), `server binary not found at ${BIN} (build it, or set MCP_SANDBOXD_BIN)`);
+  const extra = [];
+  if (languageImages) extra.push('--python-image', PYTHON_IMAGE, '--node-image', NODE_IMAGE, '--go-image', GO_IMAGE);
+  for (const dir of allowDirs) extra.push('--allow-dir', dir);
   const transport = new StdioClientTransport({
     command: BIN,
-    args: ['--image', IMAGE, '--label', label, '--log-level', 'warn', ...args],
+    args: ['--image', IMAGE, '--label', label, '--log-level', 'warn', ...extra, ...args],
     stderr: 'pipe',
   });
   const handle = {

@@ -1,0 +1,87 @@
+/* The tool table: every schema is one whole JSON object, as MCP wants. */
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "supervisor.h"
+
+/* The library's tools need the supervisor's globals; none is touched. */
+struct supervisor sup;
+void
+supervisor_quit(void)
+{
+}
+
+static json_object *
+parse_whole(const char *text)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *o;
+
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	o = json_tokener_parse_ex(tok, text, (int)strlen(text));
+	cr_assert_eq(json_tokener_get_error(tok), json_tokener_success,
+	    "not JSON: %s", text);
+	cr_assert_eq(json_tokener_get_parse_end(tok), strlen(text),
+	    "bytes after the schema's end: %s",
+	    text + json_tokener_get_parse_end(tok));
+	json_tokener_free(tok);
+	return o;
+}
+
+static void
+check_schema(const char *tool, const char *which, const char *text)
+{
+	json_object *o, *v;
+
+	cr_assert_not_null(text, "%s has no %s", tool, which);
+	o = parse_whole(text);
+	cr_assert(json_object_is_type(o, json_type_object));
+	cr_assert(json_object_object_get_ex(o, "type", &v), "%s.%s", tool, which);
+	cr_expect_str_eq(json_object_get_string(v), "object", "%s.%s", tool,
+	    which);
+	cr_assert(json_object_object_get_ex(o, "properties", &v),
+	    "%s.%s has no properties", tool, which);
+	/* Every required member is a declared property. */
+	if (json_object_object_get_ex(o, "required", &v)) {
+		json_object *props;
+		size_t i;
+
+		json_object_object_get_ex(o, "properties", &props);
+		for (i = 0; i < json_object_array_length(v); i++)
+			cr_expect(json_object_object_get_ex(props,
+			    json_object_get_string(json_object_array_get_idx(v, i)),
+			    NULL), "%s.%s requires an undeclared member", tool,
+			    which);
+	}
+	json_object_put(o);
+}
+
+Test(tools, every_schema_is_one_whole_object)
+{
+	size_t i;
+
+	for (i = 0; tools[i] != NULL; i++) {
+		check_schema(tools[i]->name, "inputSchema",
+		    tools[i]->input_schema);
+		check_schema(tools[i]->name, "outputSchema",
+		    tools[i]->output_schema);
+		cr_expect(tools[i]->title != NULL && *tools[i]->title != '\0');
+		cr_expect(tools[i]->description != NULL &&
+		    strlen(tools[i]->description) > 20);
+	}
+	cr_expect_eq(i, 14, "%zu tools", i);
+}
+
+Test(tools, names_are_unique_and_found)
+{
+	size_t i, j;
+
+	for (i = 0; tools[i] != NULL; i++) {
+		cr_expect_eq(tool_find(tools[i]->name), tools[i]);
+		for (j = i + 1; tools[j] != NULL; j++)
+			cr_expect_str_neq(tools[i]->name, tools[j]->name);
+	}
+	cr_expect_null(tool_find("no_such_tool"));
+}
