@@ -175,6 +175,13 @@ coderun_finish(struct coderun *cr, json_object *r)
 				    o, key, json_object_get(val));
 		}
 	}
+	/* The output schema's members, whatever happened. */
+	if (!json_object_object_get_ex(o, "stdout", NULL))
+		json_object_object_add(o, "stdout", json_object_new_string(""));
+	if (!json_object_object_get_ex(o, "stderr", NULL))
+		json_object_object_add(o, "stderr", json_object_new_string(""));
+	if (!json_object_object_get_ex(o, "exit_code", NULL))
+		json_object_object_add(o, "exit_code", json_object_new_int(-1));
 	cr->done(o, cr->arg);
 	json_object_put(o);
 	json_object_put(cr->packages);

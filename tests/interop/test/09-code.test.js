@@ -276,11 +276,11 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
       assert.equal(out.session_lost, true, JSON.stringify(out));
       assert.notEqual(out.exit_code, 0);
       assert.match(textOf(result), /gone|lost|killed/i);
+      assert.deepEqual(await processes(nodeA, /^python3 /), [], 'the timed-out interpreter is gone');
       // The state is gone: a fresh interpreter answers the next call.
       const next = await run({ container_id: nodeA, code: 'print(doomed)' });
       assert.equal(next.result.isError, true);
       assert.match(next.out.error ?? '', /NameError: name 'doomed' is not defined/);
-      assert.deepEqual(await processes(nodeA, /time\.sleep\(30\)/), [], 'the timed-out code is not running');
       // Not touched: the sandbox_exec's sleep and the JavaScript session.
       assert.deepEqual(await processes(nodeA, bg.re), ['sleep 100']);
       const js = await runOk({ container_id: nodeA, language: 'javascript', code: 'survivor' });
@@ -318,14 +318,23 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     const bg = await backgroundSleep(pyA, 101);
     try {
       const ac = new AbortController();
-      const pending = run({ container_id: pyA, code: 'import time; time.sleep(45)' }, { signal: ac.signal });
-      for (let i = 0; i < 50 && (await processes(pyA, /time\.sleep\(45\)/)).length === 0; i++) await sleep(100);
+      const pending = run(
+        { container_id: pyA, code: 'import time\nopen("/tmp/started-45", "w").close()\ntime.sleep(45)' },
+        { signal: ac.signal },
+      );
+      let started = false;
+      for (let i = 0; i < 100 && !started; i++) {
+        const { out } = await exec(client, { container_id: pyA, commands: 'test -e /tmp/started-45' });
+        started = out.results[0].exit_code === 0;
+        if (!started) await sleep(100);
+      }
+      assert.ok(started, 'the code started');
       ac.abort(new Error('cancelled by the test'));
       await assert.rejects(pending, /cancelled by the test/);
       // No response comes: the loss shows in what follows.
       let left = [];
       for (let i = 0; i < 40; i++) {
-        left = await processes(pyA, /python3/);
+        left = await processes(pyA, /^python3 /);
         if (left.length === 0) break;
         await sleep(250);
       }
