@@ -34,10 +34,11 @@
 
 /* argv[1] is the nonce.  The last expression's value is shown. */
 static const char py_driver[] =
-    "import ast, json, os, sys, traceback\n"
+    "import ast, importlib, json, os, site, sys, traceback\n"
     "nonce = sys.argv[1]\n"
     "ns = {'__name__': '__main__', '__builtins__': __builtins__}\n"
     "inp = sys.stdin.buffer\n"
+    "sys.stdin = open(os.devnull)\n"
     "sys.argv = ['']\n"
     "while True:\n"
     "    hdr = inp.readline()\n"
@@ -45,6 +46,13 @@ static const char py_driver[] =
     "        break\n"
     "    code = inp.read(int(hdr)).decode('utf-8', 'replace')\n"
     "    st = {'ok': True}\n"
+    "    try:\n"
+    "        u = site.getusersitepackages()\n"
+    "        if os.path.isdir(u) and u not in sys.path:\n"
+    "            site.addsitedir(u)\n"
+    "        importlib.invalidate_caches()\n"
+    "    except Exception:\n"
+    "        pass\n"
     "    try:\n"
     "        tree = ast.parse(code, '<code>', 'exec')\n"
     "        last = None\n"
@@ -80,20 +88,27 @@ static const char py_driver[] =
  * typescript package, or Node's own stripping where it has it).
  */
 static const char js_driver[] =
-    "const vm = require('vm'), fs = require('fs'), m = require('module');\n"
+    "(function () {\n"
+    "const vm = require('vm'), fs = require('fs'), M = require('module');\n"
     "const [nonce, lang] = process.argv.slice(-2);\n"
-    "globalThis.require = m.createRequire(process.cwd() + '/');\n"
+    "globalThis.require = M.createRequire(process.cwd() + '/');\n"
+    "globalThis.exports = {};\n"
+    "globalThis.module = {exports: globalThis.exports};\n"
     "let ts = null;\n"
     "function strip(code) {\n"
     "  if (lang !== 'typescript') return code;\n"
     "  if (ts === null) { try { ts = require('typescript'); } catch (e) "
     "{ ts = false; } }\n"
-    "  if (ts) return ts.transpileModule(code, {compilerOptions: "
+    "  let js;\n"
+    "  if (ts) js = ts.transpileModule(code, {compilerOptions: "
     "{target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.CommonJS}})"
     ".outputText;\n"
-    "  if (m.stripTypeScriptTypes) return m.stripTypeScriptTypes(code);\n"
-    "  throw new Error('TypeScript needs the typescript package (Debian: "
-    "node-typescript) or Node 23.2+');\n"
+    "  else if (M.stripTypeScriptTypes) js = M.stripTypeScriptTypes(code);\n"
+    "  else throw new Error('TypeScript needs the typescript package "
+    "(Debian: node-typescript) or Node 23.2+');\n"
+    "  /* An import may come again in a later call of the session. */\n"
+    "  return js.replace(/^(\\s*)(?:const|let) (\\w+) = "
+    "require\\(/gm, '$1var $2 = require(');\n"
     "}\n"
     "let buf = Buffer.alloc(0);\n"
     "function end(st) {\n"
@@ -128,7 +143,8 @@ static const char js_driver[] =
     "    buf = buf.subarray(nl + 1 + n);\n"
     "    run(code);\n"
     "  }\n"
-    "});\n";
+    "});\n"
+    "})();\n";
 
 struct icall {
 	uint32_t reqid;
@@ -154,6 +170,7 @@ struct interp {
 	long credit;
 	int paused, dying, timed_out, cancelled, truncated;
 	int oneshot; /* a session for one call only (session: false) */
+	int exit;    /* the interpreter's exit code, once known (else -1) */
 	long long out_bytes, err_bytes;
 	struct killer *killer;
 	struct event *timer, *kick;
@@ -181,7 +198,7 @@ interp_answer(struct interp *ip, int lost, const char *why)
 {
 	struct icall *c = ip->cur;
 	json_object *r, *v;
-	int ok = 0;
+	int ok = 0, code;
 
 	if (c == NULL)
 		return;
@@ -196,12 +213,14 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	if (ip->status != NULL &&
 	    json_object_object_get_ex(ip->status, "ok", &v))
 		ok = json_object_get_boolean(v);
-	json_object_object_add(r, "exit_code",
-	    json_object_new_int(
-	        ip->status != NULL &&
-	                json_object_object_get_ex(ip->status, "exit", &v)
-	            ? json_object_get_int(v)
-	            : !ok));
+	if (ip->status != NULL &&
+	    json_object_object_get_ex(ip->status, "exit", &v))
+		code = json_object_get_int(v);
+	else if (lost && ip->exit > 0)
+		code = ip->exit; /* process.exit(4), os._exit(3), a kill */
+	else
+		code = !ok;
+	json_object_object_add(r, "exit_code", json_object_new_int(code));
 	if (ip->status != NULL &&
 	    json_object_object_get_ex(ip->status, "error", &v))
 		json_object_object_add(r, "error", json_object_get(v));
@@ -363,15 +382,13 @@ interp_free(struct interp *ip)
 	free(ip);
 }
 
-/* The interpreter's stream ended: it exited or was killed. */
+/* The session is over: answer what it had, then free it. */
 static void
-interp_stream_done(const struct docker_resp *resp, void *arg)
+interp_ended(struct interp *ip, const char *err)
 {
-	struct interp *ip = arg;
 	struct icall *c;
 	json_object *r;
 
-	ip->req = NULL;
 	interp_answer(ip, 1,
 	    ip->timed_out
 	        ? "timed out: the session was killed and its state is gone"
@@ -380,9 +397,8 @@ interp_stream_done(const struct docker_resp *resp, void *arg)
 	    : ip->truncated
 	        ? "output over the cap: the session was killed and its state "
 	          "is gone"
-	    : resp->error != NULL ? resp->error
-	                          : "the interpreter exited; its state is "
-	                            "gone");
+	    : err != NULL ? err
+	                  : "the interpreter exited; its state is gone");
 	/* Calls that waited: the next one starts a new session. */
 	while ((c = TAILQ_FIRST(&ip->queue)) != NULL) {
 		TAILQ_REMOVE(&ip->queue, c, entry);
@@ -398,6 +414,48 @@ interp_stream_done(const struct docker_resp *resp, void *arg)
 		free(c);
 	}
 	interp_free(ip);
+}
+
+static void
+interp_inspected_cb(const struct docker_resp *resp, void *arg)
+{
+	struct interp *ip = arg;
+	json_object *v;
+
+	ip->req = NULL;
+	if (resp->json != NULL &&
+	    json_object_object_get_ex(resp->json, "ExitCode", &v) &&
+	    json_object_is_type(v, json_type_int))
+		ip->exit = json_object_get_int(v);
+	interp_ended(ip, NULL);
+}
+
+/* The interpreter's stream ended: it exited or was killed. */
+static void
+interp_stream_done(const struct docker_resp *resp, void *arg)
+{
+	struct interp *ip = arg;
+	char *path;
+	size_t len;
+	int s;
+
+	ip->req = NULL;
+	/* What was held back for a marker that never came is output. */
+	for (s = 0; s < 2; s++) {
+		if ((len = evbuffer_get_length(ip->hold[s])) > 0)
+			interp_pass(ip, s,
+			    (const char *)evbuffer_pullup(ip->hold[s], -1), len);
+		evbuffer_drain(ip->hold[s], len);
+	}
+	if (ip->cur == NULL || ip->exec_id == NULL || resp->error != NULL) {
+		interp_ended(ip, resp->error);
+		return;
+	}
+	/* How it exited (process.exit(4), os._exit(3)) is the call's code. */
+	xasprintf(&path, "/exec/%s/json", ip->exec_id);
+	ip->req = docker_call(ip->w->docker, "GET", path, NULL,
+	    interp_inspected_cb, ip);
+	free(path);
 }
 
 static void
@@ -521,6 +579,7 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 
 	ip = xcalloc(1, sizeof *ip);
 	ip->w = w;
+	ip->exit = -1;
 	snprintf(ip->lang, sizeof ip->lang, "%s", lang);
 	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
 		fatal("getrandom");

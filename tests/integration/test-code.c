@@ -752,6 +752,33 @@ Test(code, exceptions, .timeout = 180, .fini = code_fini)
 	h_finish(s);
 }
 
+Test(code, python_input_eof, .timeout = 120, .fini = code_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	long long t0;
+	char *cid;
+
+	s = start(0);
+	cid = create(s, PY_IMAGE);
+	json_object_put(code_ok(s, cid, NULL, "survives_input = 1", NULL));
+	/* The session's stdin carries the calls: the code must not read
+	 * them (nor wait for them): input() gets end of file at once. */
+	t0 = h_now_ms();
+	r = code(s, cid, NULL, "line = input()", NULL, 5);
+	cr_expect_lt(h_now_ms() - t0, 3000, "input() blocked: %s",
+	    json_object_to_json_string(r));
+	cr_expect(h_is_error(r));
+	cr_expect(h_contains(sc(r, "error"), "EOFError"), "%s",
+	    json_object_to_json_string(r));
+	cr_expect(!scb(r, "session_lost"));
+	json_object_put(r);
+	code_expect(s, cid, NULL, "print(survives_input)", "1\n");
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
 /* --- installation without a network --- */
 
 Test(code, install_package_local, .timeout = 300, .fini = code_fini)

@@ -423,6 +423,17 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     assert.equal(out.session_lost, false);
   });
 
+  it('Python input() in a session gets end of file at once (the session’s stdin is not the code’s)', async () => {
+    await runOk({ container_id: pyB, code: 'survives_input = 1' });
+    const started = Date.now();
+    const { result, out } = await run({ container_id: pyB, code: 'line = input()', timeout_seconds: 5 });
+    assert.ok(Date.now() - started < 3_000, `input() blocked ${Date.now() - started} ms: ${JSON.stringify(out)}`);
+    assert.equal(result.isError, true);
+    assert.match(out.error ?? '', /EOFError/, JSON.stringify(out));
+    assert.equal(out.session_lost, false);
+    assert.equal((await runOk({ container_id: pyB, code: 'print(survives_input)' })).stdout, '1\n');
+  });
+
   // --- the JavaScript session's namespace ---
 
   it('JavaScript code may declare the common names (const fs = require("fs"), m, buf)', async () => {
@@ -438,7 +449,9 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
       const { result, out } = await run({
         container_id: nodeB,
         language: 'typescript',
-        code: 'import * as os from "os";\nconst t: string = typeof os.hostname;\nconsole.log(t);',
+        // The import is what repeats; a const of the call itself would
+        // clash in any REPL-like session, as in JavaScript.
+        code: 'import * as os from "os";\nconsole.log(typeof (os.hostname as unknown));',
       });
       assert.notEqual(result.isError, true, `call ${i + 1}: ${out.error}`);
       assert.equal(out.stdout, 'function\n');
