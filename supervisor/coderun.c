@@ -141,6 +141,7 @@ struct coderun {
 	struct xrun *run;
 	void (*done)(json_object *, void *);
 	void *arg;
+	struct coderun **slot; /* the caller's handle, cleared at the end */
 };
 
 static long long
@@ -182,6 +183,8 @@ coderun_finish(struct coderun *cr, json_object *r)
 		json_object_object_add(o, "stderr", json_object_new_string(""));
 	if (!json_object_object_get_ex(o, "exit_code", NULL))
 		json_object_object_add(o, "exit_code", json_object_new_int(-1));
+	if (cr->slot != NULL)
+		*cr->slot = NULL;
 	cr->done(o, cr->arg);
 	json_object_put(o);
 	json_object_put(cr->packages);
@@ -263,12 +266,13 @@ coderun_installed(struct xrun *run, json_object *r, void *arg)
 /*
  * Run code in a sandbox: install its dependencies (packages: an array,
  * or NULL to detect them; an empty array for none), then run it.
- * done(result, arg) gets the result (borrowed).
+ * done(result, arg) gets the result (borrowed); *slot holds the run
+ * until then (for coderun_cancel).
  */
-struct coderun *
+void
 coderun_start(struct call *c, struct sandbox *sb, const char *language,
     const char *code, int session, json_object *packages, long long timeout_ms,
-    void (*done)(json_object *, void *), void *arg)
+    void (*done)(json_object *, void *), void *arg, struct coderun **slot)
 {
 	const char *manager = code_manager(language);
 	const char **args;
@@ -285,6 +289,9 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	cr->deadline_ms = now_ms() + timeout_ms;
 	cr->done = done;
 	cr->arg = arg;
+	/* Set now: the run may end (and clear it) before this returns. */
+	cr->slot = slot;
+	*slot = cr;
 	if (packages != NULL)
 		cr->packages = json_object_get(packages);
 	else if ((cr->packages = deps_detect(language, code, strlen(code))) ==
@@ -293,7 +300,7 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	n = json_object_array_length(cr->packages);
 	if (n == 0 || manager == NULL) {
 		coderun_go(cr);
-		return cr;
+		return;
 	}
 	args = xcalloc(n + 1, sizeof *args);
 	for (i = 0; i < n; i++)
@@ -306,7 +313,6 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	o.output_cap = sup.conf->output_cap;
 	cr->run = xrun_start(c, sb, &o, coderun_installed, cr);
 	free(args);
-	return cr;
 }
 
 void

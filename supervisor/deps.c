@@ -546,7 +546,7 @@ py_lex(struct pyscan *s, struct tok *t)
 			return;
 		}
 		t->type = T_PUNCT;
-		t->c = c;
+		t->c = (unsigned char)c;
 		return;
 	}
 	t->type = T_EOF;
@@ -643,6 +643,7 @@ py_add(struct found *f, const char *module)
 		if (n > 0 && 13 + n < sizeof pkg) {
 			memcpy(pkg, "google-cloud-", 13);
 			memcpy(pkg + 13, module + 13, n);
+			pkg[13 + n] = '\0';
 			for (end = pkg + 13; end < pkg + 13 + n; end++)
 				if (*end == '_')
 					*end = '-';
@@ -699,7 +700,7 @@ static void
 py_from(struct pyscan *s, struct found *f)
 {
 	char mod[NAME_MAX_LEN], full[NAME_MAX_LEN * 2];
-	int n, relative = 0, any = 0;
+	int relative = 0, any = 0;
 	struct tok t;
 
 	while (peek_punct(py_peek(s), '.')) {
@@ -709,7 +710,7 @@ py_from(struct pyscan *s, struct found *f)
 	if (relative)
 		return; /* from . import x, from .a import b: the project's own
 		         */
-	if ((n = py_dotted(s, mod, sizeof mod)) <= 0)
+	if (py_dotted(s, mod, sizeof mod) <= 0)
 		return;
 	if (!peek_name(py_peek(s), "import"))
 		return;
@@ -963,7 +964,7 @@ js_lex(struct jsscan *s, struct tok *t)
 		else if (c == '}' && s->braces > 0)
 			s->braces--;
 		t->type = T_PUNCT;
-		t->c = c;
+		t->c = (unsigned char)c;
 		s->regex_ok = !(c == ')' || c == ']' || c == '}');
 		return;
 	}
@@ -1278,7 +1279,7 @@ go_lex(struct goscan *s, struct tok *t)
 		}
 		s->p++;
 		t->type = T_PUNCT;
-		t->c = c;
+		t->c = (unsigned char)c;
 		return;
 	}
 	t->type = T_EOF;

@@ -25,7 +25,7 @@
 #define FX_DROP_MS 100 /* test_reconnection: the stream is cut then */
 #define FX_RESUME_MS 600 /* ... and the answer comes then */
 
-#define LOG_INFO_LEVEL 6 /* "info" in mcp.c's syslog order */
+#define MCP_LEVEL_INFO 6 /* "info" in mcp.c's syslog order */
 
 /* A 1x1 PNG and a short 8 kHz mono WAV. */
 static const char png_b64[] =
@@ -104,6 +104,7 @@ struct fx_job {
 	struct call *call;
 	struct event *timer;
 	int step;
+	int stopping; /* cancelled, or the server is going away */
 	int (*next)(struct fx_job *); /* one step; ms to the next, or -1 */
 };
 
@@ -142,7 +143,7 @@ fx_job_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (j->call->cancelled) {
+	if (j->stopping || j->call->cancelled) {
 		fx_job_reply(j, fx_result(1, fx_text("cancelled"), NULL));
 		return;
 	}
@@ -157,7 +158,10 @@ fx_job_cb(evutil_socket_t fd, short what, void *arg)
 static void
 fx_job_cancel(struct call *c)
 {
-	fx_job_arm(c->state, 0);
+	struct fx_job *j = c->state;
+
+	j->stopping = 1;
+	fx_job_arm(j, 0);
 }
 
 /* Start a job whose first step runs after ms. */
@@ -238,7 +242,7 @@ fx_logging_step(struct fx_job *j)
 	    "Tool processing data", "Tool execution completed"};
 
 	if (j->step < 3) {
-		mcp_call_log(j->call, LOG_INFO_LEVEL, "%s", lines[j->step++]);
+		mcp_call_log(j->call, MCP_LEVEL_INFO, "%s", lines[j->step++]);
 		return j->step < 3 ? FX_STEP_MS : 0;
 	}
 	fx_job_reply(
@@ -329,11 +333,15 @@ fx_answered(
     struct call *c, json_object *result, json_object *error, const char *prefix)
 {
 	struct fx_job *j = c->state;
+	json_object *what = error != NULL ? error : result;
 	const char *s;
 	char *text;
 
-	s = json_object_to_json_string_ext(error != NULL ? error : result,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (json_object_is_type(what, json_type_string))
+		s = json_object_get_string(what);
+	else
+		s = json_object_to_json_string_ext(what,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	xasprintf(
 	    &text, "%s%s", error != NULL ? "the client failed: " : prefix, s);
 	fx_job_reply(j, fx_result(error != NULL, fx_text(text), NULL));

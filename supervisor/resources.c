@@ -380,7 +380,8 @@ resources_read(struct session *sess, json_object *id, json_object *params,
 		stats = stats_json();
 		s = json_object_to_json_string_ext(
 		    stats, JSON_C_TO_STRING_PRETTY);
-		r = resource_contents(uri, "application/json", s, strlen(s), NULL);
+		r = resource_contents(
+		    uri, "application/json", s, strlen(s), NULL);
 		json_object_put(stats);
 		return r;
 	}

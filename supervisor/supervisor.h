@@ -304,9 +304,9 @@ int valid_relative(const char *);
 
 /* coderun.c */
 struct coderun;
-struct coderun *coderun_start(struct call *, struct sandbox *, const char *,
-    const char *, int, json_object *, long long,
-    void (*)(json_object *, void *), void *);
+void coderun_start(struct call *, struct sandbox *, const char *, const char *,
+    int, json_object *, long long, void (*)(json_object *, void *), void *,
+    struct coderun **);
 void coderun_cancel(struct coderun *);
 const char *code_manager(const char *);
 const char *code_installer(const char *);

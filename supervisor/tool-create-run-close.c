@@ -97,8 +97,8 @@ crc_created(struct call *c, struct sandbox *sb, const char *err, void *arg)
 		crc_ran(x->result, x);
 		return;
 	}
-	x->run = coderun_start(x->call, sb, x->language, x->code, 0,
-	    x->packages, x->timeout_ms, crc_ran, x);
+	coderun_start(x->call, sb, x->language, x->code, 0, x->packages,
+	    x->timeout_ms, crc_ran, x, &x->run);
 }
 
 /* Shared with execute_code without a container_id. */

@@ -187,7 +187,8 @@ xcode_cancel(struct call *c)
 {
 	struct xcode *x = c->state;
 
-	coderun_cancel(x->run);
+	if (x->run != NULL)
+		coderun_cancel(x->run);
 }
 
 static void
@@ -223,9 +224,9 @@ execute_code(struct call *c)
 	x->call = c;
 	c->state = x;
 	c->cancel = xcode_cancel;
-	x->run = coderun_start(c, sb, language, code,
+	coderun_start(c, sb, language, code,
 	    s == NULL || json_object_get_boolean(s), packages, timeout_ms,
-	    xcode_done, x);
+	    xcode_done, x, &x->run);
 	json_object_put(packages);
 }
 

@@ -371,8 +371,7 @@ rproj_in(struct rproj *p, struct sandbox *sb)
 		rproj_end(p, NULL, err);
 	} else
 		p->up =
-		    upload_start(
-		    p->call, sb, t, dir, name, 0, rproj_copied, p);
+		    upload_start(p->call, sb, t, dir, name, 0, rproj_copied, p);
 	free(dir);
 	free(name);
 }

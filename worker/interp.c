@@ -170,7 +170,7 @@ struct interp {
 	long credit;
 	int paused, dying, timed_out, cancelled, truncated;
 	int oneshot; /* a session for one call only (session: false) */
-	int exit;    /* the interpreter's exit code, once known (else -1) */
+	int exit; /* the interpreter's exit code, once known (else -1) */
 	long long out_bytes, err_bytes;
 	struct killer *killer;
 	struct event *timer, *kick;
@@ -444,7 +444,8 @@ interp_stream_done(const struct docker_resp *resp, void *arg)
 	for (s = 0; s < 2; s++) {
 		if ((len = evbuffer_get_length(ip->hold[s])) > 0)
 			interp_pass(ip, s,
-			    (const char *)evbuffer_pullup(ip->hold[s], -1), len);
+			    (const char *)evbuffer_pullup(ip->hold[s], -1),
+			    len);
 		evbuffer_drain(ip->hold[s], len);
 	}
 	if (ip->cur == NULL || ip->exec_id == NULL || resp->error != NULL) {
@@ -453,8 +454,8 @@ interp_stream_done(const struct docker_resp *resp, void *arg)
 	}
 	/* How it exited (process.exit(4), os._exit(3)) is the call's code. */
 	xasprintf(&path, "/exec/%s/json", ip->exec_id);
-	ip->req = docker_call(ip->w->docker, "GET", path, NULL,
-	    interp_inspected_cb, ip);
+	ip->req = docker_call(
+	    ip->w->docker, "GET", path, NULL, interp_inspected_cb, ip);
 	free(path);
 }
 

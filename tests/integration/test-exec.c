@@ -287,8 +287,8 @@ Test(exec, output_cap, .timeout = 90)
 
 Test(exec, big_output_exact, .timeout = 120)
 {
-	static const char *const extra[] = {"--output-cap", "20000000",
-	    "--inline-output", "12000000", NULL};
+	static const char *const extra[] = {
+	    "--output-cap", "20000000", "--inline-output", "12000000", NULL};
 	struct h_server *s;
 	json_object *r, *f, *v;
 	const char *out;

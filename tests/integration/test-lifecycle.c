@@ -235,11 +235,10 @@ Test(lifecycle, notifications_get_no_response, .timeout = 30)
 	h_finish(s);
 }
 
-static const char *const all_tools[] = {"sandbox_initialize",
-    "sandbox_exec", "sandbox_stop", "get_sandbox_status", "write_file",
-    "read_file", "list_files", "copy_file", "copy_project",
-    "copy_file_from_sandbox", "execute_code", "create_run_close",
-    "install_package", "run_project"};
+static const char *const all_tools[] = {"sandbox_initialize", "sandbox_exec",
+    "sandbox_stop", "get_sandbox_status", "write_file", "read_file",
+    "list_files", "copy_file", "copy_project", "copy_file_from_sandbox",
+    "execute_code", "create_run_close", "install_package", "run_project"};
 #define NTOOLS (sizeof all_tools / sizeof all_tools[0])
 
 /* Every tool once, with its schema, wherever it was on the pages. */
@@ -258,13 +257,15 @@ expect_all_tools(json_object *seen)
 			if (strcmp(h_str(t, "name"), all_tools[i]) != 0)
 				continue;
 			found++;
-			cr_expect_str_eq(h_str(t, "inputSchema.type"), "object");
-			cr_expect_str_eq(h_str(t, "outputSchema.type"), "object");
+			cr_expect_str_eq(
+			    h_str(t, "inputSchema.type"), "object");
+			cr_expect_str_eq(
+			    h_str(t, "outputSchema.type"), "object");
 			cr_expect(h_str(t, "description") != NULL);
 			cr_expect(h_str(t, "title") != NULL);
 		}
-		cr_expect_eq(found, 1, "tool %s seen %d times", all_tools[i],
-		    found);
+		cr_expect_eq(
+		    found, 1, "tool %s seen %d times", all_tools[i], found);
 	}
 }
 
@@ -303,8 +304,9 @@ Test(lifecycle, tools_list_pages, .timeout = 30)
 		cr_assert(tools != NULL, "%s", json_object_to_json_string(m));
 		cr_expect_leq(json_object_array_length(tools), 5);
 		for (i = 0; i < json_object_array_length(tools); i++)
-			json_object_array_add(seen, json_object_get(
-			    json_object_array_get_idx(tools, i)));
+			json_object_array_add(
+			    seen, json_object_get(
+			              json_object_array_get_idx(tools, i)));
 		pages++;
 		cur = h_get(m, "result.nextCursor");
 		if (cur == NULL) {

@@ -38,9 +38,10 @@ check_schema(const char *tool, const char *which, const char *text)
 	cr_assert_not_null(text, "%s has no %s", tool, which);
 	o = parse_whole(text);
 	cr_assert(json_object_is_type(o, json_type_object));
-	cr_assert(json_object_object_get_ex(o, "type", &v), "%s.%s", tool, which);
-	cr_expect_str_eq(json_object_get_string(v), "object", "%s.%s", tool,
-	    which);
+	cr_assert(
+	    json_object_object_get_ex(o, "type", &v), "%s.%s", tool, which);
+	cr_expect_str_eq(
+	    json_object_get_string(v), "object", "%s.%s", tool, which);
 	cr_assert(json_object_object_get_ex(o, "properties", &v),
 	    "%s.%s has no properties", tool, which);
 	/* Every required member is a declared property. */
@@ -51,9 +52,10 @@ check_schema(const char *tool, const char *which, const char *text)
 		json_object_object_get_ex(o, "properties", &props);
 		for (i = 0; i < json_object_array_length(v); i++)
 			cr_expect(json_object_object_get_ex(props,
-			    json_object_get_string(json_object_array_get_idx(v, i)),
-			    NULL), "%s.%s requires an undeclared member", tool,
-			    which);
+			              json_object_get_string(
+			                  json_object_array_get_idx(v, i)),
+			              NULL),
+			    "%s.%s requires an undeclared member", tool, which);
 	}
 	json_object_put(o);
 }
@@ -63,13 +65,13 @@ Test(tools, every_schema_is_one_whole_object)
 	size_t i;
 
 	for (i = 0; tools[i] != NULL; i++) {
-		check_schema(tools[i]->name, "inputSchema",
-		    tools[i]->input_schema);
-		check_schema(tools[i]->name, "outputSchema",
-		    tools[i]->output_schema);
+		check_schema(
+		    tools[i]->name, "inputSchema", tools[i]->input_schema);
+		check_schema(
+		    tools[i]->name, "outputSchema", tools[i]->output_schema);
 		cr_expect(tools[i]->title != NULL && *tools[i]->title != '\0');
 		cr_expect(tools[i]->description != NULL &&
-		    strlen(tools[i]->description) > 20);
+		          strlen(tools[i]->description) > 20);
 	}
 	cr_expect_eq(i, 14, "%zu tools", i);
 }
