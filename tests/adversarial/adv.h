@@ -1,0 +1,53 @@
+/*
+ * Adversarial suite helpers, on top of tests/integration/harness.h.
+ *
+ * Every server started here carries the extra label ADV_LABEL (so the
+ * final check can find anything the suite left behind) and a private
+ * TMPDIR, so that its spool directory can be checked after it exits.
+ */
+#ifndef ADV_H
+#define ADV_H
+
+#include "harness.h"
+
+#define ADV_LABEL_KEY "mcp-sandboxd-adversarial"
+#define ADV_LABEL ADV_LABEL_KEY "=1"
+
+/* A server (NULL-terminated extra arguments), initialized. */
+struct h_server *adv_start(const char *, ...);
+/* h_finish(), then: no spool directory left in the server's TMPDIR, no
+ * worker process of it left. */
+void adv_finish(struct h_server *);
+/* Drop a server that was killed (no exit checks); frees it. */
+void adv_forget(struct h_server *);
+/* The private TMPDIR of the servers of the current test. */
+const char *adv_tmpdir(void);
+
+/* The server still answers: a ping, and "echo" in the sandbox cid (or,
+ * cid NULL, in a fresh sandbox that is then stopped). */
+void adv_alive(struct h_server *, const char *);
+/* A ping answered within timeout ms; the time it took. */
+long long adv_ping(struct h_server *, int);
+
+/* ps in the sandbox: lines of `ps -eo pid,stat,args` that contain what
+ * (and not the ps itself); 0 if none, -1 if ps could not run. */
+int adv_procs(struct h_server *, const char *, const char *);
+
+/* An exec of one command with extra arguments (JSON text or NULL);
+ * timeout_s 0: the server's default.  The elapsed time in *ms. */
+json_object *adv_exec(struct h_server *, const char *, const char *,
+    const char *, int, long long *);
+
+/* stdout/stderr of results[0]; "" when absent. */
+const char *adv_out(json_object *);
+const char *adv_err(json_object *);
+
+/* Worker pids (children of the server). */
+int adv_workers(struct h_server *, pid_t *, int);
+/* Wait until none of the pids lives; how many still do. */
+int adv_wait_pids_gone(const pid_t *, int, int);
+
+/* Process RSS / peak RSS in KiB from /proc/<pid>/status, -1 if gone. */
+long adv_rss_kb(pid_t, const char *);
+
+#endif
