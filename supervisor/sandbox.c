@@ -133,6 +133,7 @@ struct sdestroy {
 
 static int destroys_in_flight;
 static void destroy_all_check(void);
+static void screate_abort_queued(void);
 
 static void
 sandbox_removed_cb(const struct docker_resp *resp, void *arg)
@@ -206,12 +207,14 @@ struct sowned {
 static int destroy_pending;
 static void (*destroy_all_done)(void);
 
+/* Shutting down: done once no sandbox is left, starting or going. */
 static void
 destroy_all_check(void)
 {
 	void (*done)(void) = destroy_all_done;
 
-	if (done != NULL && destroy_pending == 0 && destroys_in_flight == 0) {
+	if (done != NULL && destroy_pending == 0 && destroys_in_flight == 0 &&
+	    TAILQ_EMPTY(&sandboxes)) {
 		destroy_all_done = NULL;
 		done();
 	}
@@ -263,14 +266,20 @@ sandbox_destroy_owned(struct session *sess, void (*done)(void *), void *arg)
 void
 sandbox_destroy_all(void (*done)(void))
 {
-	struct sandbox *sb;
+	struct sandbox *sb, *next;
 
 	destroy_all_done = done;
 	destroy_pending = 1;
-	while ((sb = TAILQ_FIRST(&sandboxes)) != NULL) {
+	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
+		next = TAILQ_NEXT(sb, entry);
+		/* One still starting goes once its container exists (the
+		 * creation sees sup.shutting_down). */
+		if (sb->id == NULL || sb->state == SB_STARTING)
+			continue;
 		destroy_pending++;
 		sandbox_destroy(sb, sandbox_destroy_all_cb, NULL);
 	}
+	screate_abort_queued();
 	sandbox_destroy_all_cb(NULL, NULL);
 }
 
@@ -396,6 +405,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 		free(s->sb);
 	}
 	screate_free(s);
+	destroy_all_check();
 }
 
 json_object *
@@ -432,6 +442,8 @@ screate_ready(struct screate *s)
 	if (--s->pending > 0)
 		return;
 	sb->create = NULL;
+	if (s->error == NULL && sup.shutting_down)
+		s->error = xstrdup("the server is shutting down");
 	if (s->error != NULL) {
 		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
 		    s->error);
@@ -536,6 +548,11 @@ screate_pulled_cb(const struct docker_resp *resp, void *arg)
 	struct screate *s = arg;
 	char *e;
 
+	if (sup.shutting_down) {
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
+		return;
+	}
 	if (resp->error != NULL) {
 		screate_fail(s,
 		    "image \"%s\" is not available locally and "
@@ -608,6 +625,12 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 		free(s->sb->name);
 		s->sb->name = xstrndup(s->sb->id, 12);
 	}
+	if (sup.shutting_down) {
+		/* Made as the server stops: removed at once. */
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
+		return;
+	}
 	/* The worker starts while the container does. */
 	s->sb->create = s;
 	s->pending = 2;
@@ -645,6 +668,17 @@ screate_admit(struct screate *s)
 	starting++;
 	s->admitted = 1;
 	screate_create(s);
+}
+
+/* The server stops: creations still waiting their turn fail. */
+static void
+screate_abort_queued(void)
+{
+	struct screate *s;
+
+	while ((s = TAILQ_FIRST(&start_queue)) != NULL)
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
 }
 
 /* A creation ended (either way): let the next one in. */

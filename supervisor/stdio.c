@@ -176,19 +176,26 @@ stdio_send(struct session *sess, json_object *msg)
 	json_object_put(msg);
 }
 
+/*
+ * Can epoll watch it?  Pipes, sockets and terminals yes; regular files
+ * and /dev/null no: those are read a chunk per loop turn and written at
+ * once (neither ever waits long).
+ */
 static int
-is_regular(int fd)
+is_pollable(int fd)
 {
 	struct stat st;
 
-	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (fstat(fd, &st) == -1)
+		return 1;
+	return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || isatty(fd);
 }
 
 int
 stdio_start(void)
 {
 	stdio_sess = session_new(stdio_send, NULL);
-	if (is_regular(0)) {
+	if (!is_pollable(0)) {
 		in_file = evbuffer_new();
 		in_file_ev = event_new(sup.base, 0, 0, stdio_file_cb, NULL);
 		event_active(in_file_ev, EV_READ, 0);
@@ -200,7 +207,7 @@ stdio_start(void)
 		    in_bev, stdio_read_cb, NULL, stdio_event_cb, NULL);
 		bufferevent_enable(in_bev, EV_READ);
 	}
-	if ((out_is_file = is_regular(1)))
+	if ((out_is_file = !is_pollable(1)))
 		return 0;
 	if (evutil_make_socket_nonblocking(1) == -1 ||
 	    (out_bev = bufferevent_socket_new(sup.base, 1, 0)) == NULL)
