@@ -272,3 +272,20 @@ xrun_links(json_object *result, json_object *content)
 		json_object_array_add(content, l);
 	}
 }
+
+/*
+ * Why a run failed, for a message: the exec's own error (the engine, the
+ * worker), else what it wrote on stderr, else fallback.
+ */
+const char *
+xrun_failure(json_object *r, const char *fallback)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(r, "error", &v))
+		return json_object_get_string(v);
+	if (json_object_object_get_ex(r, "stderr", &v) &&
+	    json_object_get_string_len(v) > 0)
+		return json_object_get_string(v);
+	return fallback;
+}

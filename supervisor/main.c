@@ -220,7 +220,7 @@ main(int argc, char **argv)
 	if (hostpolicy_empty(&sup.hosts))
 		log_info("no host directory is allowed for the file tools "
 		         "(--allow-dir)");
-	if (spool_init(sup.instance) == -1)
+	if (spool_init(sup.instance, sup.boot_id, sup.start_ticks) == -1)
 		fatal("cannot make a private directory for output spools");
 #ifdef MCP_SANDBOXD_FIXTURES
 	fixtures_init(); /* the test-only mcp-sandboxd-fixtures binary */

@@ -15,6 +15,7 @@
 #include "docker.h"
 #include "log.h"
 #include "procinfo.h"
+#include "spool.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -50,20 +51,19 @@ label(json_object *labels, const char *key)
 	return "";
 }
 
-/* Is the owner of these labels a live supervisor on this machine? */
-static int
-reaper_owner_alive(json_object *labels)
+/*
+ * Is the owner (boot id, pid, process start time) a live supervisor?  1
+ * yes, 0 no, -1 cannot tell (another machine or boot).
+ */
+int
+owner_alive(const char *boot, const char *pid, const char *start)
 {
 	unsigned long long ticks;
-	const char *boot, *pid, *start;
 	long p;
 	char *end;
 
-	boot = label(labels, BOOT_LABEL);
-	pid = label(labels, PID_LABEL);
-	start = label(labels, START_LABEL);
 	if (strcmp(boot, sup.boot_id) != 0)
-		return -1; /* another machine or boot: cannot tell */
+		return -1;
 	p = strtol(pid, &end, 10);
 	if (*pid == '\0' || *end != '\0' || p <= 0)
 		return 0;
@@ -72,6 +72,14 @@ reaper_owner_alive(json_object *labels)
 	if (proc_start_ticks((pid_t)p, &ticks) == -1)
 		return 0;
 	return strtoull(start, NULL, 10) == ticks;
+}
+
+/* Is the owner of these labels a live supervisor on this machine? */
+static int
+reaper_owner_alive(json_object *labels)
+{
+	return owner_alive(label(labels, BOOT_LABEL), label(labels, PID_LABEL),
+	    label(labels, START_LABEL));
 }
 
 static void
@@ -137,4 +145,5 @@ reaper_run(void)
 	docker_call(sup.docker, "GET", path, NULL, reaper_list_cb, NULL);
 	free(path);
 	free(esc);
+	spool_reap();
 }

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "spool.h"
+#include "supervisor.h"
 #include "xmalloc.h"
 
 static char *spool_root; /* private (0700) directory of this instance */
@@ -34,12 +35,15 @@ struct spool {
 
 static const char *const stream_names[] = {"stdout", "stderr"};
 
+static void rm_tree(const char *);
+
 /* Make the private directory (in TMPDIR, else /tmp) for this instance. */
 int
-spool_init(const char *instance)
+spool_init(const char *instance, const char *boot, unsigned long long start)
 {
 	const char *tmp = getenv("TMPDIR");
-	char *path;
+	char *path, *p;
+	FILE *f;
 
 	if (tmp == NULL || *tmp != '/')
 		tmp = "/tmp";
@@ -49,7 +53,56 @@ spool_init(const char *instance)
 		return -1;
 	}
 	spool_root = path;
+	/* Who owns it, for a later instance's reaper (see spool_reap). */
+	xasprintf(&p, "%s/owner", path);
+	if ((f = fopen(p, "wx")) != NULL) {
+		fprintf(f, "%s %d %llu\n", boot, (int)getpid(), start);
+		fclose(f);
+	}
+	free(p);
 	return 0;
+}
+
+/*
+ * Remove the private directories of instances that died without cleaning
+ * up (killed); ours, and those of live or unknown owners, stay.
+ */
+void
+spool_reap(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char boot[64], pid[32], start[32], *dir, *owner;
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+	int n;
+
+	if (tmp == NULL || *tmp != '/')
+		tmp = "/tmp";
+	if ((d = opendir(tmp)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "mcp-sandboxd-", 13) != 0)
+			continue;
+		xasprintf(&dir, "%s/%s", tmp, de->d_name);
+		xasprintf(&owner, "%s/owner", dir);
+		n = 0;
+		if ((spool_root == NULL || strcmp(dir, spool_root) != 0) &&
+		    (f = fopen(owner, "r")) != NULL) {
+			n = fscanf(f, "%63s %31s %31s", boot, pid, start);
+			fclose(f);
+		}
+		if (n == 3 && owner_alive(boot, pid, start) == 0) {
+			log_info(
+			    "reaper: removed the spools of a dead instance "
+			    "(%s)",
+			    dir);
+			rm_tree(dir);
+		}
+		free(owner);
+		free(dir);
+	}
+	closedir(d);
 }
 
 static void

@@ -12,7 +12,8 @@
 struct spool_dir;
 struct spool;
 
-int spool_init(const char *);
+int spool_init(const char *, const char *, unsigned long long);
+void spool_reap(void);
 void spool_cleanup(void);
 
 struct spool_dir *spool_dir_new(const char *, long long);

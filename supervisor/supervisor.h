@@ -194,6 +194,7 @@ long xrun_credit(struct xrun *);
 void xrun_write(struct xrun *, const void *, size_t, int);
 void xrun_took(struct xrun *, size_t);
 void xrun_links(json_object *, json_object *);
+const char *xrun_failure(json_object *, const char *);
 
 /* stats.c */
 #define STATS_BUCKETS 12
@@ -363,6 +364,7 @@ void wproc_kill_all(void);
 
 /* reaper.c */
 void reaper_run(void);
+int owner_alive(const char *, const char *, const char *);
 void reaper_labels(json_object *, time_t);
 
 /* stdio.c */

@@ -213,11 +213,8 @@ cfrom_run_done(struct xrun *run, json_object *r, void *arg)
 	if (f->error == NULL &&
 	    (!json_object_object_get_ex(r, "exit_code", &v) ||
 	        json_object_get_int(v) != 0)) {
-		json_object_object_get_ex(r, "stderr", &v);
-		cfrom_fail(f, "%s",
-		    v != NULL && json_object_get_string_len(v)
-		        ? json_object_get_string(v)
-		        : "the sandbox could not send it");
+		cfrom_fail(
+		    f, "%s", xrun_failure(r, "the sandbox could not send it"));
 	}
 	if (f->tin != NULL)
 		cfrom_feed(f); /* and then the end of the input */

@@ -69,10 +69,9 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 	}
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		json_object_object_get_ex(r, "stderr", &v);
-		call_reply(in->call,
-		    tool_error("%s install failed: %s\n%s", in->manager,
-		        v != NULL ? json_object_get_string(v) : "", out));
+		call_reply(
+		    in->call, tool_error("%s install failed: %s\n%s",
+		                  in->manager, xrun_failure(r, ""), out));
 		goto out;
 	}
 	installed = json_object_new_array();

@@ -90,12 +90,8 @@ lfiles_done(struct xrun *run, json_object *res, void *arg)
 	(void)run;
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		json_object_object_get_ex(res, "stderr", &v);
-		call_reply(
-		    l->call, tool_error("cannot list %s: %s", l->path,
-		                 v != NULL && json_object_get_string_len(v) > 0
-		                     ? json_object_get_string(v)
-		                     : "failed"));
+		call_reply(l->call, tool_error("cannot list %s: %s", l->path,
+		                        xrun_failure(res, "failed")));
 		goto out;
 	}
 	len = evbuffer_get_length(l->buf);

@@ -80,12 +80,8 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 	nl = evbuffer_search(r->buf, "\n", 1, NULL);
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
 	    json_object_get_int(v) != 0 || nl.pos <= 0 || nl.pos > 30) {
-		json_object_object_get_ex(res, "stderr", &v);
-		call_reply(
-		    r->call, tool_error("cannot read %s: %s", r->path,
-		                 v != NULL && json_object_get_string_len(v) > 0
-		                     ? json_object_get_string(v)
-		                     : "failed"));
+		call_reply(r->call, tool_error("cannot read %s: %s", r->path,
+		                        xrun_failure(res, "failed")));
 		goto out;
 	}
 	evbuffer_remove(r->buf, line, (size_t)nl.pos + 1);

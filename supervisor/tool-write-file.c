@@ -141,13 +141,14 @@ wfile_done(struct xrun *run, json_object *r, void *arg)
 	(void)run;
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		json_object_object_get_ex(r, "stderr", &v);
 		call_reply(w->call,
-		    tool_error("could not write %s: %s %s", w->path,
-		        v != NULL ? json_object_get_string(v) : "",
-		        "(nothing was written; check that the directory is "
-		        "writable, e.g. below the workdir or /tmp, and that "
-		        "there is space)"));
+		    tool_error("could not write %s: %s%s", w->path,
+		        xrun_failure(r, "failed"),
+		        json_object_object_get_ex(r, "error", NULL)
+		            ? ""
+		            : " (nothing was written; check that the "
+		              "directory is writable, e.g. below the workdir or "
+		              "/tmp, and that there is space)"));
 	} else {
 		o = json_object_new_object();
 		json_object_object_add(

@@ -95,12 +95,12 @@ upload_done(struct xrun *run, json_object *r, void *arg)
 		xasprintf(&msg, "%s (nothing was copied)", u->error);
 	else if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	         json_object_get_int(v) != 0) {
-		json_object_object_get_ex(r, "stderr", &v);
-		xasprintf(&msg,
-		    "%s(nothing was copied; check that the "
-		    "destination is writable by the sandbox user, e.g. below the "
-		    "workdir, and that there is space)",
-		    v != NULL ? json_object_get_string(v) : "");
+		xasprintf(&msg, "%s%s", xrun_failure(r, "failed"),
+		    json_object_object_get_ex(r, "error", NULL)
+		        ? ""
+		        : " (nothing was copied; check that the destination is "
+		          "writable by the sandbox user, e.g. below the workdir, "
+		          "and that there is space)");
 	}
 	u->done(u, msg, u->arg);
 	free(msg);

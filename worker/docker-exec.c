@@ -36,15 +36,25 @@
  * a sandbox out of processes gets them back.  Daemons that left the
  * session go with the token killer or with the sandbox.
  */
+/*
+ * The sweep stops every member first (a stopped process cannot fork, so a
+ * fork bomb cannot outrun it), pass after pass until none runs, then kills
+ * them all.
+ */
 static const char exec_wrapper[] =
     "__mcp_c=$1; shift;"
-    "trap '__mcp_rc=$?;"
-    " for __mcp_p in /proc/[0-9]*; do"
-    "  read -r __mcp_l 2>/dev/null <\"$__mcp_p/stat\" || continue;"
-    "  __mcp_l=${__mcp_l##*) }; set -- $__mcp_l;"
-    "  [ \"$4\" = $$ ] && [ ${__mcp_p#/proc/} != $$ ] &&"
-    "  kill -9 ${__mcp_p#/proc/} 2>/dev/null;"
-    " done; exit $__mcp_rc' EXIT;"
+    "__mcp_sweep() { __mcp_f=; for __mcp_p in /proc/[0-9]*; do"
+    " read -r __mcp_l 2>/dev/null <\"$__mcp_p/stat\" || continue;"
+    " __mcp_l=${__mcp_l##*) }; set -- $__mcp_l;"
+    " [ \"$4\" = $$ ] && [ ${__mcp_p#/proc/} != $$ ] || continue;"
+    " [ \"$1\" = Z ] && continue;"
+    " [ \"$1\" = T ] && [ $__mcp_s = STOP ] || __mcp_f=1;"
+    " kill -$__mcp_s ${__mcp_p#/proc/} 2>/dev/null; done; };"
+    "trap '__mcp_rc=$?; set +eu; __mcp_i=0; __mcp_s=STOP;"
+    " while [ $__mcp_i -lt 100 ]; do __mcp_sweep; [ -z \"$__mcp_f\" ] && break;"
+    " __mcp_i=$((__mcp_i + 1)); done; __mcp_i=0; __mcp_s=KILL;"
+    " while [ $__mcp_i -lt 20 ]; do __mcp_sweep; [ -z \"$__mcp_f\" ] && break;"
+    " __mcp_i=$((__mcp_i + 1)); done; exit $__mcp_rc' EXIT;"
     "eval \"$__mcp_c\"";
 
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };

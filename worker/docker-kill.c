@@ -29,12 +29,18 @@
  */
 static const char killer_script[] =
     "pat=; for t; do pat=\"$pat -e " EXEC_TOKEN_ENV "=$t\"; done;"
-    "ps=$(grep -lzx $pat /proc/[0-9]*/environ 2>/dev/null);"
-    "[ $? -le 1 ] || ps=$(for p in /proc/[0-9]*; do"
+    "find() { ps=$(grep -lzx $pat /proc/[0-9]*/environ 2>/dev/null);"
+    " [ $? -le 1 ] || ps=$(for p in /proc/[0-9]*; do"
     " tr '\\0' '\\n' <$p/environ 2>/dev/null | grep -qx $pat &&"
-    " echo $p/environ; done);"
-    "for f in $ps; do p=${f#/proc/}; p=${p%/environ};"
-    " kill -9 -$p $p 2>/dev/null; done; exit 0";
+    " echo $p/environ; done); };"
+    /* Stop them all (no more forks), then kill them and their groups. */
+    "i=0; while [ $i -lt 20 ]; do find; [ -z \"$ps\" ] && exit 0;"
+    " for f in $ps; do p=${f#/proc/}; kill -STOP ${p%/environ} 2>/dev/null;"
+    " done;"
+    " for f in $ps; do p=${f#/proc/}; p=${p%/environ};"
+    " read -r l 2>/dev/null </proc/$p/stat && { l=${l##*) }; set -- $l;"
+    " kill -9 -$3 2>/dev/null; }; kill -9 $p 2>/dev/null; done;"
+    " i=$((i + 1)); done; exit 0";
 
 enum killer_state { K_CREATE, K_START, K_INSPECT, K_LIMITS, K_RAISE, K_LOWER };
 

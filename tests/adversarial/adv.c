@@ -49,6 +49,11 @@ adv_start(const char *first, ...)
 	for (a = first; a != NULL && n < 47; a = va_arg(ap, const char *))
 		args[n++] = a;
 	va_end(ap);
+	/* ADV_LOG=info|debug: the server's log on stderr, for debugging. */
+	if (getenv("ADV_LOG") != NULL && n < 46) {
+		args[n++] = "--log-level";
+		args[n++] = getenv("ADV_LOG");
+	}
 	args[n] = NULL;
 	/* TMPDIR for the server only: anything else the test starts (the
 	 * engine, through scripts/dockerd-start) must not inherit it. */

@@ -13,7 +13,8 @@
 #define ADV_LABEL_KEY "mcp-sandboxd-adversarial"
 #define ADV_LABEL ADV_LABEL_KEY "=1"
 
-/* A server (NULL-terminated extra arguments), initialized. */
+/* A server (NULL-terminated extra arguments), initialized.  ADV_LOG in
+ * the environment (info, debug) sets its log level. */
 struct h_server *adv_start(const char *, ...);
 /* h_finish(), then: no spool directory left in the server's TMPDIR, no
  * worker process of it left. */

@@ -188,6 +188,8 @@ engine_cycle(int sig)
 	json_object_object_add(a, "file_contents", json_object_new_string("x"));
 	outage_call(s, "write_file", a, 1);
 	outage_call(s, "list_files", cid_args(cid, NULL, NULL), 1);
+	outage_call(
+	    s, "read_file", cid_args(cid, "file_path", "/etc/hostname"), 1);
 	t0 = h_now_ms();
 	r = h_call_tool_t(s, "get_sandbox_status", "{}", OUTAGE_BOUND_MS);
 	fprintf(stderr, "outage: get_sandbox_status in %lld ms: %.200s\n",

@@ -56,33 +56,45 @@ procs_gone(struct h_server *s, const char *cid, const char *what, int ms)
 	return n;
 }
 
-Test(sandbox, fork_bomb, .timeout = 180)
+Test(sandbox, fork_bomb, .timeout = 240)
 {
 	struct h_server *s;
 	json_object *r;
 	long long ms;
 	char *cid;
-	int n;
+	int n = 0, round;
 
 	s = adv_start(NULL);
 	cid = h_create(s, "{\"pids\":64}");
 	/* The classic: the first shell returns at once, the bomb goes on in
-	 * the background of the call's session. */
-	r = adv_exec(s, cid, "bash -c ':(){ :|:& };:'", NULL, 10, &ms);
-	fprintf(stderr, "fork bomb (&): answered in %lld ms, isError %d\n", ms,
-	    h_is_error(r));
-	cr_expect_lt(ms, 25000, "the fork bomb call took %lld ms", ms);
-	json_object_put(r);
-	/* Contained: the sandbox works, and the bomb is killed with the end
-	 * of its command (README: what a command leaves running in its
-	 * session is killed when it ends). */
-	adv_alive(s, cid);
-	n = procs_gone(s, cid, "bash", 5000);
-	cr_expect_eq(n, 0,
-	    "fork bomb processes still run in the sandbox 5 s after their "
-	    "call ended (%d; -1: ps cannot fork, the pids limit is still "
-	    "exhausted)",
-	    n);
+	 * the background of the call's session.  The kill at the end of the
+	 * call races the bomb: three rounds. */
+	for (round = 1; round <= 3 && n == 0; round++) {
+		r = adv_exec(s, cid, "bash -c ':(){ :|:& };:'", NULL, 10, &ms);
+		fprintf(stderr,
+		    "fork bomb (&), round %d: answered in %lld ms, "
+		    "isError %d\n",
+		    round, ms, h_is_error(r));
+		cr_expect_lt(ms, 25000, "the fork bomb call took %lld ms", ms);
+		json_object_put(r);
+		/* Contained: the sandbox answers, and the bomb is killed with
+		 * the end of its command (README: what a command leaves
+		 * running in its session is killed when it ends). */
+		adv_alive(s, cid);
+		n = procs_gone(s, cid, "bash", 5000);
+		cr_expect_eq(n, 0,
+		    "round %d: fork bomb processes still run in the sandbox "
+		    "5 s after their call ended (%d; -1: ps cannot fork, the "
+		    "pids limit is still exhausted)",
+		    round, n);
+	}
+	if (n != 0) {
+		/* Left as it is, the bomb holds every pid: stop the sandbox
+		 * and go on in a fresh one. */
+		h_stop(s, cid);
+		free(cid);
+		cid = h_create(s, "{\"pids\":64}");
+	}
 
 	/* In the foreground: it runs into the timeout, which kills it. */
 	r = adv_exec(s, cid, "bash -c 'f(){ f | f; }; f'", NULL, 10, &ms);
