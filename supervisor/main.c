@@ -54,10 +54,16 @@ maybe_exit(void)
 }
 
 static void
-all_removed(void)
+all_swept(void)
 {
 	sandboxes_gone = 1;
 	maybe_exit();
+}
+
+static void
+all_removed(void)
+{
+	reaper_sweep_own(all_swept);
 }
 
 static void

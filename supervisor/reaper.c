@@ -21,6 +21,8 @@
 
 /* Expired sandboxes of unknown owners (another host) go after this. */
 #define REAPER_FOREIGN_GRACE 3600
+/* Our own containers missing from the registry go after this. */
+#define REAPER_OWN_GRACE 60
 
 void
 reaper_labels(json_object *labels, time_t expires)
@@ -97,7 +99,7 @@ reaper_removed_cb(const struct docker_resp *resp, void *arg)
 static void
 reaper_list_cb(const struct docker_resp *resp, void *arg)
 {
-	json_object *c, *id, *labels;
+	json_object *c, *id, *labels, *v;
 	const char *inst;
 	long long expires;
 	size_t i, n;
@@ -118,14 +120,29 @@ reaper_list_cb(const struct docker_resp *resp, void *arg)
 		    !json_object_object_get_ex(c, "Labels", &labels))
 			continue;
 		inst = label(labels, INSTANCE_LABEL);
-		if (*inst == '\0' || strcmp(inst, sup.instance) == 0)
+		if (*inst == '\0')
 			continue;
-		alive = reaper_owner_alive(labels);
-		expires = strtoll(label(labels, EXPIRES_LABEL), NULL, 10);
-		if (alive == 1 ||
-		    (alive == -1 &&
-		        expires + REAPER_FOREIGN_GRACE > (long long)time(NULL)))
-			continue;
+		if (strcmp(inst, sup.instance) == 0) {
+			/*
+			 * Ours but not in the registry: its removal failed
+			 * (the engine was away).  A young one may be a
+			 * creation whose answer is still on its way.
+			 */
+			if (sandbox_find(NULL, json_object_get_string(id)) !=
+			        NULL ||
+			    !json_object_object_get_ex(c, "Created", &v) ||
+			    json_object_get_int64(v) + REAPER_OWN_GRACE >
+			        (long long)time(NULL))
+				continue;
+		} else {
+			alive = reaper_owner_alive(labels);
+			expires =
+			    strtoll(label(labels, EXPIRES_LABEL), NULL, 10);
+			if (alive == 1 ||
+			    (alive == -1 && expires + REAPER_FOREIGN_GRACE >
+			                        (long long)time(NULL)))
+				continue;
+		}
 		xasprintf(&path, "/containers/%s?v=1&force=1",
 		    json_object_get_string(id));
 		docker_call(sup.docker, "DELETE", path, NULL, reaper_removed_cb,
@@ -146,4 +163,75 @@ reaper_run(void)
 	free(path);
 	free(esc);
 	spool_reap();
+}
+
+struct sweep {
+	int pending;
+	void (*done)(void);
+};
+
+static void
+sweep_one_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sweep *sw = arg;
+
+	if (resp->error != NULL && resp->status != 404)
+		log_warnx("shutdown: remove: %s", resp->error);
+	if (--sw->pending == 0) {
+		sw->done();
+		free(sw);
+	}
+}
+
+static void
+sweep_list_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sweep *sw = arg;
+	json_object *c, *id;
+	size_t i, n;
+	char *path;
+
+	if (resp->error == NULL && resp->json != NULL &&
+	    json_object_is_type(resp->json, json_type_array)) {
+		n = json_object_array_length(resp->json);
+		for (i = 0; i < n; i++) {
+			c = json_object_array_get_idx(resp->json, i);
+			if (!json_object_object_get_ex(c, "Id", &id))
+				continue;
+			log_info("shutdown: removing %.12s, left from a failed "
+			         "removal",
+			    json_object_get_string(id));
+			sw->pending++;
+			xasprintf(&path, "/containers/%s?v=1&force=1",
+			    json_object_get_string(id));
+			docker_call(
+			    sup.docker, "DELETE", path, NULL, sweep_one_cb, sw);
+			free(path);
+		}
+	}
+	sweep_one_cb(&(struct docker_resp){.status = 204}, sw);
+}
+
+/*
+ * At exit, after the registry's sandboxes: every container still labelled
+ * with this instance (one whose removal failed while the engine was away)
+ * goes too; done() then.
+ */
+void
+reaper_sweep_own(void (*done)(void))
+{
+	struct sweep *sw;
+	char *filter, *esc, *path;
+
+	sw = xcalloc(1, sizeof *sw);
+	sw->pending = 1;
+	sw->done = done;
+	xasprintf(
+	    &filter, "{\"label\":[\"" INSTANCE_LABEL "=%s\"]}", sup.instance);
+	esc = docker_escape(filter);
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	docker_call(sup.docker, "GET", path, NULL, sweep_list_cb, sw);
+	free(path);
+	free(esc);
+	free(filter);
 }
