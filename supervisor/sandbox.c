@@ -91,6 +91,13 @@ sandbox_lookup(struct call *c, const char *key)
 		                                           : "being removed"));
 		return NULL;
 	}
+	if (sb->worker == NULL) {
+		call_reply(
+		    c, tool_error("sandbox %.12s is getting a new worker "
+		                  "after a crash; try again in a moment",
+		           sb->id));
+		return NULL;
+	}
 	sandbox_touch(sb);
 	return sb;
 }
@@ -115,6 +122,9 @@ sandbox_free(struct sandbox *sb)
 	if (sb->expiry != NULL)
 		event_free(sb->expiry);
 	spool_dir_free(sb->spool);
+	if (sb->respawn != NULL)
+		event_free(sb->respawn);
+	json_object_put(sb->respawn_tokens);
 	free(sb->id);
 	free(sb->name);
 	free(sb->image);

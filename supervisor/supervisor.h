@@ -117,6 +117,8 @@ struct sandbox {
 	enum sandbox_state state;
 	long exec_count;
 	int restarts;
+	struct event *respawn; /* a new worker after a crash, soon */
+	json_object *respawn_tokens; /* the dead worker's calls to kill */
 	struct wproc *worker;
 	struct screate *create; /* while starting */
 	struct spool_dir *spool; /* full outputs of its execs */

@@ -63,6 +63,39 @@ wproc_noop(json_object *res, void *arg)
 	(void)arg;
 }
 
+/* A new worker adopts the container; it first kills what the calls of
+ * the dead one left running. */
+static void
+wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+	json_object *killop;
+
+	(void)fd;
+	(void)what;
+	if (sb->state != SB_READY || sb->worker != NULL || sup.shutting_down)
+		return;
+	if (wproc_spawn(sb, NULL) == -1) {
+		log_warn("%s: %.12s: no new worker", __func__, sb->id);
+		sandbox_destroy(sb, NULL, NULL);
+		return;
+	}
+	log_info("%s: new worker for %.12s", __func__, sb->id);
+	stats.workers_restarted++;
+	if (sb->respawn_tokens != NULL &&
+	    json_object_array_length(sb->respawn_tokens) > 0) {
+		killop = json_object_new_object();
+		json_object_object_add(
+		    killop, "op", json_object_new_string(PROTO_OP_KILL));
+		json_object_object_add(
+		    killop, "tokens", json_object_get(sb->respawn_tokens));
+		wproc_call(sb->worker, killop, NULL, wproc_noop, NULL);
+		json_object_put(killop);
+	}
+	json_object_put(sb->respawn_tokens);
+	sb->respawn_tokens = NULL;
+}
+
 static void
 wproc_maybe_free(struct wproc *wp)
 {
@@ -78,7 +111,9 @@ static void
 wproc_lost(struct wproc *wp, const char *why)
 {
 	struct wcall *wc;
-	json_object *err, *tokens, *killop;
+	json_object *err, *tokens;
+	struct timeval tv;
+	long ms;
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct sandbox *sb = wp->sb;
 
@@ -119,20 +154,18 @@ wproc_lost(struct wproc *wp, const char *why)
 		 * what the interrupted calls left running; a bounded number
 		 * of times, then the sandbox is given up.
 		 */
-		if (sb->restarts++ < WPROC_MAX_RESTARTS &&
-		    wproc_spawn(sb, NULL) == 0) {
-			log_info("%s: new worker for %.12s", __func__, sb->id);
-			stats.workers_restarted++;
-			if (json_object_array_length(tokens) > 0) {
-				killop = json_object_new_object();
-				json_object_object_add(killop, "op",
-				    json_object_new_string(PROTO_OP_KILL));
-				json_object_object_add(
-				    killop, "tokens", json_object_get(tokens));
-				wproc_call(
-				    sb->worker, killop, NULL, wproc_noop, NULL);
-				json_object_put(killop);
-			}
+		if (sb->restarts++ < WPROC_MAX_RESTARTS) {
+			/* At once the first time, then after 200 ms, 400,
+			 * 800...: a worker that keeps dying is given time. */
+			json_object_put(sb->respawn_tokens);
+			sb->respawn_tokens = json_object_get(tokens);
+			ms = sb->restarts == 1 ? 0 : 100L << (sb->restarts - 1);
+			tv.tv_sec = ms / 1000;
+			tv.tv_usec = (ms % 1000) * 1000;
+			if (sb->respawn == NULL)
+				sb->respawn =
+				    evtimer_new(sup.base, wproc_respawn_cb, sb);
+			evtimer_add(sb->respawn, &tv);
 		} else {
 			log_warnx("%s: %.12s: worker keeps dying; removing the "
 			          "sandbox",
