@@ -21,7 +21,7 @@ Test(scale, fifty_sandboxes_no_crosstalk, .timeout = 900)
 	struct h_server *s;
 	json_object *a, *m, *r;
 	long ids[N_SANDBOXES];
-	char *cids[N_SANDBOXES], tok[N_SANDBOXES][40], cmd[256], want[64];
+	char *cids[N_SANDBOXES], tok[N_SANDBOXES][40], cmd[256], want[128];
 	long long t0, ms;
 	int i, ok = 0;
 
@@ -80,7 +80,7 @@ Test(scale, fifty_sandboxes_no_crosstalk, .timeout = 900)
 		m = h_wait_id(s, ids[i], 300000);
 		cr_assert(m != NULL, "no answer to the exec in sandbox #%d", i);
 		r = h_tool_result(m);
-		snprintf(want, sizeof want, "%s\n1\n", tok[i]);
+		snprintf(want, sizeof want, "%.40s\n1\n", tok[i]);
 		cr_expect(!h_is_error(r), "exec #%d: %.300s", i, h_text(r));
 		cr_expect_str_eq(
 		    adv_out(r), want, "sandbox #%d read %s", i, adv_out(r));
