@@ -86,6 +86,11 @@ base64_decode(const char *s, size_t len, size_t *outlen)
 		*o++ = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
 		*o++ = (unsigned char)((v[2] & 3) << 6 | v[3]);
 	}
+	/* Canonical only: the bits the padding leaves over are zero. */
+	if ((pad == 1 && (v[2] & 3) != 0) || (pad == 2 && (v[1] & 15) != 0)) {
+		free(out);
+		return NULL;
+	}
 	*outlen = (size_t)(o - out) - pad;
 	out[*outlen] = '\0';
 	return out;

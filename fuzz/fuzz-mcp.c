@@ -4,11 +4,17 @@
  * hand it over, and every message the server sends is serialized.
  *
  * No Docker engine is involved: there are no sandboxes, so the tools that
- * need one answer "no sandbox" at once; sandbox_initialize is held back
- * by --max-sandboxes 0 and the copy tools by an empty host policy.
+ * need one answer "no sandbox" at once; those that would make one
+ * (sandbox_initialize, create_run_close, execute_code without a
+ * container_id) are held back by --max-sandboxes 0, and the tools that
+ * read or write host files by an empty host policy.
  * sup.docker stays NULL so that a path which would talk to the engine
  * after all crashes here instead of passing unnoticed, and each input
  * must leave no call in flight and no sandbox behind.
+ *
+ * The server proper registers no prompt, which leaves prompts/get and
+ * completion/complete unknown; one harness prompt with a required
+ * argument and a completer makes their argument checks reachable.
  *
  * With FUZZ_STRICT set, every message sent must also be one the server
  * itself would accept as input: strict JSON in valid UTF-8.
@@ -47,6 +53,46 @@ check(int ok, const char *what)
 		abort();
 	}
 }
+
+static json_object *
+fuzz_prompt_get(struct session *sess, json_object *args, const char **why)
+{
+	json_object *r;
+
+	(void)sess;
+	(void)args;
+	(void)why;
+	r = json_object_new_object();
+	json_object_object_add(r, "messages", json_object_new_array());
+	return r;
+}
+
+/* Every candidate that starts with the value typed so far. */
+static json_object *
+fuzz_prompt_complete(const char *arg, const char *value)
+{
+	static const char *const words[] = {"alice", "alan", "bob"};
+	json_object *a;
+	size_t i;
+
+	if (strcmp(arg, "who") != 0)
+		return NULL;
+	a = json_object_new_array();
+	for (i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strncmp(words[i], value, strlen(value)) == 0)
+			json_object_array_add(
+			    a, json_object_new_string(words[i]));
+	return a;
+}
+
+static const struct prompt fuzz_prompt = {
+    .name = "fuzz_prompt",
+    .description = "the fuzz harness's prompt",
+    .arguments = "[{\"name\":\"who\",\"required\":true},"
+                 "{\"name\":\"why\"}]",
+    .get = fuzz_prompt_get,
+    .complete = fuzz_prompt_complete,
+};
 
 /* The session's transport: serialize the message, then drop it. */
 static void
@@ -92,6 +138,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(sup.instance, sizeof sup.instance, "%032x", 0);
 	snprintf(sup.boot_id, sizeof sup.boot_id, "fuzz");
 	stats_init();
+	if (prompts_register(&fuzz_prompt) == -1)
+		fatalx("prompts_register");
 	/* sup.hosts stays zeroed: no host directory is allowed. */
 	return 0;
 }

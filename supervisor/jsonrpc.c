@@ -1,5 +1,6 @@
 /* JSON-RPC 2.0: parsing, validation and the error codes of the spec. */
 #include <ctype.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "supervisor.h"
@@ -159,11 +160,21 @@ rpc_parse(const char *buf, size_t len, int maxdepth, int *err)
 	return obj;
 }
 
+/*
+ * A string, or an integer that survived parsing: json-c clamps what does
+ * not fit in 64 bits, and an answer must carry the id that was sent.
+ */
 static int
 rpc_id_valid(json_object *id)
 {
-	return json_object_is_type(id, json_type_string) ||
-	       json_object_is_type(id, json_type_int);
+	int64_t v;
+
+	if (json_object_is_type(id, json_type_string))
+		return 1;
+	if (!json_object_is_type(id, json_type_int))
+		return 0;
+	v = json_object_get_int64(id);
+	return v != INT64_MAX && v != INT64_MIN;
 }
 
 /*
@@ -193,7 +204,7 @@ rpc_validate(json_object *obj, struct rpc_msg *msg, const char **why)
 		return RPC_INVALID_REQUEST;
 	}
 	if (has_id && !rpc_id_valid(id)) {
-		*why = "id must be a string or an integer";
+		*why = "id must be a string or an integer (of 64 bits)";
 		return RPC_INVALID_REQUEST;
 	}
 	if (!json_object_object_get_ex(obj, "method", &method)) {

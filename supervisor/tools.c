@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "supervisor.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 const struct tool *const tools[] = {
@@ -144,17 +145,23 @@ json_object *
 tool_result(json_object *structured, const char *text, int is_error)
 {
 	json_object *r, *content, *t;
+	const char *s;
+	size_t len;
+	char *clean;
 
 	r = json_object_new_object();
 	content = json_object_new_array();
 	t = json_object_new_object();
 	json_object_object_add(t, "type", json_object_new_string("text"));
-	json_object_object_add(t, "text",
-	    json_object_new_string(
-	        text != NULL ? text
-	                     : json_object_to_json_string_ext(structured,
-	                           JSON_C_TO_STRING_PLAIN |
-	                               JSON_C_TO_STRING_NOSLASHESCAPE)));
+	s = text != NULL
+	        ? text
+	        : json_object_to_json_string_ext(structured,
+	              JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	/* Messages quote what clients sent, cut at a byte count: repair. */
+	clean = utf8_sanitize(s, strlen(s), &len);
+	json_object_object_add(
+	    t, "text", json_object_new_string_len(clean, (int)len));
+	free(clean);
 	json_object_array_add(content, t);
 	json_object_object_add(r, "content", content);
 	if (structured != NULL)

@@ -221,6 +221,25 @@ Test(jsonrpc, accepts_negative_and_large_integer_ids)
 	}
 }
 
+Test(jsonrpc, rejects_ids_beyond_64_bits)
+{
+	/* json-c would clamp them: the answer would carry another id. */
+	static const char *const inputs[] = {
+	    "{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"m\"}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":-99999999999999999999,\"method\":\"m\"}",
+	};
+	struct rpc_msg msg;
+	json_object *obj;
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+		cr_expect_eq(validate(inputs[i], &obj, &msg, &why),
+		    RPC_INVALID_REQUEST, "%s", inputs[i]);
+		json_object_put(obj);
+	}
+}
+
 Test(jsonrpc, accepts_string_ids)
 {
 	static const char *const inputs[] = {
