@@ -75,6 +75,9 @@ export async function startServer({
   const transport = new StdioClientTransport({
     command: BIN,
     args: ['--image', IMAGE, '--label', label, '--log-level', 'warn', ...extra, ...args],
+    // The whole environment (the SDK passes only a few variables by
+    // default): sanitizer options and DOCKER_HOST must reach the server.
+    env: { ...process.env },
     stderr: 'pipe',
   });
   const handle = {
