@@ -294,6 +294,10 @@ extern const char upload_file_script[];
 struct upload *upload_start(struct call *, struct sandbox *, struct tar_out *,
     const char *, const char *, int,
     void (*)(struct upload *, const char *, void *), void *);
+struct upload *upload_host(struct call *, struct sandbox *, const char *,
+    const char *, const char *const *, int,
+    void (*)(struct upload *, const char *, void *), void *, char **, char *,
+    size_t);
 struct tar_out *upload_tar(struct upload *);
 void upload_cancel(struct upload *);
 void upload_free(struct upload *);

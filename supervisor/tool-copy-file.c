@@ -88,10 +88,8 @@ sandbox_path_split(const struct sandbox *sb, const char *p, char **name)
 static void
 copy_file(struct call *c)
 {
-	const char *src, *dest;
-	char err[512], *path, *dir, *name, *base;
-	struct tar_limits lim = {0, 1};
-	struct tar_out *t;
+	const char *src;
+	char err[512], *path;
 	struct sandbox *sb;
 	struct cfile *f;
 	struct stat st;
@@ -123,30 +121,14 @@ copy_file(struct call *c)
 		free(path);
 		return;
 	}
-	base = basename(path);
-	dest = arg_string(c, "dest_path");
-	if ((dir = sandbox_path_split(sb, dest != NULL ? dest : base, &name)) ==
-	    NULL) {
-		call_reply(c, tool_error("dest_path must end in a file name"));
-		free(path);
-		return;
-	}
-	if ((t = tar_out_new(&sup.hosts, path, name, &lim, NULL, err,
-	         sizeof err)) == NULL) {
-		call_reply(c, tool_error("%s", err));
-		free(path);
-		free(dir);
-		free(name);
-		return;
-	}
 	f = xcalloc(1, sizeof *f);
 	f->call = c;
-	xasprintf(
-	    &f->path, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name);
-	upload_start(c, sb, t, dir, name, 1, cfile_done, f);
+	if (upload_host(c, sb, path, arg_string(c, "dest_path"), NULL, 1,
+	        cfile_done, f, &f->path, err, sizeof err) == NULL) {
+		call_reply(c, tool_error("%s", err));
+		free(f);
+	}
 	free(path);
-	free(dir);
-	free(name);
 }
 
 const struct tool tool_copy_file = {

@@ -77,11 +77,9 @@ cproj_done(struct upload *u, const char *err, void *arg)
 static void
 copy_project(struct call *c)
 {
-	const char *src, *dest, *excl[PROJECT_MAX_EXCLUDES + 1];
-	char err[512], *path, *dir, *name;
-	struct tar_limits lim;
+	const char *src, *excl[PROJECT_MAX_EXCLUDES + 1];
+	char err[512], *path;
 	json_object *ex, *v;
-	struct tar_out *t;
 	struct sandbox *sb;
 	struct cproj *p;
 	size_t i, n = 0;
@@ -122,32 +120,14 @@ copy_project(struct call *c)
 		free(path);
 		return;
 	}
-	dest = arg_string(c, "dest_dir");
-	if ((dir = sandbox_path_split(
-	         sb, dest != NULL ? dest : basename(path), &name)) == NULL) {
-		call_reply(c, tool_error("dest_dir must end in a directory "
-		                         "name"));
-		free(path);
-		return;
-	}
-	lim.max_bytes = (uint64_t)sup.conf->project_mb * 1024 * 1024;
-	lim.max_files = (uint64_t)sup.conf->project_files;
-	if ((t = tar_out_new(&sup.hosts, path, name, &lim, excl, err,
-	         sizeof err)) == NULL) {
-		call_reply(c, tool_error("%s", err));
-		free(path);
-		free(dir);
-		free(name);
-		return;
-	}
 	p = xcalloc(1, sizeof *p);
 	p->call = c;
-	xasprintf(
-	    &p->dest, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name);
-	upload_start(c, sb, t, dir, name, 0, cproj_done, p);
+	if (upload_host(c, sb, path, arg_string(c, "dest_dir"), excl, 0,
+	        cproj_done, p, &p->dest, err, sizeof err) == NULL) {
+		call_reply(c, tool_error("%s", err));
+		free(p);
+	}
 	free(path);
-	free(dir);
-	free(name);
 }
 
 const struct tool tool_copy_project = {

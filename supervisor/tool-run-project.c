@@ -352,28 +352,17 @@ rproj_copied(struct upload *u, const char *err, void *arg)
 static void
 rproj_in(struct rproj *p, struct sandbox *sb)
 {
-	struct tar_limits lim;
-	struct tar_out *t;
-	char err[512], *dir, *name;
+	char err[512], *where = NULL;
 
 	if (p->host_dir == NULL) {
 		rproj_prepare(p);
 		return;
 	}
-	if ((dir = sandbox_path_split(sb, p->dir, &name)) == NULL) {
-		rproj_end(p, NULL, "dest_dir must end in a directory name");
-		return;
-	}
-	lim.max_bytes = (uint64_t)sup.conf->project_mb * 1024 * 1024;
-	lim.max_files = (uint64_t)sup.conf->project_files;
-	if ((t = tar_out_new(&sup.hosts, p->host_dir, name, &lim, NULL, err,
-	         sizeof err)) == NULL) {
+	p->up = upload_host(p->call, sb, p->host_dir, p->dir, NULL, 0,
+	    rproj_copied, p, &where, err, sizeof err);
+	free(where);
+	if (p->up == NULL)
 		rproj_end(p, NULL, err);
-	} else
-		p->up =
-		    upload_start(p->call, sb, t, dir, name, 0, rproj_copied, p);
-	free(dir);
-	free(name);
 }
 
 static void

@@ -6,6 +6,8 @@
  * that failed had newly made is removed, so nothing half-written is left
  * looking like a success.
  */
+#include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,4 +156,45 @@ upload_free(struct upload *u)
 	evbuffer_free(u->stage);
 	free(u->error);
 	free(u);
+}
+
+/*
+ * Upload a host file or tree (host: a canonical path inside the policy)
+ * to dest in a sandbox (absolute, or relative to its workdir; NULL: the
+ * workdir and the host name).  *where gets the full destination.  NULL
+ * with err filled when it cannot start; then nothing was done.
+ */
+struct upload *
+upload_host(struct call *c, struct sandbox *sb, const char *host,
+    const char *dest, const char *const *exclude, int one_file,
+    void (*done)(struct upload *, const char *, void *), void *arg,
+    char **where, char *err, size_t errlen)
+{
+	struct tar_limits lim = {0, 1};
+	struct tar_out *t;
+	struct upload *u = NULL;
+	char *copy, *dir, *name;
+
+	copy = xstrdup(host);
+	dir =
+	    sandbox_path_split(sb, dest != NULL ? dest : basename(copy), &name);
+	free(copy);
+	if (dir == NULL) {
+		snprintf(err, errlen, "the destination must end in a %s name",
+		    one_file ? "file" : "directory");
+		return NULL;
+	}
+	if (!one_file) {
+		lim.max_bytes = (uint64_t)sup.conf->project_mb * 1024 * 1024;
+		lim.max_files = (uint64_t)sup.conf->project_files;
+	}
+	if ((t = tar_out_new(
+	         &sup.hosts, host, name, &lim, exclude, err, errlen)) != NULL) {
+		xasprintf(where, "%s%s%s", dir,
+		    strcmp(dir, "/") == 0 ? "" : "/", name);
+		u = upload_start(c, sb, t, dir, name, one_file, done, arg);
+	}
+	free(dir);
+	free(name);
+	return u;
 }
