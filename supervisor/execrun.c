@@ -95,7 +95,8 @@ xrun_done(json_object *res, void *arg)
 	char *uri[2] = {NULL, NULL};
 	static const char *const keys[] = {"duration_ms", "timed_out",
 	    "cancelled", "oom_killed", "truncated", "signal", "stdout_bytes",
-	    "stderr_bytes", "session_lost", NULL};
+	    "stderr_bytes", "session_lost", "cpu_time_ms", "memory_peak_bytes",
+	    NULL};
 	int i;
 
 	r = json_object_new_object();

@@ -76,6 +76,7 @@ struct wexec {
 	long exit_code;
 	unsigned long oom_before;
 	struct timespec start;
+	struct acct *acct; /* from the command's start */
 	struct event *timer; /* timeout, then kill grace, then OOM wait */
 	struct event *kick; /* runs the killer outside curl callbacks */
 	char *error;
@@ -122,6 +123,7 @@ exec_free(struct wexec *x)
 		evbuffer_free(x->stdin_early);
 	event_free(x->timer);
 	event_free(x->kick);
+	acct_end(x->acct, NULL);
 	free(x->exec_id);
 	free(x->error);
 	json_object_put(x->stdin_data);
@@ -345,6 +347,7 @@ exec_created_cb(const struct docker_resp *resp, void *arg)
 		return;
 	}
 	x->state = X_RUN;
+	x->acct = acct_begin();
 	start = json_object_new_object();
 	json_object_object_add(start, "Detach", json_object_new_boolean(0));
 	json_object_object_add(start, "Tty", json_object_new_boolean(0));
@@ -406,6 +409,8 @@ exec_finish(struct wexec *x)
 	    r, "stdout_bytes", json_object_new_int64(x->out_bytes));
 	json_object_object_add(
 	    r, "stderr_bytes", json_object_new_int64(x->err_bytes));
+	acct_end(x->acct, r);
+	x->acct = NULL;
 	if (x->error != NULL)
 		json_object_object_add(
 		    r, "error", json_object_new_string(x->error));

@@ -151,6 +151,7 @@ struct icall {
 	json_object *code;
 	long long timeout_ms, cap;
 	struct timespec start;
+	struct acct *acct; /* from the call's start */
 	TAILQ_ENTRY(icall) entry;
 };
 
@@ -240,6 +241,7 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	    r, "stdout_bytes", json_object_new_int64(ip->out_bytes));
 	json_object_object_add(
 	    r, "stderr_bytes", json_object_new_int64(ip->err_bytes));
+	acct_end(c->acct, r);
 	worker_send_json(ip->w, PROTO_RESULT, c->reqid, r);
 	json_object_put(r);
 	json_object_put(ip->status);
@@ -364,6 +366,11 @@ interp_free(struct interp *ip)
 	struct icall *c;
 
 	LIST_REMOVE(ip, entry);
+	if ((c = ip->cur) != NULL) {
+		acct_end(c->acct, NULL);
+		json_object_put(c->code);
+		free(c);
+	}
 	while ((c = TAILQ_FIRST(&ip->queue)) != NULL) {
 		TAILQ_REMOVE(&ip->queue, c, entry);
 		json_object_put(c->code);
@@ -529,6 +536,7 @@ interp_next(struct interp *ip)
 	ip->timed_out = ip->cancelled = ip->truncated = 0;
 	ip->credit = PROTO_INITIAL_CREDIT;
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->acct = acct_begin();
 	n = snprintf(
 	    hdr, sizeof hdr, "%d\n", json_object_get_string_len(c->code));
 	docker_req_write(ip->req, hdr, (size_t)n);

@@ -55,6 +55,7 @@ worker_quit(struct worker *w)
 	killer_abort_all(w);
 	logs_stop();
 	events_stop(w);
+	acct_stop();
 	event_base_loopexit(w->base, NULL);
 }
 
@@ -189,12 +190,14 @@ worker_main(const struct config *conf)
 	worker_send_json(&w, PROTO_HELLO, 0, hello);
 	json_object_put(hello);
 	events_start(&w);
+	acct_start(&w);
 	logs_start(&w, (size_t)conf->log_buffer_kb * 1024);
 
 	event_base_dispatch(w.base);
 
 	exec_abort_all(&w);
 	events_stop(&w);
+	acct_stop();
 	bufferevent_free(w.bev);
 	docker_free(w.docker);
 	event_base_free(w.base);

@@ -63,6 +63,13 @@ void logs_addf(const char *, const char *, ...)
     __attribute__((format(printf, 2, 3)));
 void logs_read(struct worker *, uint32_t);
 
+/* accounting.c */
+struct acct;
+void acct_start(struct worker *);
+void acct_stop(void);
+struct acct *acct_begin(void);
+void acct_end(struct acct *, json_object *);
+
 /* docker-events.c */
 void events_start(struct worker *);
 void events_stop(struct worker *);

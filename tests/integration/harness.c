@@ -560,6 +560,18 @@ h_int(json_object *o, const char *path)
 	return json_object_get_int64(v);
 }
 
+double
+h_num(json_object *o, const char *path)
+{
+	json_object *v = h_get(o, path);
+
+	cr_assert(v != NULL && (json_object_is_type(v, json_type_double) ||
+	                           json_object_is_type(v, json_type_int)),
+	    "%s is not a number in %.2000s", path,
+	    json_object_to_json_string(o));
+	return json_object_get_double(v);
+}
+
 int
 h_bool(json_object *o, const char *path)
 {

@@ -96,6 +96,7 @@ json_object *h_first(json_object *); /* results[0] of an exec result */
 json_object *h_get(json_object *, const char *); /* "a.b.0.c" */
 const char *h_str(json_object *, const char *);
 long long h_int(json_object *, const char *);
+double h_num(json_object *, const char *);
 int h_bool(json_object *, const char *);
 int h_is_error(json_object *);
 const char *h_text(json_object *); /* content[0].text */

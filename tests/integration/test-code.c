@@ -489,6 +489,39 @@ Test(code, python_session, .timeout = 180, .fini = code_fini)
 	h_finish(s);
 }
 
+/* A session call reports its own CPU time and peak memory. */
+Test(code, session_accounting, .timeout = 180, .fini = code_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *id;
+
+	s = start(0);
+	id = create(s, PY_IMAGE);
+	r = code_ok(s, id, "python",
+	    "import time\nt0 = time.process_time()\n"
+	    "while time.process_time() - t0 < 0.3: pass",
+	    NULL);
+	cr_expect_geq(h_num(r, "structuredContent.cpu_time_ms"), 300, "%s",
+	    json_object_to_json_string(r));
+	json_object_put(r);
+	r = code_ok(s, id, NULL, "kept = b'x' * (80 << 20)", NULL);
+	cr_expect_geq(sci(r, "memory_peak_bytes"), 80 << 20, "%s",
+	    json_object_to_json_string(r));
+	json_object_put(r);
+	/* Held when the run began, so in its peak; freed, out of the next. */
+	r = code_ok(s, id, NULL, "del kept", NULL);
+	cr_expect_geq(sci(r, "memory_peak_bytes"), 80 << 20);
+	json_object_put(r);
+	r = code_ok(s, id, NULL, "small = 1", NULL);
+	cr_expect_lt(sci(r, "memory_peak_bytes"), 80 << 20, "%s",
+	    json_object_to_json_string(r));
+	cr_expect_lt(h_num(r, "structuredContent.cpu_time_ms"), 300);
+	json_object_put(r);
+	stop_all(s, &id, 1);
+	h_finish(s);
+}
+
 Test(code, js_ts_session, .timeout = 180, .fini = code_fini)
 {
 	struct h_server *s;

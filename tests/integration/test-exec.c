@@ -424,6 +424,102 @@ Test(exec, ping_during_exec, .timeout = 90)
 	teardown(s, cid);
 }
 
+/* One command's result (results[0]); the caller puts it. */
+static json_object *
+exec_result(struct h_server *s, const char *cid, const char *cmd)
+{
+	json_object *r, *f;
+
+	r = h_exec(s, cid, cmd, 60);
+	f = h_first(r);
+	cr_assert(!h_is_error(r) && h_int(f, "exit_code") == 0, "%s: %s", cmd,
+	    h_text(r));
+	json_object_get(f);
+	json_object_put(r);
+	return f;
+}
+
+/* dd reads a block of the given size into a buffer it has to touch. */
+#define TOUCH_64M "dd if=/dev/zero of=/dev/null bs=64M count=1"
+#define BUSY_300MS                                                             \
+	"python3 -c 'import time\nwhile time.process_time() < 0.3: pass'"
+
+Test(exec, accounting_per_run, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *f;
+	char *cid;
+
+	s = setup(&cid, NULL, NULL);
+	f = exec_result(s, cid, TOUCH_64M);
+	cr_expect_geq(h_int(f, "memory_peak_bytes"), 64 << 20, "%s",
+	    json_object_to_json_string(f));
+	json_object_put(f);
+
+	/* The next run reports its own peak, not the sandbox's since start. */
+	f = exec_result(s, cid, "true");
+	cr_expect_gt(h_int(f, "memory_peak_bytes"), 0);
+	cr_expect_lt(h_int(f, "memory_peak_bytes"), 32 << 20, "%s",
+	    json_object_to_json_string(f));
+	cr_expect_lt(h_num(f, "cpu_time_ms"), 300);
+	json_object_put(f);
+
+	/* 0.3 s of the process's own CPU time is in the sandbox's. */
+	f = exec_result(s, cid, BUSY_300MS);
+	cr_expect_geq(
+	    h_num(f, "cpu_time_ms"), 300, "%s", json_object_to_json_string(f));
+	/* No more than its two cores could give in that time. */
+	cr_expect_leq(h_num(f, "cpu_time_ms"),
+	    2.0 * (double)h_int(f, "duration_ms") + 50, "%s",
+	    json_object_to_json_string(f));
+	json_object_put(f);
+
+	/* A sleeping command uses next to none. */
+	f = exec_result(s, cid, "sleep 1");
+	cr_expect_lt(
+	    h_num(f, "cpu_time_ms"), 250, "%s", json_object_to_json_string(f));
+	json_object_put(f);
+	teardown(s, cid);
+}
+
+/* Runs that overlap each get the sandbox's peak while they ran. */
+Test(exec, accounting_overlapping_runs, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *a, *m, *r, *f;
+	long id;
+	char *cid;
+
+	s = setup(&cid, NULL, NULL);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    a, "commands", json_object_new_string("sleep 3"));
+	id = h_send_tool(s, "sandbox_exec", a);
+	usleep(500000);
+	f = exec_result(s, cid, TOUCH_64M);
+	cr_expect_geq(h_int(f, "memory_peak_bytes"), 64 << 20);
+	json_object_put(f);
+	f = exec_result(s, cid, "true"); /* runs within the sleep too */
+	cr_expect_lt(h_int(f, "memory_peak_bytes"), 32 << 20, "%s",
+	    json_object_to_json_string(f));
+	json_object_put(f);
+
+	m = h_wait_id(s, id, 30000);
+	cr_assert(m != NULL);
+	r = h_tool_result(m);
+	cr_expect_geq(h_int(r, "structuredContent.results.0.memory_peak_bytes"),
+	    64 << 20, "the sleep spanned the 64 MiB run: %s",
+	    json_object_to_json_string(r));
+	json_object_put(r);
+
+	f = exec_result(s, cid, "true");
+	cr_expect_lt(h_int(f, "memory_peak_bytes"), 32 << 20, "%s",
+	    json_object_to_json_string(f));
+	json_object_put(f);
+	teardown(s, cid);
+}
+
 Test(exec, memory_limit_oom, .timeout = 120)
 {
 	struct h_server *s;
@@ -440,6 +536,10 @@ Test(exec, memory_limit_oom, .timeout = 120)
 	cr_expect(
 	    h_bool(f, "oom_killed"), "oom_killed is false: %s", h_text(r));
 	cr_expect(!h_bool(f, "timed_out"));
+	/* It was killed at the limit: the run's peak is the limit. */
+	cr_expect_geq(h_int(f, "memory_peak_bytes"), 60 << 20, "%s",
+	    json_object_to_json_string(f));
+	cr_expect_leq(h_int(f, "memory_peak_bytes"), 64 << 20);
 	json_object_put(r);
 	/* The sandbox lives on. */
 	free(h_exec_ok(s, cid, "echo alive"));

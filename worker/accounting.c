@@ -1,0 +1,211 @@
+/*
+ * Per-run accounting: the CPU time and the peak memory of the sandbox
+ * while a run (an exec, a code call) lasts.  They come from the
+ * container's cgroup, the counters behind the engine's stats endpoint;
+ * the endpoint itself samples them once a second, too coarse for a run,
+ * so the worker reads them where it can see the cgroup (the engine on
+ * this host).  Elsewhere a result simply has no such fields.
+ *
+ * Peak memory is a high-water mark.  Cgroup v1 keeps one per group: the
+ * worker resets it whenever a run starts or ends, after folding the mark
+ * reached so far into every run in progress, so that each run gets the
+ * highest mark of the intervals it spans, however runs overlap.  Cgroup
+ * v2 (Linux 6.12 and later) gives each open memory.peak a mark of its
+ * own.  Where a mark cannot be reset, a run reports the peak only when
+ * the mark rose while it ran (then it is exact), else leaves it out.
+ */
+#include <sys/queue.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "docker.h"
+#include "log.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+enum acct_state { ACCT_LOOKING, ACCT_READY, ACCT_NONE };
+
+struct acct {
+	int listed; /* among the runs in progress */
+	int measuring; /* the counters were read when it started */
+	int folded; /* v1: its peak is the marks folded into it */
+	int fd; /* v2: a memory.peak of its own, or -1 */
+	unsigned long long cpu0, mark0, peak;
+	LIST_ENTRY(acct) entry;
+};
+
+static struct {
+	struct worker *w;
+	struct docker_req *req;
+	enum acct_state state;
+	int resets; /* v1: the mark can be reset */
+	struct cgroup cg;
+	LIST_HEAD(, acct) runs;
+} ac = {.state = ACCT_NONE};
+
+/* v1: every run in progress takes the mark so far; the mark starts over. */
+static void
+acct_fold(void)
+{
+	struct acct *a;
+	unsigned long long m;
+
+	if (!ac.resets)
+		return;
+	if (cgroup_mem_peak(&ac.cg, &m) == -1 ||
+	    cgroup_mem_peak_reset(&ac.cg) == -1) {
+		/* From now on only a rise of the mark says something. */
+		log_debug("%s: cannot reset the memory mark", __func__);
+		ac.resets = 0;
+		LIST_FOREACH(a, &ac.runs, entry)
+		{
+			a->folded = 0;
+			a->mark0 = ULLONG_MAX;
+			cgroup_mem_peak(&ac.cg, &a->mark0);
+		}
+		return;
+	}
+	LIST_FOREACH(a, &ac.runs, entry)
+	if (a->folded && m > a->peak)
+		a->peak = m;
+}
+
+/* Reads a run's starting counters. */
+static void
+acct_measure(struct acct *a)
+{
+	if (cgroup_cpu_ns(&ac.cg, &a->cpu0) == -1)
+		return;
+	a->measuring = 1;
+	a->mark0 = ULLONG_MAX;
+	if (ac.cg.version == 2 && (a->fd = cgroup_mem_peak_open(&ac.cg)) != -1)
+		return;
+	if (ac.resets) {
+		acct_fold(); /* before it counts as running */
+		a->folded = ac.resets;
+		a->peak = 0;
+	}
+	if (!a->folded)
+		cgroup_mem_peak(&ac.cg, &a->mark0);
+}
+
+static void
+acct_inspected_cb(const struct docker_resp *resp, void *arg)
+{
+	json_object *state, *pid;
+	struct acct *a;
+	char path[64];
+
+	(void)arg;
+	ac.req = NULL;
+	if (resp->json == NULL ||
+	    !json_object_object_get_ex(resp->json, "State", &state) ||
+	    !json_object_object_get_ex(state, "Pid", &pid) ||
+	    json_object_get_int64(pid) <= 0) {
+		ac.state = ACCT_NONE;
+		log_debug("%s: no running container to account", __func__);
+		return;
+	}
+	snprintf(path, sizeof path, "/proc/%lld/cgroup",
+	    (long long)json_object_get_int64(pid));
+	if (cgroup_find(&ac.cg, path, "/proc/self/mountinfo", "",
+	        ac.w->container) == -1) {
+		ac.state = ACCT_NONE;
+		log_debug("%s: the container's cgroup is not visible here "
+		          "(an engine on another host?)",
+		    __func__);
+		return;
+	}
+	ac.state = ACCT_READY;
+	ac.resets = ac.cg.version == 1 && cgroup_mem_peak_reset(&ac.cg) == 0;
+	log_debug("%s: cgroup v%d at %s%s", __func__, ac.cg.version, ac.cg.mem,
+	    ac.resets ? ", resettable" : "");
+	LIST_FOREACH(a, &ac.runs, entry)
+	if (!a->measuring)
+		acct_measure(a);
+}
+
+/* Looks up the container's cgroup; runs that start meanwhile wait. */
+void
+acct_start(struct worker *w)
+{
+	char *esc, *path;
+
+	ac.w = w;
+	ac.state = ACCT_LOOKING;
+	LIST_INIT(&ac.runs);
+	esc = docker_escape(w->container);
+	xasprintf(&path, "/containers/%s/json", esc);
+	ac.req =
+	    docker_call(w->docker, "GET", path, NULL, acct_inspected_cb, NULL);
+	free(path);
+	free(esc);
+}
+
+/* The worker is going away; runs stay their owners' to end. */
+void
+acct_stop(void)
+{
+	if (ac.req != NULL)
+		docker_req_cancel(ac.req);
+	ac.req = NULL;
+	ac.state = ACCT_NONE;
+}
+
+/* A run starts now. */
+struct acct *
+acct_begin(void)
+{
+	struct acct *a;
+
+	a = xcalloc(1, sizeof *a);
+	a->fd = -1;
+	if (ac.state != ACCT_NONE) {
+		if (ac.state == ACCT_READY)
+			acct_measure(a);
+		LIST_INSERT_HEAD(&ac.runs, a, entry);
+		a->listed = 1;
+	}
+	return a;
+}
+
+/* A run ended: what it used goes into r (if any); a is freed. */
+void
+acct_end(struct acct *a, json_object *r)
+{
+	unsigned long long cpu, m;
+	char buf[32];
+	int have = 0;
+
+	if (a == NULL)
+		return;
+	if (a->measuring && r != NULL) {
+		if (cgroup_cpu_ns(&ac.cg, &cpu) == 0 && cpu >= a->cpu0) {
+			cpu -= a->cpu0;
+			snprintf(buf, sizeof buf, "%llu.%03llu", cpu / 1000000,
+			    cpu / 1000 % 1000);
+			json_object_object_add(r, "cpu_time_ms",
+			    json_object_new_double_s((double)cpu / 1e6, buf));
+		}
+		if (a->fd != -1)
+			have = cgroup_mem_peak_read(a->fd, &m) == 0;
+		else if (a->folded) {
+			acct_fold();
+			m = a->peak;
+			have = a->folded && m > 0;
+		} else
+			have = cgroup_mem_peak(&ac.cg, &m) == 0 && m > a->mark0;
+		if (have)
+			json_object_object_add(r, "memory_peak_bytes",
+			    json_object_new_int64((int64_t)m));
+	}
+	if (a->listed)
+		LIST_REMOVE(a, entry);
+	if (a->fd != -1)
+		close(a->fd);
+	free(a);
+}
