@@ -87,6 +87,20 @@ describe('tools/call', { timeout: 180_000 }, () => {
     assert.equal(r.error, undefined);
   });
 
+  it('each result reports the sandbox\'s CPU time and peak memory during that run', async () => {
+    const busy = "python3 -c 'import time\nwhile time.process_time() < 0.2: pass'";
+    const { result, out } = await run({ commands: [busy, 'dd if=/dev/zero of=/dev/null bs=48M count=1', 'true'] });
+    assert.notEqual(result.isError, true, textOf(result));
+    const [cpu, mem, small] = out.results;
+    assert.equal(typeof cpu.cpu_time_ms, 'number', JSON.stringify(cpu));
+    assert.ok(cpu.cpu_time_ms >= 200, `busy 0.2 s: ${JSON.stringify(cpu)}`);
+    assert.ok(Number.isInteger(mem.memory_peak_bytes), JSON.stringify(mem));
+    assert.ok(mem.memory_peak_bytes >= 48 << 20, `48 MiB touched: ${JSON.stringify(mem)}`);
+    // Per run: the next command does not carry the earlier peak.
+    assert.ok(small.memory_peak_bytes > 0 && small.memory_peak_bytes < 24 << 20, JSON.stringify(small));
+    assert.ok(small.cpu_time_ms < 200, JSON.stringify(small));
+  });
+
   it('an array of commands stops at the first failure by default', async () => {
     const { result, out } = await run({ commands: ['echo one', 'exit 7', 'echo three'] });
     assert.equal(result.isError, true, 'a failed command makes the result isError');
