@@ -344,16 +344,34 @@ build_volume_image(const char *tag)
 	free(out);
 }
 
-Test(lifecycle, stop_removes_container_and_volumes, .timeout = 120)
+static char vol_tag[128];
+
+/* The test's image goes whatever happened in the test. */
+static void
+volume_image_fini(void)
+{
+	char cmd[256];
+
+	if (vol_tag[0] == '\0')
+		return;
+	snprintf(
+	    cmd, sizeof cmd, "docker rmi -f '%s' >/dev/null 2>&1", vol_tag);
+	free(h_run(cmd, NULL));
+}
+
+Test(lifecycle, stop_removes_container_and_volumes, .timeout = 120,
+    .fini = volume_image_fini)
 {
 	struct h_server *s;
 	json_object *insp, *mounts, *mt, *r;
-	char tag[128], args[256], cmd[512], *cid, *out;
+	char args[256], cmd[512], *cid, *out;
+	const char *tag = vol_tag;
 	char vols[8][128];
 	size_t i, nv = 0;
 	int st;
 
-	snprintf(tag, sizeof tag, "mcp-sandboxd-test/vol:%d", (int)getpid());
+	snprintf(
+	    vol_tag, sizeof vol_tag, "mcp-sandboxd-test/vol:%d", (int)getpid());
 	build_volume_image(tag);
 	s = h_start(NULL);
 	json_object_put(h_initialize(s));
@@ -398,9 +416,6 @@ Test(lifecycle, stop_removes_container_and_volumes, .timeout = 120)
 	json_object_put(r);
 	free(cid);
 	h_finish(s);
-
-	snprintf(cmd, sizeof cmd, "docker rmi -f '%s' >/dev/null 2>&1", tag);
-	free(h_run(cmd, NULL));
 }
 
 Test(lifecycle, custom_label_applied, .timeout = 90)
