@@ -196,6 +196,14 @@ long xrun_credit(struct xrun *);
 void xrun_write(struct xrun *, const void *, size_t, int);
 void xrun_took(struct xrun *, size_t);
 void xrun_links(json_object *, json_object *);
+/* The output schema's members for what a run used (execrun.c's keys). */
+#define XRUN_USAGE_SCHEMA                                                      \
+	"\"cpu_time_ms\":{\"type\":\"number\",\"description\":\"CPU "          \
+	"time of the whole sandbox while it ran; absent where the server "     \
+	"cannot read the sandbox's cgroup\"},"                                 \
+	"\"memory_peak_bytes\":{\"type\":\"integer\",\"description\":"         \
+	"\"the sandbox's peak memory while it ran (page cache included); "     \
+	"absent where not known\"},"
 const char *xrun_failure(json_object *, const char *);
 
 /* stats.c */

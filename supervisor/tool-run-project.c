@@ -47,13 +47,7 @@ static const char output_schema[] =
     "\"install_output\":{\"type\":\"string\"},"
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
     "\"exit_code\":{\"type\":\"integer\"},"
-    "\"duration_ms\":{\"type\":\"integer\"},"
-    "\"cpu_time_ms\":{\"type\":\"number\",\"description\":\"CPU "
-    "time of the whole sandbox while it ran; absent where the server "
-    "cannot read the sandbox's cgroup\"},"
-    "\"memory_peak_bytes\":{\"type\":\"integer\",\"description\":"
-    "\"the sandbox's peak memory while it ran (page cache included); "
-    "absent where not known\"},"
+    "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
     "\"timed_out\":{\"type\":\"boolean\"},"
     "\"error\":{\"type\":\"string\"}},"
     "\"required\":[\"language\",\"project_dir\",\"exit_code\"]}";

@@ -18,22 +18,10 @@
 #include <criterion/criterion.h>
 
 #include "cgroup.h"
+#include "tmptree.h"
 
 #define ID "3f2a9c1b7d5e40c1a8f6b2d9e0c4a7b1f3e5d2c6a9b8c7d0e1f2a3b4c5d6e7f8"
 #define OTHER "aa2a9c1b7d5e40c1a8f6b2d9e0c4a7b1f3e5d2c6a9b8c7d0e1f2a3b4c5d6e7f8"
-
-static char root[PATH_MAX];
-
-static const char *
-at(const char *rel)
-{
-	static char bufs[8][2 * PATH_MAX];
-	static int n;
-	char *b = bufs[n++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", root, rel);
-	return b;
-}
 
 /* Writes root/rel, making its directories. */
 static void
@@ -42,8 +30,9 @@ put(const char *rel, const char *content)
 	char path[2 * PATH_MAX], *p;
 	FILE *f;
 
-	snprintf(path, sizeof path, "%s", at(rel));
-	for (p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
+	snprintf(path, sizeof path, "%s", tt_at(rel));
+	for (p = path + strlen(tt_root) + 1; (p = strchr(p, '/')) != NULL;
+	     p++) {
 		*p = '\0';
 		cr_assert(mkdir(path, 0755) == 0 || errno == EEXIST, "%s: %s",
 		    path, strerror(errno));
@@ -62,7 +51,7 @@ slurp(const char *rel)
 	FILE *f;
 	size_t n;
 
-	f = fopen(at(rel), "r");
+	f = fopen(tt_at(rel), "r");
 	cr_assert_not_null(f, "%s", rel);
 	n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
@@ -70,31 +59,13 @@ slurp(const char *rel)
 	return buf;
 }
 
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void
 mkroot(void)
 {
-	char tmpl[] = "/tmp/unit-cgroup-XXXXXX";
-
-	cr_assert_not_null(mkdtemp(tmpl));
-	snprintf(root, sizeof root, "%s", tmpl);
+	tt_make("unit-cgroup");
 }
 
-static void
-rmroot(void)
-{
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(cgroup, .init = mkroot, .fini = rmroot);
+TestSuite(cgroup, .init = mkroot, .fini = tt_remove);
 
 /* A cgroup v1 host: memory and cpu,cpuacct mounted apart. */
 static const char v1_mounts[] =
@@ -131,12 +102,12 @@ Test(cgroup, v1_found_and_read)
 	unsigned long long v;
 
 	v1_tree();
-	cr_assert_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    0);
 	cr_expect_eq(cg.version, 1);
-	cr_expect_str_eq(cg.mem, at("sys/fs/cgroup/memory/docker/" ID));
-	cr_expect_str_eq(cg.cpu, at("sys/fs/cgroup/cpu,cpuacct/docker/" ID));
+	cr_expect_str_eq(cg.mem, tt_at("sys/fs/cgroup/memory/docker/" ID));
+	cr_expect_str_eq(cg.cpu, tt_at("sys/fs/cgroup/cpu,cpuacct/docker/" ID));
 	cr_assert_eq(cgroup_cpu_ns(&cg, &v), 0);
 	cr_expect_eq(v, 1234567890ULL);
 	cr_assert_eq(cgroup_mem_peak(&cg, &v), 0);
@@ -158,8 +129,8 @@ Test(cgroup, other_container_refused)
 	struct cgroup cg;
 
 	v1_tree();
-	cr_expect_eq(cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"),
-	                 root, OTHER),
+	cr_expect_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, OTHER),
 	    -1);
 	cr_expect_eq(cg.version, 0);
 }
@@ -171,11 +142,11 @@ Test(cgroup, files_missing_refused)
 
 	put("proc/mountinfo", v1_mounts);
 	put("proc/cgroup", v1_membership);
-	cr_expect_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_expect_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    -1);
-	cr_expect_eq(cgroup_find(&cg, at("proc/nonesuch"), at("proc/mountinfo"),
-	                 root, ID),
+	cr_expect_eq(cgroup_find(&cg, tt_at("proc/nonesuch"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    -1);
 }
 
@@ -186,8 +157,8 @@ Test(cgroup, bad_counters_refused)
 	unsigned long long v = 7;
 
 	v1_tree();
-	cr_assert_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    0);
 	put("sys/fs/cgroup/cpu,cpuacct/docker/" ID "/cpuacct.usage", "12x\n");
 	put("sys/fs/cgroup/memory/docker/" ID "/memory.max_usage_in_bytes", "");
@@ -208,10 +179,10 @@ Test(cgroup, v1_bind_of_a_subtree)
 	put("proc/cgroup", v1_membership);
 	put("sys/fs/cgroup/memory/" ID "/memory.max_usage_in_bytes", "1\n");
 	put("sys/fs/cgroup/cpu,cpuacct/" ID "/cpuacct.usage", "2\n");
-	cr_assert_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    0);
-	cr_expect_str_eq(cg.mem, at("sys/fs/cgroup/memory/" ID));
+	cr_expect_str_eq(cg.mem, tt_at("sys/fs/cgroup/memory/" ID));
 }
 
 /* A cgroup v2 host with the systemd driver; an escaped mount point. */
@@ -236,12 +207,12 @@ Test(cgroup, v2_found_and_read)
 	    "sys/fs/cg root/system.slice/docker-%s.scope/memory.peak", ID);
 	put(rel, "8192\n");
 
-	cr_assert_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    0);
 	cr_expect_eq(cg.version, 2);
 	cr_expect_str_eq(
-	    cg.mem, at("sys/fs/cg root/system.slice/docker-" ID ".scope"));
+	    cg.mem, tt_at("sys/fs/cg root/system.slice/docker-" ID ".scope"));
 	cr_assert_eq(cgroup_cpu_ns(&cg, &v), 0);
 	cr_expect_eq(v, 2500000ULL);
 	cr_assert_eq(cgroup_mem_peak(&cg, &v), 0);
@@ -262,8 +233,8 @@ Test(cgroup, v2_usage_not_first)
 	put("sys/fs/cgroup/docker/" ID "/cpu.stat",
 	    "nr_periods 0\nusage_usec 7\n");
 	put("sys/fs/cgroup/docker/" ID "/memory.current", "1\n");
-	cr_assert_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    0);
 	cr_assert_eq(cgroup_cpu_ns(&cg, &v), 0);
 	cr_expect_eq(v, 7000ULL);
@@ -280,7 +251,7 @@ Test(cgroup, hybrid_without_controllers_refused)
 	put("proc/mountinfo", v1_mounts);
 	put("proc/cgroup", "0::/docker/" ID "\n");
 	put("sys/fs/cgroup/unified/docker/" ID "/cgroup.procs", "1\n");
-	cr_expect_eq(
-	    cgroup_find(&cg, at("proc/cgroup"), at("proc/mountinfo"), root, ID),
+	cr_expect_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    -1);
 }

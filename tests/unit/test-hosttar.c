@@ -22,33 +22,21 @@
 #include <event2/buffer.h>
 
 #include "hosttar.h"
+#include "tmptree.h"
 
 #define BIG_SIZE (20 * 1024 * 1024)
 #define UNICODE_NAME                                                           \
 	"w\xc3\xafth space/\xc3\xbcn\xc3\xaf \xe6\x97\xa5\xe6\x9c\xac.txt"
 
-static char root[PATH_MAX]; /* canonical temporary directory */
 static struct hostpolicy hp;
 static char err[1024];
-
-/* root/rel, in one of a few rotating buffers. */
-static const char *
-at(const char *rel)
-{
-	static char bufs[8][2 * PATH_MAX];
-	static int n;
-	char *b = bufs[n++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", root, rel);
-	return b;
-}
 
 static void
 mkfile_len(const char *rel, const void *data, size_t len, mode_t mode)
 {
 	int fd;
 
-	fd = open(at(rel), O_WRONLY | O_CREAT | O_TRUNC, mode);
+	fd = open(tt_at(rel), O_WRONLY | O_CREAT | O_TRUNC, mode);
 	cr_assert_neq(fd, -1, "%s: %s", rel, strerror(errno));
 	cr_assert_eq(write(fd, data, len), (ssize_t)len);
 	cr_assert_eq(fchmod(fd, mode), 0);
@@ -64,7 +52,8 @@ mkfile(const char *rel, const char *content)
 static void
 mkdir_at(const char *rel)
 {
-	cr_assert_eq(mkdir(at(rel), 0755), 0, "%s: %s", rel, strerror(errno));
+	cr_assert_eq(
+	    mkdir(tt_at(rel), 0755), 0, "%s: %s", rel, strerror(errno));
 }
 
 static int
@@ -109,7 +98,7 @@ mkbig(const char *rel)
 	size_t off, i;
 	int fd;
 
-	fd = open(at(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fd = open(tt_at(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	cr_assert_neq(fd, -1);
 	for (off = 0; off < BIG_SIZE; off += sizeof chunk) {
 		for (i = 0; i < sizeof chunk; i++)
@@ -120,31 +109,21 @@ mkbig(const char *rel)
 	close(fd);
 }
 
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void
 setup(void)
 {
-	char tmpl[] = "/tmp/test-hosttar-XXXXXX";
 	char *dirs[1];
 
 	signal(SIGPIPE, SIG_IGN);
 	umask(022);
-	cr_assert_not_null(mkdtemp(tmpl));
-	cr_assert_not_null(realpath(tmpl, root));
+	tt_make("test-hosttar");
 	mkdir_at("src");
 	mkdir_at("dest");
 	mkdir_at("outside");
-	dirs[0] = (char *)at("src");
-	cr_assert_eq(hostpolicy_init(&hp, dirs, 1, at("src"), err, sizeof err),
-	    0, "%s", err);
+	dirs[0] = (char *)tt_at("src");
+	cr_assert_eq(
+	    hostpolicy_init(&hp, dirs, 1, tt_at("src"), err, sizeof err), 0,
+	    "%s", err);
 	err[0] = '\0';
 }
 
@@ -152,7 +131,7 @@ static void
 teardown(void)
 {
 	hostpolicy_free(&hp);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tt_remove();
 }
 
 TestSuite(tar_out, .init = setup, .fini = teardown, .timeout = 120);
@@ -351,7 +330,7 @@ Test(tar_out, round_trips_a_tree)
 	int expect, count, i;
 
 	expect = make_tree();
-	t = tar_out_new(&hp, at("src"), "proj", &lim, NULL, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "proj", &lim, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(
 	    produce(t, 16 * 1024, &data, &len), 0, "%s", tar_out_error(t));
@@ -367,7 +346,7 @@ Test(tar_out, round_trips_a_tree)
 	for (i = 0; i < count; i++) {
 		x = &g[i];
 		cr_assert_eq(strncmp(x->name, "proj", 4), 0, "%s", x->name);
-		snprintf(path, sizeof path, "%s/src%s", root, x->name + 4);
+		snprintf(path, sizeof path, "%s/src%s", tt_root, x->name + 4);
 		cr_assert_eq(lstat(path, &st), 0, "%s", path);
 		cr_assert_eq(x->perm, st.st_mode & 0777, "%s", x->name);
 		cr_assert_eq(x->mtime, st.st_mtime, "%s", x->name);
@@ -439,18 +418,19 @@ Test(tar_out, skips_and_reports_symlinks_fifos_sockets_devices)
 
 	mkfile("src/real.txt", "real\n");
 	mkfile("outside/secret", "secret\n");
-	cr_assert_eq(symlink("real.txt", at("src/inside-link")), 0);
-	cr_assert_eq(symlink(at("outside/secret"), at("src/outside-link")), 0);
-	cr_assert_eq(symlink(at("outside"), at("src/dir-link")), 0);
-	cr_assert_eq(mkfifo(at("src/fifo"), 0644), 0);
+	cr_assert_eq(symlink("real.txt", tt_at("src/inside-link")), 0);
+	cr_assert_eq(
+	    symlink(tt_at("outside/secret"), tt_at("src/outside-link")), 0);
+	cr_assert_eq(symlink(tt_at("outside"), tt_at("src/dir-link")), 0);
+	cr_assert_eq(mkfifo(tt_at("src/fifo"), 0644), 0);
 	s = socket(AF_UNIX, SOCK_STREAM, 0);
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", at("src/sock"));
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", tt_at("src/sock"));
 	cr_assert_eq(bind(s, (struct sockaddr *)&sun, sizeof sun), 0);
-	dev = mknod(at("src/null"), S_IFCHR | 0644, makedev(1, 3)) == 0;
+	dev = mknod(tt_at("src/null"), S_IFCHR | 0644, makedev(1, 3)) == 0;
 
-	t = tar_out_new(&hp, at("src"), "p", NULL, NULL, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "p", NULL, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), 0);
 	close(s);
@@ -490,7 +470,7 @@ Test(tar_out, leaves_out_excluded_names_anywhere)
 	mkfile("src/lib/main.c", "int main;\n");
 	mkfile("src/.gitignore", "build\n");
 
-	t = tar_out_new(&hp, at("src"), "p", NULL, exclude, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "p", NULL, exclude, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), 0);
 	g = read_back(data, len, &count);
@@ -519,7 +499,7 @@ Test(tar_out, stops_before_exceeding_max_files)
 		snprintf(rel, sizeof rel, "src/f%d", i);
 		mkfile(rel, "x");
 	}
-	t = tar_out_new(&hp, at("src"), "p", &lim, NULL, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "p", &lim, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), -1);
 	cr_assert_not_null(
@@ -542,7 +522,7 @@ Test(tar_out, stops_before_exceeding_max_bytes)
 	memset(buf, 'x', sizeof buf);
 	mkfile_len("src/a", buf, sizeof buf, 0644);
 	mkfile_len("src/b", buf, sizeof buf, 0644);
-	t = tar_out_new(&hp, at("src"), "p", &lim, NULL, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "p", &lim, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 4096, &data, &len), -1);
 	cr_assert_not_null(
@@ -565,7 +545,7 @@ Test(tar_out, archives_a_wide_tree)
 		snprintf(rel, sizeof rel, "src/file %04d.txt", i);
 		mkfile(rel, rel);
 	}
-	t = tar_out_new(&hp, at("src"), "wide", NULL, NULL, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "wide", NULL, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(produce(t, 64 * 1024, &data, &len), 0);
 	g = read_back(data, len, &count);
@@ -582,9 +562,9 @@ Test(tar_out, refuses_sources_outside_the_policy_and_bad_names)
 {
 	mkfile("outside/secret", "secret\n");
 	mkfile("src/ok", "ok\n");
-	cr_assert_eq(symlink(at("outside/secret"), at("src/link")), 0);
+	cr_assert_eq(symlink(tt_at("outside/secret"), tt_at("src/link")), 0);
 	cr_assert_null(tar_out_new(
-	    &hp, at("outside/secret"), "s", NULL, NULL, err, sizeof err));
+	    &hp, tt_at("outside/secret"), "s", NULL, NULL, err, sizeof err));
 	cr_assert_not_null(strstr(err, "outside the allowed"), "%s", err);
 	cr_assert_null(
 	    tar_out_new(&hp, "link", "s", NULL, NULL, err, sizeof err));
@@ -603,7 +583,7 @@ Test(tar_out, can_be_freed_half_way)
 
 	mkfile("src/a", "a");
 	mkbig("src/big.bin");
-	t = tar_out_new(&hp, at("src"), "p", NULL, NULL, err, sizeof err);
+	t = tar_out_new(&hp, tt_at("src"), "p", NULL, NULL, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	cr_assert_eq(tar_out_pump(t, eb, 100 * 1024), 1);
 	tar_out_free(t);
@@ -719,7 +699,7 @@ extract(const struct spec *s, int n, const struct tar_limits *lim,
 	int r;
 
 	data = build(s, n, &len);
-	t = tar_in_new(at("dest"), lim, overwrite, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), lim, overwrite, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len, 1);
 	r = finish(t, summary);
@@ -755,11 +735,11 @@ assert_file(const char *rel, const char *content, mode_t perm)
 	char *got;
 	size_t len;
 
-	cr_assert_eq(lstat(at(rel), &st), 0, "%s missing", rel);
+	cr_assert_eq(lstat(tt_at(rel), &st), 0, "%s missing", rel);
 	cr_assert(S_ISREG(st.st_mode), "%s", rel);
 	cr_assert_eq(
 	    st.st_mode & 07777, perm, "%s: mode %o", rel, st.st_mode & 07777);
-	got = slurp(at(rel), &len);
+	got = slurp(tt_at(rel), &len);
 	cr_assert_eq(len, strlen(content), "%s", rel);
 	cr_assert_eq(memcmp(got, content, len), 0, "%s", rel);
 	free(got);
@@ -783,7 +763,7 @@ static int
 count_tree(const char *rel)
 {
 	nfound = 0;
-	nftw(at(rel), count_one, 16, FTW_PHYS);
+	nftw(tt_at(rel), count_one, 16, FTW_PHYS);
 	return nfound;
 }
 
@@ -812,7 +792,7 @@ Test(tar_in, extracts_files_and_directories_byte_exact)
 	assert_file("dest/proj/a/b/c/deep.txt", "deep\n", 0600);
 	assert_file("dest/proj/" UNICODE_NAME, "unicode\n", 0644);
 	assert_file("dest/proj/bytes.bin", bytes + 1, 0644);
-	cr_assert_eq(stat(at("dest/proj/hello.txt"), &st), 0);
+	cr_assert_eq(stat(tt_at("dest/proj/hello.txt"), &st), 0);
 	cr_assert_eq(st.st_mtime, 1000000000, "mtime kept");
 	cr_assert_eq(summary_int(sum, "files"), 7);
 	cr_assert_eq(summary_int(sum, "bytes"), 13 + 10 + 5 + 8 + 255);
@@ -842,15 +822,15 @@ Test(tar_in, skips_escapes_links_devices_and_fifos)
 	};
 	json_object *sum, *skipped;
 
-	snprintf(abs, sizeof abs, "%s/outside/abs-evil", root);
+	snprintf(abs, sizeof abs, "%s/outside/abs-evil", tt_root);
 	cr_assert_eq(extract(s, 11, NULL, 0, &sum), 0, "%s", err);
 	assert_file("dest/ok.txt", "ok\n", 0644);
 	/* The symlink entry was skipped: link/ is a new, real directory. */
 	assert_file("dest/link/through", "evil\n", 0644);
 	cr_assert_eq(count_tree("dest"), 4, "dest/, ok.txt, link/, through");
 	cr_assert_eq(count_tree("outside"), 1, "nothing outside dest");
-	cr_assert_not(exists(at("evil")));
-	cr_assert_not(exists(at("evil2")));
+	cr_assert_not(exists(tt_at("evil")));
+	cr_assert_not(exists(tt_at("evil2")));
 	cr_assert_not(exists("/abs"));
 
 	skipped = summary_list(sum, "skipped");
@@ -881,7 +861,7 @@ Test(tar_in, strips_setuid_setgid_and_sticky_bits)
 	assert_file("dest/suid", "x", 0755);
 	assert_file("dest/sgid", "x", 0755);
 	assert_file("dest/noperm", "x", 0600);
-	cr_assert_eq(stat(at("dest/tmp"), &st), 0);
+	cr_assert_eq(stat(tt_at("dest/tmp"), &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0755, "mode %o", st.st_mode & 07777);
 }
 
@@ -921,8 +901,9 @@ Test(tar_in, never_writes_through_an_existing_symlink)
 	json_object *sum, *skipped;
 	struct stat st;
 
-	cr_assert_eq(symlink(at("outside"), at("dest/dirlink")), 0);
-	cr_assert_eq(symlink(at("outside/target"), at("dest/filelink")), 0);
+	cr_assert_eq(symlink(tt_at("outside"), tt_at("dest/dirlink")), 0);
+	cr_assert_eq(
+	    symlink(tt_at("outside/target"), tt_at("dest/filelink")), 0);
 	cr_assert_eq(extract(s, 3, NULL, 0, &sum), 0, "%s", err);
 	skipped = summary_list(sum, "skipped");
 	cr_assert(listed(skipped, "dirlink/evil", "symlink in path"));
@@ -934,7 +915,7 @@ Test(tar_in, never_writes_through_an_existing_symlink)
 	/* Overwrite replaces the link itself, never its target. */
 	cr_assert_eq(extract(s, 3, NULL, 1, &sum), 0, "%s", err);
 	cr_assert_eq(count_tree("outside"), 1);
-	cr_assert_eq(lstat(at("dest/filelink"), &st), 0);
+	cr_assert_eq(lstat(tt_at("dest/filelink"), &st), 0);
 	cr_assert(S_ISREG(st.st_mode));
 	assert_file("dest/filelink", "evil\n", 0644);
 	cr_assert(listed(
@@ -954,8 +935,8 @@ Test(tar_in, stops_before_exceeding_max_bytes)
 	cr_assert_eq(extract(s, 2, &lim, 0, &sum), -1);
 	cr_assert_not_null(
 	    strstr(err, "archive larger than 1000 bytes"), "%s", err);
-	cr_assert(exists(at("dest/a")));
-	cr_assert_not(exists(at("dest/b")));
+	cr_assert(exists(tt_at("dest/a")));
+	cr_assert_not(exists(tt_at("dest/b")));
 	cr_assert_eq(summary_int(sum, "bytes"), 600);
 	json_object_put(sum);
 }
@@ -972,8 +953,8 @@ Test(tar_in, stops_before_exceeding_max_files)
 	cr_assert_eq(extract(s, 3, &lim, 0, NULL), -1);
 	cr_assert_not_null(
 	    strstr(err, "more than 2 files and directories"), "%s", err);
-	cr_assert(exists(at("dest/d/a")));
-	cr_assert_not(exists(at("dest/d/b")));
+	cr_assert(exists(tt_at("dest/d/a")));
+	cr_assert_not(exists(tt_at("dest/d/b")));
 }
 
 Test(tar_in, removes_a_partial_file_from_a_truncated_archive)
@@ -988,7 +969,7 @@ Test(tar_in, removes_a_partial_file_from_a_truncated_archive)
 	size_t len;
 
 	data = build(s, 2, &len);
-	t = tar_in_new(at("dest"), NULL, 0, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), NULL, 0, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len / 2, 1);
 	cr_assert_eq(finish(t, &sum), -1);
@@ -998,7 +979,7 @@ Test(tar_in, removes_a_partial_file_from_a_truncated_archive)
 	    strstr(tar_in_error(t), "the partial file big.bin was removed"),
 	    "%s", tar_in_error(t));
 	assert_file("dest/first.txt", "first\n", 0644);
-	cr_assert_not(exists(at("dest/big.bin")));
+	cr_assert_not(exists(tt_at("dest/big.bin")));
 	cr_assert_eq(count_tree("dest"), 2, "no temporary file left");
 	cr_assert(
 	    listed(summary_list(sum, "skipped"), "big.bin", "incomplete"));
@@ -1018,7 +999,7 @@ Test(tar_in, an_aborted_overwrite_keeps_the_old_file)
 
 	mkfile("dest/big.bin", "old\n");
 	data = build(s, 1, &len);
-	t = tar_in_new(at("dest"), NULL, 1, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), NULL, 1, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len / 2, 1);
 	cr_assert_eq(finish(t, NULL), -1);
@@ -1038,7 +1019,7 @@ Test(tar_in, free_mid_transfer_ends_the_thread_and_cleans_up)
 	size_t len;
 
 	data = build(s, 1, &len);
-	t = tar_in_new(at("dest"), NULL, 0, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), NULL, 0, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len / 2, 0);
 	tar_in_free(t); /* input still open, thread mid-file */
@@ -1046,7 +1027,7 @@ Test(tar_in, free_mid_transfer_ends_the_thread_and_cleans_up)
 	free(data);
 
 	/* And right after the start, before any byte. */
-	t = tar_in_new(at("dest"), NULL, 0, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), NULL, 0, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	tar_in_free(t);
 }
@@ -1057,7 +1038,7 @@ Test(tar_in, rejects_garbage)
 	struct tar_in *t;
 
 	memset(junk, 'j', sizeof junk);
-	t = tar_in_new(at("dest"), NULL, 0, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), NULL, 0, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	feed(t, junk, sizeof junk, 1);
 	cr_assert_eq(finish(t, NULL), -1);
@@ -1068,10 +1049,10 @@ Test(tar_in, rejects_garbage)
 
 Test(tar_in, refuses_a_missing_destination)
 {
-	cr_assert_null(tar_in_new(at("nope"), NULL, 0, err, sizeof err));
+	cr_assert_null(tar_in_new(tt_at("nope"), NULL, 0, err, sizeof err));
 	cr_assert_not_null(strstr(err, "nope"), "%s", err);
 	mkfile("file", "x");
-	cr_assert_null(tar_in_new(at("file"), NULL, 0, err, sizeof err));
+	cr_assert_null(tar_in_new(tt_at("file"), NULL, 0, err, sizeof err));
 }
 
 Test(tar_in, lists_at_most_1000_paths)
@@ -1111,11 +1092,11 @@ Test(tar_in, round_trips_with_tar_out)
 	int n;
 
 	n = make_tree();
-	o = tar_out_new(&hp, at("src"), "copy", NULL, NULL, err, sizeof err);
+	o = tar_out_new(&hp, tt_at("src"), "copy", NULL, NULL, err, sizeof err);
 	cr_assert_not_null(o, "%s", err);
 	cr_assert_eq(produce(o, 256 * 1024, &data, &len), 0);
 	tar_out_free(o);
-	t = tar_in_new(at("dest"), NULL, 0, err, sizeof err);
+	t = tar_in_new(tt_at("dest"), NULL, 0, err, sizeof err);
 	cr_assert_not_null(t, "%s", err);
 	feed(t, data, len, 1);
 	cr_assert_eq(finish(t, &sum), 0, "%s", tar_in_error(t));
@@ -1155,7 +1136,7 @@ Test(tar_in, concurrent_extractions_keep_the_umask)
 	for (i = 0; i < N; i++) {
 		snprintf(dest, sizeof dest, "dest/%d", i);
 		mkdir_at(dest);
-		t[i] = tar_in_new(at(dest), NULL, 0, err, sizeof err);
+		t[i] = tar_in_new(tt_at(dest), NULL, 0, err, sizeof err);
 		cr_assert_not_null(t[i], "%s", err);
 	}
 	for (i = 0; i < N; i++)
