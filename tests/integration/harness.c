@@ -637,6 +637,17 @@ h_stop(struct h_server *s, const char *cid)
 	json_object_put(r);
 }
 
+long
+h_send_exec(struct h_server *s, const char *cid, const char *cmd)
+{
+	json_object *a;
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "commands", json_object_new_string(cmd));
+	return h_send_tool(s, "sandbox_exec", a);
+}
+
 json_object *
 h_exec_obj(
     struct h_server *s, const char *cid, json_object *args, int timeout_ms)

@@ -70,6 +70,8 @@ json_object *h_call_tool_t(struct h_server *, const char *, const char *, int);
 json_object *h_call_tool_obj(
     struct h_server *, const char *, json_object *, int);
 long h_send_tool(struct h_server *, const char *, json_object *);
+/* sandbox_exec of one command, not waited for; the request id. */
+long h_send_exec(struct h_server *, const char *, const char *);
 /* The result of a response to a tools/call (asserts it is one); the
  * response is released. */
 json_object *h_tool_result(json_object *);

@@ -364,21 +364,13 @@ Test(exec, concurrent_sandboxes, .timeout = 120)
 Test(exec, concurrent_same_sandbox, .timeout = 120)
 {
 	struct h_server *s;
-	json_object *a, *m, *r;
+	json_object *m, *r;
 	char *cid;
 	long id1, id2;
 
 	s = setup(&cid, NULL, NULL);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("sleep 3; echo slow"));
-	id1 = h_send_tool(s, "sandbox_exec", a);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("echo fast"));
-	id2 = h_send_tool(s, "sandbox_exec", a);
+	id1 = h_send_exec(s, cid, "sleep 3; echo slow");
+	id2 = h_send_exec(s, cid, "echo fast");
 
 	m = h_wait_id(s, id2, 30000);
 	cr_assert(m != NULL);
@@ -398,17 +390,13 @@ Test(exec, concurrent_same_sandbox, .timeout = 120)
 Test(exec, ping_during_exec, .timeout = 90)
 {
 	struct h_server *s;
-	json_object *a, *m;
+	json_object *m;
 	long id1, id2;
 	long long t0;
 	char *cid;
 
 	s = setup(&cid, NULL, NULL);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("sleep 4"));
-	id1 = h_send_tool(s, "sandbox_exec", a);
+	id1 = h_send_exec(s, cid, "sleep 4");
 	usleep(300000);
 	t0 = h_now_ms();
 	id2 = h_send_request(s, "ping", NULL);
@@ -486,16 +474,12 @@ Test(exec, accounting_per_run, .timeout = 120)
 Test(exec, accounting_overlapping_runs, .timeout = 120)
 {
 	struct h_server *s;
-	json_object *a, *m, *r, *f;
+	json_object *m, *r, *f;
 	long id;
 	char *cid;
 
 	s = setup(&cid, NULL, NULL);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("sleep 3"));
-	id = h_send_tool(s, "sandbox_exec", a);
+	id = h_send_exec(s, cid, "sleep 3");
 	usleep(500000);
 	f = exec_result(s, cid, TOUCH_64M);
 	cr_expect_geq(h_int(f, "memory_peak_bytes"), 64 << 20);
