@@ -126,6 +126,9 @@ static const struct opt opts[] = {
         "3600", 1, 1L << 31,
         "seconds an HTTP session may stay idle before it ends (with its "
         "sandboxes)"},
+    {"http-max-connections", "MCP_SANDBOXD_HTTP_MAX_CONNECTIONS", OPT_LONG,
+        O(http_max_connections), "512", 1, 65536,
+        "HTTP connections served at once; a new one past it gets 503"},
     {"http-timeout", "MCP_SANDBOXD_HTTP_TIMEOUT", OPT_LONG, O(http_timeout),
         "30", 1, 3600,
         "seconds an HTTP connection may stay silent (reading a request, or "

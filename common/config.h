@@ -51,6 +51,7 @@ struct config {
 	long max_sessions;
 	long session_idle; /* seconds */
 	long http_timeout; /* seconds */
+	long http_max_connections;
 
 	/* Modes. */
 	int help, version;

@@ -11,6 +11,7 @@
 
 #include <json-c/json.h>
 
+struct evhttp_connection;
 struct evhttp_request;
 
 #define HTTP_SID_BYTES 32 /* random bytes of a session id (hex: twice) */
@@ -31,6 +32,8 @@ void http_reply_json(struct evhttp_request *, int, json_object *);
 void http_reply_error(
     struct evhttp_request *, int, json_object *, int, const char *);
 void http_count(int);
+void http_conn_closecb(struct evhttp_connection *,
+    void (*)(struct evhttp_connection *, void *), void *);
 int http_stdio_sessions(void);
 
 /* http-session.c */

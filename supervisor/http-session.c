@@ -169,7 +169,7 @@ sse_start(struct hsession *hs, struct hstream *st, struct evhttp_request *req,
 	if (st != NULL) {
 		st->req = req;
 		evcon = evhttp_request_get_connection(req);
-		evhttp_connection_set_closecb(evcon, sse_closed, st);
+		http_conn_closecb(evcon, sse_closed, st);
 		/* A stream may be quiet for long; a client that stops
 		 * reading is still dropped by the write timeout. */
 		bufferevent_set_timeouts(
@@ -200,7 +200,7 @@ sse_end(struct hstream *st)
 		return;
 	st->req = NULL;
 	if ((evcon = evhttp_request_get_connection(req)) != NULL) {
-		evhttp_connection_set_closecb(evcon, NULL, NULL);
+		http_conn_closecb(evcon, NULL, NULL);
 		evhttp_connection_set_timeout(
 		    evcon, (int)sup.conf->http_timeout);
 	}

@@ -8,7 +8,12 @@
  * Limits: bodies over --max-line get 413 from evhttp before they are
  * read, headers over HTTP_MAX_HEADERS 400, and a connection silent for
  * --http-timeout seconds is closed; the loop never waits on one client.
+ * At most --http-max-connections connections are served at once (a new
+ * one past that gets 503 and is closed), and when accept() fails for
+ * want of descriptors the listener rests a moment instead of spinning
+ * on a socket that stays readable.
  */
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -28,6 +33,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
 #include "config.h"
 #include "http-int.h"
@@ -38,8 +44,21 @@
 #define HTTP_MAX_HEADERS (64 * 1024)
 #define HTTP_TOKEN_MAX 4096
 #define HTTP_MAX_LIST 64
+#define HTTP_ACCEPT_REST_MS 250
+
+/* A connection that has sent a request, and who wants to know its end. */
+struct hconn {
+	struct evhttp_connection *evcon;
+	void (*closecb)(struct evhttp_connection *, void *);
+	void *arg;
+	LIST_ENTRY(hconn) entry;
+};
 
 static struct evhttp *httpd;
+static LIST_HEAD(, hconn) hconns = LIST_HEAD_INITIALIZER(hconns);
+static long nhconns, conns_refused, accept_rests;
+static struct evconnlistener *listener;
+static struct event *accept_timer;
 static char *token; /* the bearer token, or NULL: no auth */
 static size_t token_len;
 static char *origins[HTTP_MAX_LIST], *hosts[HTTP_MAX_LIST];
@@ -410,6 +429,20 @@ http_metrics(struct evbuffer *b)
 		evbuffer_add_printf(b,
 		    "mcp_sandboxd_http_requests_total{code=\"%s\"} %lld\n",
 		    classes[i], replies[i]);
+	evbuffer_add_printf(b,
+	    "# HELP mcp_sandboxd_http_connections HTTP connections served "
+	    "(that have sent a request).\n"
+	    "# TYPE mcp_sandboxd_http_connections gauge\n"
+	    "mcp_sandboxd_http_connections %ld\n"
+	    "# HELP mcp_sandboxd_http_connections_refused_total Connections "
+	    "refused past --http-max-connections.\n"
+	    "# TYPE mcp_sandboxd_http_connections_refused_total counter\n"
+	    "mcp_sandboxd_http_connections_refused_total %ld\n"
+	    "# HELP mcp_sandboxd_http_accept_rests_total Times accept() failed "
+	    "(out of descriptors) and the listener rested.\n"
+	    "# TYPE mcp_sandboxd_http_accept_rests_total counter\n"
+	    "mcp_sandboxd_http_accept_rests_total %ld\n",
+	    nhconns, conns_refused, accept_rests);
 }
 
 static void
@@ -424,6 +457,100 @@ http_metrics_reply(struct evhttp_request *req)
 	http_count(200);
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);
+}
+
+/* --- connections --- */
+
+static struct hconn *
+hconn_find(struct evhttp_connection *evcon)
+{
+	struct hconn *c;
+
+	LIST_FOREACH(c, &hconns, entry)
+	if (c->evcon == evcon)
+		return c;
+	return NULL;
+}
+
+static void
+hconn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct hconn *c = arg;
+
+	if (c->closecb != NULL)
+		c->closecb(evcon, c->arg);
+	LIST_REMOVE(c, entry);
+	nhconns--;
+	free(c);
+}
+
+/*
+ * Who else wants to know when a connection ends (an SSE stream); the
+ * connection's own close callback is the count's.
+ */
+void
+http_conn_closecb(struct evhttp_connection *evcon,
+    void (*cb)(struct evhttp_connection *, void *), void *arg)
+{
+	struct hconn *c;
+
+	if ((c = hconn_find(evcon)) == NULL)
+		return;
+	c->closecb = cb;
+	c->arg = arg;
+}
+
+/* Counts a connection at its first request; 0 if it may be served. */
+static int
+http_conn_admit(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon;
+	struct hconn *c;
+
+	if ((evcon = evhttp_request_get_connection(req)) == NULL ||
+	    hconn_find(evcon) != NULL)
+		return 0;
+	if (nhconns >= sup.conf->http_max_connections) {
+		conns_refused++;
+		return -1;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->evcon = evcon;
+	LIST_INSERT_HEAD(&hconns, c, entry);
+	nhconns++;
+	evhttp_connection_set_closecb(evcon, hconn_closed, c);
+	return 0;
+}
+
+static void
+http_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (listener != NULL)
+		evconnlistener_enable(listener);
+}
+
+/*
+ * accept() failed for a reason other than a passing one: out of
+ * descriptors, most likely.  The pending connection stays queued and the
+ * socket readable, so rest a moment rather than be called again at once.
+ */
+static void
+http_accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct timeval tv = {0, HTTP_ACCEPT_REST_MS * 1000};
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)arg;
+	if (accept_rests++ % 100 == 0)
+		log_warnx("%s: accept: %s; not accepting for %d ms (%lld "
+		          "times so far)",
+		    __func__, evutil_socket_error_to_string(err),
+		    HTTP_ACCEPT_REST_MS, (long long)accept_rests);
+	evconnlistener_disable(lev);
+	evtimer_add(accept_timer, &tv);
 }
 
 /* --- requests --- */
@@ -470,6 +597,14 @@ http_cb(struct evhttp_request *req, void *arg)
 	if (sup.shutting_down) {
 		http_reply_error(req, 503, NULL, HTTP_RPC_BAD_REQUEST,
 		    "the server is shutting down");
+		return;
+	}
+	if (http_conn_admit(req) == -1) {
+		evhttp_add_header(out, "Connection", "close");
+		evhttp_add_header(out, "Retry-After", "1");
+		http_reply_error(req, 503, NULL, HTTP_RPC_BAD_REQUEST,
+		    "Service Unavailable: too many connections (see "
+		    "--http-max-connections); retry later");
 		return;
 	}
 	if ((v = evhttp_find_header(in, "Host")) == NULL ||
@@ -691,6 +826,11 @@ http_listen(void)
 	if ((bs = evhttp_bind_socket_with_handle(httpd, host, (uint16_t)p)) ==
 	    NULL)
 		fatal("cannot listen on %s", sup.conf->listen);
+	listener = evhttp_bound_socket_get_listener(bs);
+	evconnlistener_set_error_cb(listener, http_accept_error);
+	if ((accept_timer = evtimer_new(sup.base, http_accept_resume, NULL)) ==
+	    NULL)
+		fatalx("evtimer_new");
 	memset(&ss, 0, sizeof ss);
 	if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss,
 	        &sslen) == 0)
@@ -734,8 +874,12 @@ http_stop(void)
 	if (httpd == NULL)
 		return;
 	http_sessions_stop();
-	evhttp_free(httpd);
+	evhttp_free(httpd); /* closes every connection: hconns go */
 	httpd = NULL;
+	listener = NULL;
+	if (accept_timer != NULL)
+		event_free(accept_timer);
+	accept_timer = NULL;
 	for (i = 0; i < norigins; i++)
 		free(origins[i]);
 	for (i = 0; i < nhosts; i++)

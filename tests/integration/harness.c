@@ -1,4 +1,5 @@
 /* Integration test harness: see harness.h. */
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -54,7 +55,7 @@ h_startv(const char *const *extra)
 	struct h_server *s;
 	const char *argv[64];
 	int in[2], out[2], n = 0, i;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	signal(SIGPIPE, SIG_IGN);
 	s = calloc(1, sizeof *s);
@@ -83,6 +84,11 @@ h_startv(const char *const *extra)
 		dup2(out[1], 1);
 		closefrom(3); /* nothing of criterion's */
 		signal(SIGPIPE, SIG_DFL);
+		/* A test that dies (a failed assertion) takes its server
+		 * along, which removes its sandboxes. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
+		    getppid() != parent)
+			_exit(126);
 		execv(argv[0], (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -821,6 +827,29 @@ h_proc_stat(pid_t pid, char *state, pid_t *ppid)
 		return -1;
 	*ppid = pp;
 	return 0;
+}
+
+/* CPU time a process has used (user and system), in milliseconds. */
+long long
+h_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Fields 14 and 15, counted from the state (field 3). */
+	cr_assert((p = strrchr(buf, ')')) != NULL);
+	cr_assert(sscanf(p + 2,
+	              "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+	              &ut, &st) == 2);
+	return (long long)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
 }
 
 int

@@ -111,6 +111,7 @@ int h_wait_container_gone(const char *, int);
 json_object *h_docker_inspect(const char *);
 char *h_run(const char *, int *); /* popen: output, exit status */
 int h_pid_alive(pid_t); /* exists and not a zombie */
+long long h_cpu_ms(pid_t); /* user + system CPU time */
 int h_children(pid_t, pid_t *, int, int *);
 long long h_now_ms(void);
 int h_contains(const char *, const char *);

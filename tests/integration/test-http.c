@@ -3,6 +3,7 @@
  * with libcurl: sessions, the header checks, auth, limits, SSE with
  * progress, and resumption of a dropped stream.
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1032,6 +1034,136 @@ Test(http, slowloris_does_not_block, .timeout = 90)
 	}
 	close(fd);
 	free(sid);
+	srv_finish(s);
+}
+
+/*
+ * GET path on a kept-alive connection; the status, the answer in buf.
+ * 0 when the connection closed without an answer.
+ */
+static int
+raw_get(int fd, const char *path, char *buf, size_t len)
+{
+	char req[256], *end, *cl;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	size_t have = 0, want = 0;
+	ssize_t n;
+	int status = 0;
+
+	n = snprintf(req, sizeof req,
+	    "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+	cr_assert(write(fd, req, (size_t)n) == n);
+	for (;;) {
+		cr_assert(
+		    poll(&pfd, 1, 10000) == 1, "no answer to GET %s", path);
+		if ((n = read(fd, buf + have, len - 1 - have)) <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+		if ((end = strstr(buf, "\r\n\r\n")) == NULL)
+			continue;
+		if (want == 0) {
+			cl = strcasestr(buf, "Content-Length:");
+			cr_assert(cl != NULL && cl < end, "%s", buf);
+			want = (size_t)(end + 4 - buf) +
+			       strtoul(cl + 15, NULL, 10);
+		}
+		if (have >= want)
+			break;
+	}
+	buf[have] = '\0';
+	sscanf(buf, "HTTP/1.%*d %d", &status);
+	return status;
+}
+
+Test(http, connection_cap, .timeout = 60)
+{
+	static char buf[65536];
+	struct srv *s;
+	long long deadline;
+	int a, b, c, d, st;
+
+	s = srv_start("--http-max-connections", "2", NULL);
+	a = connect_port(s->port);
+	b = connect_port(s->port);
+	cr_assert(a >= 0 && b >= 0);
+	cr_assert_eq(raw_get(a, "/metrics", buf, sizeof buf), 200);
+	cr_assert_eq(raw_get(b, "/metrics", buf, sizeof buf), 200);
+
+	/* A third is told why, and closed. */
+	c = connect_port(s->port);
+	cr_assert(c >= 0);
+	cr_expect_eq(raw_get(c, "/metrics", buf, sizeof buf), 503, "%s", buf);
+	cr_expect(h_contains(buf, "too many connections"), "%s", buf);
+	cr_expect(h_contains(buf, "Retry-After: 1"), "%s", buf);
+	cr_expect_eq(read(c, buf, 1), 0, "the refused connection stays open");
+	close(c);
+
+	/* The two served carry on. */
+	cr_expect_eq(raw_get(a, "/metrics", buf, sizeof buf), 200);
+	cr_expect(
+	    h_contains(buf, "\nmcp_sandboxd_http_connections 2\n"), "%s", buf);
+	cr_expect(h_contains(
+	              buf, "\nmcp_sandboxd_http_connections_refused_total 1\n"),
+	    "%s", buf);
+
+	/* One goes: there is room again. */
+	close(b);
+	deadline = h_now_ms() + 5000;
+	for (;;) {
+		d = connect_port(s->port);
+		cr_assert(d >= 0);
+		st = raw_get(d, "/metrics", buf, sizeof buf);
+		if (st == 200 || h_now_ms() > deadline)
+			break;
+		close(d);
+		usleep(50000);
+	}
+	cr_expect_eq(st, 200, "no room after a connection closed: %s", buf);
+	close(d);
+	close(a);
+	srv_finish(s);
+}
+
+/*
+ * Out of descriptors, accept() fails while the connection waits in the
+ * queue: the server must rest, not spin on the readable socket, and
+ * serve again once descriptors are free.
+ */
+Test(http, out_of_descriptors_rests, .timeout = 60)
+{
+	struct rlimit low, old;
+	struct srv *s;
+	struct resp *r;
+	long long cpu;
+	int fds[80], i, n = 0;
+
+	s = srv_start(NULL);
+	/* The soft limit only: raising a hard one back needs privilege. */
+	cr_assert(prlimit(s->h->pid, RLIMIT_NOFILE, NULL, &old) == 0);
+	low.rlim_cur = 40;
+	low.rlim_max = old.rlim_max;
+	cr_assert(prlimit(s->h->pid, RLIMIT_NOFILE, &low, NULL) == 0, "%s",
+	    strerror(errno));
+	for (i = 0; i < 80; i++)
+		if ((fds[n] = connect_port(s->port)) >= 0)
+			n++;
+	cr_assert_geq(n, 45, "only %d connections", n);
+	usleep(500000);
+	cpu = h_cpu_ms(s->h->pid);
+	sleep(2);
+	cpu = h_cpu_ms(s->h->pid) - cpu;
+	cr_expect_lt(cpu, 500, "the server used %lld ms of CPU in 2 s", cpu);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	cr_assert(prlimit(s->h->pid, RLIMIT_NOFILE, &old, NULL) == 0, "%s",
+	    strerror(errno));
+
+	r = http_full(s, "GET", s->metrics, NULL, NULL, 0, 10000, 0);
+	cr_expect_eq(r->status, 200);
+	cr_expect(
+	    !h_contains(r->body, "accept_rests_total 0\n"), "%s", r->body);
+	resp_free(r);
 	srv_finish(s);
 }
 
