@@ -39,7 +39,9 @@
 /*
  * The sweep stops every member first (a stopped process cannot fork, so a
  * fork bomb cannot outrun it), pass after pass until none runs, then kills
- * them all.
+ * them all.  A process that left the session between being seen and being
+ * stopped (a setsid daemon starting) is not killed: it is continued, so
+ * that it is not left stopped for good.
  */
 static const char exec_wrapper[] =
     "__mcp_c=$1; shift;"
@@ -48,13 +50,16 @@ static const char exec_wrapper[] =
     " __mcp_l=${__mcp_l##*) }; set -- $__mcp_l;"
     " [ \"$4\" = $$ ] && [ ${__mcp_p#/proc/} != $$ ] || continue;"
     " [ \"$1\" = Z ] && continue;"
-    " [ \"$1\" = T ] && [ $__mcp_s = STOP ] || __mcp_f=1;"
+    " if [ $__mcp_s = STOP ]; then [ \"$1\" = T ] && continue;"
+    " __mcp_st=\"$__mcp_st ${__mcp_p#/proc/}\"; fi; __mcp_f=1;"
     " kill -$__mcp_s ${__mcp_p#/proc/} 2>/dev/null; done; };"
-    "trap '__mcp_rc=$?; set +eu; __mcp_i=0; __mcp_s=STOP;"
+    "trap '__mcp_rc=$?; set +eu; __mcp_st=; __mcp_i=0; __mcp_s=STOP;"
     " while [ $__mcp_i -lt 100 ]; do __mcp_sweep; [ -z \"$__mcp_f\" ] && break;"
     " __mcp_i=$((__mcp_i + 1)); done; __mcp_i=0; __mcp_s=KILL;"
     " while [ $__mcp_i -lt 20 ]; do __mcp_sweep; [ -z \"$__mcp_f\" ] && break;"
-    " __mcp_i=$((__mcp_i + 1)); done; exit $__mcp_rc' EXIT;"
+    " __mcp_i=$((__mcp_i + 1)); done;"
+    " [ -n \"$__mcp_st\" ] && kill -CONT $__mcp_st 2>/dev/null;"
+    " exit $__mcp_rc' EXIT;"
     "eval \"$__mcp_c\"";
 
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };

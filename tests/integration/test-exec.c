@@ -251,6 +251,29 @@ Test(exec, timeout_kills_background, .timeout = 90)
 	teardown(s, cid);
 }
 
+/*
+ * Daemons that a command starts as it ends race the sweep of its session:
+ * one caught leaving is not left stopped (it runs on, or it is gone).
+ */
+Test(exec, daemons_started_last_are_not_left_stopped, .timeout = 90)
+{
+	struct h_server *s;
+	char *cid, *out;
+	int round;
+
+	s = setup(&cid, NULL, NULL);
+	for (round = 0; round < 5; round++) {
+		free(h_exec_ok(s, cid,
+		    "for i in 1 2 3 4 5 6 7 8 9 10; do"
+		    " setsid sleep 1000 >/dev/null 2>&1 & done"));
+		out =
+		    h_exec_ok(s, cid, "ps -eo stat=,args= | grep '^T' || true");
+		cr_expect_str_eq(out, "", "stopped for good:\n%s", out);
+		free(out);
+	}
+	teardown(s, cid);
+}
+
 Test(exec, output_cap, .timeout = 90)
 {
 	static const char *const extra[] = {"--output-cap", "100000", NULL};
