@@ -609,12 +609,15 @@ http_cb(struct evhttp_request *req, void *arg)
 	}
 	if ((v = evhttp_find_header(in, "Host")) == NULL ||
 	    !host_allowed(v, hosts, nhosts, NULL)) {
+		/* Refused clients do not keep a connection slot. */
+		evhttp_add_header(out, "Connection", "close");
 		http_reply_error(req, 403, NULL, HTTP_RPC_BAD_REQUEST,
 		    "Forbidden: Host not allowed (see --allowed-hosts)");
 		return;
 	}
 	if ((v = evhttp_find_header(in, "Origin")) != NULL) {
 		if (!origin_allowed(v)) {
+			evhttp_add_header(out, "Connection", "close");
 			http_reply_error(req, 403, NULL, HTTP_RPC_BAD_REQUEST,
 			    "Forbidden: Origin not allowed (see "
 			    "--allowed-origins)");
@@ -624,6 +627,7 @@ http_cb(struct evhttp_request *req, void *arg)
 			return;
 	}
 	if (!auth_ok(req)) {
+		evhttp_add_header(out, "Connection", "close");
 		evhttp_add_header(out, "WWW-Authenticate",
 		    evhttp_find_header(in, "Authorization") != NULL
 		        ? "Bearer realm=\"mcp-sandboxd\", error=\"invalid_token\""

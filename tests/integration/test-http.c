@@ -1042,7 +1042,7 @@ Test(http, slowloris_does_not_block, .timeout = 90)
  * 0 when the connection closed without an answer.
  */
 static int
-raw_get(int fd, const char *path, char *buf, size_t len)
+raw_get_host(int fd, const char *path, const char *host, char *buf, size_t len)
 {
 	char req[256], *end, *cl;
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -1050,8 +1050,8 @@ raw_get(int fd, const char *path, char *buf, size_t len)
 	ssize_t n;
 	int status = 0;
 
-	n = snprintf(req, sizeof req,
-	    "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+	n = snprintf(
+	    req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host);
 	cr_assert(write(fd, req, (size_t)n) == n);
 	for (;;) {
 		cr_assert(
@@ -1076,6 +1076,12 @@ raw_get(int fd, const char *path, char *buf, size_t len)
 	return status;
 }
 
+static int
+raw_get(int fd, const char *path, char *buf, size_t len)
+{
+	return raw_get_host(fd, path, "127.0.0.1", buf, len);
+}
+
 Test(http, connection_cap, .timeout = 60)
 {
 	static char buf[65536];
@@ -1084,6 +1090,15 @@ Test(http, connection_cap, .timeout = 60)
 	int a, b, c, d, st;
 
 	s = srv_start("--http-max-connections", "2", NULL);
+	/* A refused client is closed: it keeps no slot. */
+	a = connect_port(s->port);
+	cr_assert(a >= 0);
+	cr_expect_eq(
+	    raw_get_host(a, "/metrics", "evil.example", buf, sizeof buf), 403,
+	    "%s", buf);
+	cr_expect_eq(read(a, buf, 1), 0, "the refused connection stays open");
+	close(a);
+
 	a = connect_port(s->port);
 	b = connect_port(s->port);
 	cr_assert(a >= 0 && b >= 0);
