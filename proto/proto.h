@@ -67,11 +67,16 @@ enum proto_type {
  *		with PROTO_F_STDIN, the last frame flagged PROTO_F_EOF),
  *		timeout_ms (int, 0: none), output_cap (int, bytes of stdout
  *		and stderr together before the command is killed; 0: none),
- *		token (string: marks the command's processes for a kill).
+ *		token (string: marks the command's processes for a kill),
+ *		log_stdout (bool, default true; false: standard output is
+ *		data, such as a tar stream, and only its size goes to the
+ *		activity log).
  *		Output flows as PROTO_DATA on stream == reqid.
  *		Result: exit_code (int, -1 when unknown), signal (int),
  *		timed_out, truncated, oom_killed, cancelled (bool),
  *		duration_ms, stdout_bytes, stderr_bytes (int),
+ *		cpu_time_ms (number), memory_peak_bytes (int) of the sandbox
+ *		during the run, when known,
  *		error (string, only when the exec could not run at all).
  *	"kill"	tokens (array of strings): kill what carries them (the
  *		calls of a worker that died).  Result: {}.
@@ -82,7 +87,7 @@ enum proto_type {
  *		long-lived session of that language.  Output as for "exec";
  *		result: exit_code, error (a traceback), session_lost,
  *		timed_out, cancelled, truncated, duration_ms, stdout_bytes,
- *		stderr_bytes.
+ *		stderr_bytes, cpu_time_ms, memory_peak_bytes.
  */
 #define PROTO_OP_EXEC "exec"
 #define PROTO_OP_KILL "kill"

@@ -193,6 +193,10 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	if (o->stdin_stream)
 		json_object_object_add(
 		    op, "stdin_stream", json_object_new_boolean(1));
+	/* Output that goes to a sink is data, not text for the log. */
+	if (o->stdout_sink != NULL)
+		json_object_object_add(
+		    op, "log_stdout", json_object_new_boolean(0));
 	json_object_object_add(op, "workdir",
 	    json_object_new_string(
 	        o->workdir != NULL ? o->workdir : sb->workdir));

@@ -78,6 +78,7 @@ struct wexec {
 	int paused;
 	long long out_bytes, err_bytes, cap;
 	int timed_out, truncated, cancelled, killing, kill_tries;
+	int log_stdout; /* else only its size goes to the activity log */
 	long exit_code;
 	unsigned long oom_before;
 	struct timespec start;
@@ -233,7 +234,8 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 	if (len == 0)
 		return 0;
 	flag = stream == DEMUX_STDOUT ? PROTO_F_STDOUT : PROTO_F_STDERR;
-	logs_add(x->tag[stream == DEMUX_STDERR], p, len);
+	if (stream == DEMUX_STDERR || x->log_stdout)
+		logs_add(x->tag[stream == DEMUX_STDERR], p, len);
 	if (stream == DEMUX_STDOUT)
 		x->out_bytes += (long long)len;
 	else
@@ -421,6 +423,11 @@ exec_finish(struct wexec *x)
 		    r, "error", json_object_new_string(x->error));
 	worker_send_json(x->w, PROTO_RESULT, x->reqid, r);
 	json_object_put(r);
+	if (x->tag[0][0] != '\0' && !x->log_stdout)
+		logs_addf(x->tag[0],
+		    "%lld bytes of standard output (data, "
+		    "not logged)",
+		    x->out_bytes);
 	if (x->tag[0][0] != '\0')
 		logs_addf(x->tag[0], "exit %ld%s%s%s%s", x->exit_code,
 		    x->timed_out ? ", timed out" : "",
@@ -497,6 +504,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	snprintf(x->tag[1], sizeof x->tag[1], "exec %.8s stderr", x->token);
 	logs_addf(x->tag[0], "$ %s", command);
 	x->cap = json_int(call, "output_cap", w->conf->output_cap);
+	x->log_stdout = !json_object_object_get_ex(call, "log_stdout", &v) ||
+	                json_object_get_boolean(v);
 	if (json_object_object_get_ex(call, "stdin_stream", &v) &&
 	    json_object_get_boolean(v)) {
 		x->stdin_stream = 1;

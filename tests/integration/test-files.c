@@ -849,6 +849,48 @@ Test(files, round_trip_text, .timeout = 180, .fini = files_fini)
 	finish(s, cid);
 }
 
+/*
+ * A transfer's tar stream is data: the activity log says how much went
+ * out, not what (a copied file's bytes are not in it).
+ */
+Test(files, transfer_data_not_in_activity_log, .timeout = 180,
+    .fini = files_fini)
+{
+	static const char marker[] = "secret-marker-7f3e9a\n";
+	struct h_server *s;
+	json_object *r, *m;
+	char params[256], *cid, *host;
+	const char *log;
+
+	make_dirs();
+	s = start(NULL);
+	cid = h_create(s, NULL);
+	json_object_put(call_ok(s, "write_file",
+	    args(cid, "file_name", js("m.txt"), "file_contents", js(marker),
+	        NULL)));
+	host = hpath(g_allowed, "m.back");
+	r = call_ok(s, "copy_file_from_sandbox",
+	    args(cid, "container_src_path", js("/app/m.txt"), "local_dest_path",
+	        js(host), NULL));
+	cr_expect_eq(sc_int(r, "bytes"), (long long)strlen(marker));
+	json_object_put(r);
+
+	snprintf(
+	    params, sizeof params, "{\"uri\":\"containers://%s/logs\"}", cid);
+	m = h_request(s, "resources/read", params, 30000);
+	log = h_str(m, "result.contents.0.text");
+	cr_assert_not_null(log, "%s", json_object_to_json_string(m));
+	cr_expect(
+	    h_contains(log, "bytes of standard output (data, not logged)"),
+	    "%s", log);
+	cr_expect(!h_contains(log, "secret-marker-7f3e9a"),
+	    "the copied file is in the activity log:\n%s", log);
+	json_object_put(m);
+	unlink(host);
+	free(host);
+	finish(s, cid);
+}
+
 Test(files, round_trip_binary, .timeout = 180, .fini = files_fini)
 {
 	unsigned char data[256 * 16 + 7];
