@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
