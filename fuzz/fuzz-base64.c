@@ -12,29 +12,20 @@
 #include <string.h>
 
 #include "base64.h"
+#include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static int strict;
 
-static void
-check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz-base64: %s\n", what);
-		abort();
-	}
-}
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *s = getenv("FUZZ_STRICT");
 
 	(void)argc;
 	(void)argv;
-	strict = s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+	strict = fuzz_env_strict();
 	return 0;
 }
 
@@ -48,11 +39,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Arbitrary text: safe, and a result is NUL-terminated. */
 	dec = base64_decode((const char *)data, size, &declen);
 	if (dec != NULL) {
-		check(declen <= size / 4 * 3, "decoded too long");
-		check(dec[declen] == '\0', "decoded not NUL-terminated");
+		fuzz_check(declen <= size / 4 * 3, "decoded too long");
+		fuzz_check(dec[declen] == '\0', "decoded not NUL-terminated");
 		if (strict) {
 			reenc = base64_encode(dec, declen, &reenclen);
-			check(
+			fuzz_check(
 			    reenclen == size && memcmp(reenc, data, size) == 0,
 			    "accepted non-canonical base64");
 			free(reenc);
@@ -62,11 +53,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Arbitrary bytes: the round trip is the identity. */
 	enc = base64_encode(data, size, &enclen);
-	check(enclen == (size + 2) / 3 * 4, "encoded length");
-	check(strlen(enc) == enclen, "encoded not NUL-terminated");
+	fuzz_check(enclen == (size + 2) / 3 * 4, "encoded length");
+	fuzz_check(strlen(enc) == enclen, "encoded not NUL-terminated");
 	dec = base64_decode(enc, enclen, &declen);
-	check(dec != NULL, "own encoding rejected");
-	check(declen == size && memcmp(dec, data, size) == 0,
+	fuzz_check(dec != NULL, "own encoding rejected");
+	fuzz_check(declen == size && memcmp(dec, data, size) == 0,
 	    "round trip changed the bytes");
 	free(dec);
 	free(enc);

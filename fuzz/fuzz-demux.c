@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "demux.h"
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -22,22 +23,13 @@ struct sink {
 	size_t len[3];
 };
 
-static void
-check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz-demux: %s\n", what);
-		abort();
-	}
-}
-
 static int
 collect(int stream, const char *p, size_t n, void *arg)
 {
 	struct sink *s = arg;
 
-	check(stream >= 0 && stream <= 2, "callback got a bad stream");
-	check(n > 0, "callback got no bytes");
+	fuzz_check(stream >= 0 && stream <= 2, "callback got a bad stream");
+	fuzz_check(n > 0, "callback got no bytes");
 	memcpy(s->out[stream] + s->len[stream], p, n);
 	s->len[stream] += n;
 	return 0;
@@ -95,7 +87,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 3; i++) {
 		got.out[i] = malloc(size + 1);
 		want.out[i] = malloc(size + 1);
-		check(got.out[i] != NULL && want.out[i] != NULL, "malloc");
+		fuzz_check(got.out[i] != NULL && want.out[i] != NULL, "malloc");
 		got.len[i] = want.len[i] = 0;
 	}
 	wantrv = reference(data, size, &want);
@@ -111,16 +103,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rv = demux_feed(&m, (const char *)data + off, n, collect, &got);
 		off += n;
 		if (rv == -1) {
-			check(errno == EPROTO, "error without EPROTO");
+			fuzz_check(errno == EPROTO, "error without EPROTO");
 			break;
 		}
-		check(rv == 0, "demux_feed returned junk");
+		fuzz_check(rv == 0, "demux_feed returned junk");
 	}
 
-	check(rv == wantrv, "error and reference disagree");
+	fuzz_check(rv == wantrv, "error and reference disagree");
 	for (i = 0; i < 3; i++) {
-		check(got.len[i] == want.len[i], "output length differs");
-		check(memcmp(got.out[i], want.out[i], got.len[i]) == 0,
+		fuzz_check(got.len[i] == want.len[i], "output length differs");
+		fuzz_check(memcmp(got.out[i], want.out[i], got.len[i]) == 0,
 		    "output differs");
 		free(got.out[i]);
 		free(want.out[i]);

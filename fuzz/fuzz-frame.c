@@ -14,18 +14,10 @@
 
 #include <event2/buffer.h>
 
+#include "fuzz.h"
 #include "proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
-
-static void
-check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz-frame: %s\n", what);
-		abort();
-	}
-}
 
 /* The frame taken from stream bytes p: the same header and payload. */
 static void
@@ -36,24 +28,25 @@ check_frame(const struct proto_frame *f, const uint8_t *p)
 	unsigned char *enc;
 	size_t len = f->hdr.len;
 
-	check(f->data != NULL, "frame without data");
-	check(f->data[len] == '\0', "payload not NUL-terminated");
-	check(len <= PROTO_MAX_PAYLOAD, "oversize frame accepted");
-	check(proto_type_valid(f->hdr.type), "unknown type accepted");
-	check(memcmp(f->data, p + PROTO_HDR_LEN, len) == 0, "payload differs");
+	fuzz_check(f->data != NULL, "frame without data");
+	fuzz_check(f->data[len] == '\0', "payload not NUL-terminated");
+	fuzz_check(len <= PROTO_MAX_PAYLOAD, "oversize frame accepted");
+	fuzz_check(proto_type_valid(f->hdr.type), "unknown type accepted");
+	fuzz_check(
+	    memcmp(f->data, p + PROTO_HDR_LEN, len) == 0, "payload differs");
 
 	out = evbuffer_new();
-	check(out != NULL, "evbuffer_new");
-	check(proto_write(out, &f->hdr, f->data, len) == 0, "proto_write");
-	check(evbuffer_get_length(out) == PROTO_HDR_LEN + len,
+	fuzz_check(out != NULL, "evbuffer_new");
+	fuzz_check(proto_write(out, &f->hdr, f->data, len) == 0, "proto_write");
+	fuzz_check(evbuffer_get_length(out) == PROTO_HDR_LEN + len,
 	    "re-encoded length differs");
 	enc = evbuffer_pullup(out, -1);
-	check(memcmp(enc, p, PROTO_HDR_LEN + len) == 0,
+	fuzz_check(memcmp(enc, p, PROTO_HDR_LEN + len) == 0,
 	    "re-encoded frame differs");
 	evbuffer_free(out);
 
 	if ((obj = proto_frame_json(f)) != NULL) {
-		check(json_object_is_type(obj, json_type_object),
+		fuzz_check(json_object_is_type(obj, json_type_object),
 		    "proto_frame_json gave a non-object");
 		json_object_put(obj);
 	}
@@ -74,12 +67,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 
 	in = evbuffer_new();
-	check(in != NULL, "evbuffer_new");
+	fuzz_check(in != NULL, "evbuffer_new");
 	while (rv != -1 && (off < size || rv == 1)) {
 		if (rv != 1) {
 			/* Each add is its own chain: headers straddle them. */
 			n = size - off < piece ? size - off : piece;
-			check(evbuffer_add(in, data + off, n) == 0,
+			fuzz_check(evbuffer_add(in, data + off, n) == 0,
 			    "evbuffer_add");
 			off += n;
 		}
@@ -89,14 +82,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_frame(&f, data + taken);
 			taken += PROTO_HDR_LEN + f.hdr.len;
 			proto_frame_free(&f);
-			check(f.data == NULL, "proto_frame_free left data");
+			fuzz_check(
+			    f.data == NULL, "proto_frame_free left data");
 		} else if (rv == -1) {
-			check(errno == EMSGSIZE || errno == EPROTO,
+			fuzz_check(errno == EMSGSIZE || errno == EPROTO,
 			    "unexpected errno");
-			check(f.data == NULL, "data left on error");
+			fuzz_check(f.data == NULL, "data left on error");
 		} else
-			check(rv == 0, "proto_read returned junk");
-		check(taken + evbuffer_get_length(in) == off,
+			fuzz_check(rv == 0, "proto_read returned junk");
+		fuzz_check(taken + evbuffer_get_length(in) == off,
 		    "bytes lost or invented");
 	}
 	evbuffer_free(in);

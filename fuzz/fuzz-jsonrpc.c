@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "supervisor.h"
 
 #define DEPTH 64 /* the --max-json-depth default */
@@ -24,23 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static int strict;
 
-static void
-check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz-jsonrpc: %s\n", what);
-		abort();
-	}
-}
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *s = getenv("FUZZ_STRICT");
 
 	(void)argc;
 	(void)argv;
-	strict = s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+	strict = fuzz_env_strict();
 	return 0;
 }
 
@@ -53,7 +44,7 @@ serialize(json_object *msg)
 
 	s = json_object_to_json_string_length(
 	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	check(s != NULL && len > 0, "answer does not serialize");
+	fuzz_check(s != NULL && len > 0, "answer does not serialize");
 	json_object_put(msg);
 }
 
@@ -70,8 +61,9 @@ round_trip(json_object *obj)
 	again = rpc_parse(s, len, DEPTH, &err);
 	if (err != 0)
 		fprintf(stderr, "fuzz-jsonrpc: re-parse of %.200s failed\n", s);
-	check(err == 0, "serialized message no longer parses");
-	check(json_object_equal(obj, again), "round trip changed the value");
+	fuzz_check(err == 0, "serialized message no longer parses");
+	fuzz_check(
+	    json_object_equal(obj, again), "round trip changed the value");
 	json_object_put(again);
 }
 
@@ -84,12 +76,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int err, err2, code;
 
 	obj = rpc_parse(buf, size, DEPTH, &err);
-	check(obj == NULL || err == 0, "object with an error");
-	check(err == 0 || err == RPC_PARSE_ERROR, "unexpected error code");
+	fuzz_check(obj == NULL || err == 0, "object with an error");
+	fuzz_check(err == 0 || err == RPC_PARSE_ERROR, "unexpected error code");
 
 	shallow = rpc_parse(buf, size, SHALLOW, &err2);
 	if (err2 == 0)
-		check(err == 0, "accepted shallow, rejected deep");
+		fuzz_check(err == 0, "accepted shallow, rejected deep");
 	json_object_put(shallow);
 
 	if (err != 0) {
@@ -102,17 +94,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* obj NULL is the JSON value null: not a message either. */
 	code = rpc_validate(obj, &m, &why);
 	if (code != 0) {
-		check(code == RPC_INVALID_REQUEST, "unexpected validate code");
-		check(why != NULL, "error without a reason");
+		fuzz_check(
+		    code == RPC_INVALID_REQUEST, "unexpected validate code");
+		fuzz_check(why != NULL, "error without a reason");
 		serialize(rpc_error(m.id, code, why));
 	} else {
-		check(obj != NULL, "null validated");
+		fuzz_check(obj != NULL, "null validated");
 		if (m.kind == RPC_REQUEST || m.kind == RPC_NOTIFICATION)
-			check(m.method != NULL, "request without a method");
+			fuzz_check(
+			    m.method != NULL, "request without a method");
 		if (m.kind != RPC_NOTIFICATION)
-			check(m.id != NULL, "request or response without id");
+			fuzz_check(
+			    m.id != NULL, "request or response without id");
 		if (m.params != NULL)
-			check(
+			fuzz_check(
 			    json_object_is_type(m.params, json_type_object) ||
 			        json_object_is_type(m.params, json_type_array),
 			    "params neither object nor array");

@@ -27,6 +27,7 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "fuzz.h"
 #include "log.h"
 #include "supervisor.h"
 
@@ -43,15 +44,6 @@ void
 supervisor_quit(void)
 {
 	sup.shutting_down = 1;
-}
-
-static void
-check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz-mcp: %s\n", what);
-		abort();
-	}
 }
 
 static json_object *
@@ -106,12 +98,13 @@ fuzz_send(struct session *sess, json_object *msg)
 	(void)sess;
 	s = json_object_to_json_string_length(
 	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	check(s != NULL && len > 0, "message does not serialize");
+	fuzz_check(s != NULL && len > 0, "message does not serialize");
 	if (strict) {
 		again = rpc_parse(s, len, 1000, &err);
 		if (err != 0)
 			fprintf(stderr, "fuzz-mcp: sent %.300s\n", s);
-		check(err == 0, "sent a message that is not strict UTF-8 JSON");
+		fuzz_check(
+		    err == 0, "sent a message that is not strict UTF-8 JSON");
 		json_object_put(again);
 	}
 	json_object_put(msg);
@@ -122,11 +115,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static char arg0[] = "fuzz-mcp";
 	static char *args[] = {arg0, NULL};
-	const char *s = getenv("FUZZ_STRICT");
 
 	(void)argc;
 	(void)argv;
-	strict = s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+	strict = fuzz_env_strict();
 	log_init("fuzz-mcp", LOG_ERROR);
 	if (config_parse(&conf, 1, args, stderr) == -1)
 		fatalx("config_parse");
@@ -162,13 +154,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len > 0) {
 			/* Exactly len bytes, no NUL: overreads show. */
 			line = malloc(len);
-			check(line != NULL, "malloc");
+			fuzz_check(line != NULL, "malloc");
 			memcpy(line, p, len);
 			mcp_handle_line(sess, line, len);
 			free(line);
 		}
-		check(TAILQ_EMPTY(&sess->calls), "a call is still in flight");
-		check(sandbox_count() == 0, "a sandbox was made");
+		fuzz_check(
+		    TAILQ_EMPTY(&sess->calls), "a call is still in flight");
+		fuzz_check(sandbox_count() == 0, "a sandbox was made");
 		p = nl + 1;
 	}
 	session_close(sess); /* frees it: no call, no sandbox */

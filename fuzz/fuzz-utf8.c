@@ -9,18 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
-
-static void
-check(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz-utf8: %s\n", what);
-		abort();
-	}
-}
 
 static int
 tail(uint8_t c)
@@ -72,14 +64,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			i += n;
 	}
 	valid = utf8_valid((const char *)data, size);
-	check(valid == (bad == 0), "utf8_valid disagrees with RFC 3629");
+	fuzz_check(valid == (bad == 0), "utf8_valid disagrees with RFC 3629");
 
 	out = utf8_sanitize((const char *)data, size, &outlen);
-	check(out[outlen] == '\0', "sanitized not NUL-terminated");
-	check(utf8_valid(out, outlen), "sanitized output is not UTF-8");
-	check(outlen == size + 2 * bad, "not one U+FFFD per bad byte");
+	fuzz_check(out[outlen] == '\0', "sanitized not NUL-terminated");
+	fuzz_check(utf8_valid(out, outlen), "sanitized output is not UTF-8");
+	fuzz_check(outlen == size + 2 * bad, "not one U+FFFD per bad byte");
 	if (bad == 0)
-		check(memcmp(out, data, size) == 0, "valid input changed");
+		fuzz_check(memcmp(out, data, size) == 0, "valid input changed");
 	free(out);
 	return 0;
 }

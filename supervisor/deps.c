@@ -313,14 +313,38 @@ struct tok {
 
 /* ---------------------------------------------------------------- Python */
 
-struct pyscan {
+/* A scanner of source text with one token of lookahead (both languages). */
+struct scan {
 	const char *p, *end;
-	int depth; /* open brackets: newlines inside do not end a line */
+	int depth; /* Python: open brackets, inside which newlines do not
+	              end a line */
 	struct tok la; /* one token of lookahead */
 	int has_la;
 };
 
-static void py_skip_string(struct pyscan *, int, int);
+typedef void (*scan_lex)(struct scan *, struct tok *);
+
+static void
+scan_get(struct scan *s, struct tok *t, scan_lex lex)
+{
+	if (s->has_la) {
+		*t = s->la;
+		s->has_la = 0;
+	} else
+		lex(s, t);
+}
+
+static const struct tok *
+scan_peek(struct scan *s, scan_lex lex)
+{
+	if (!s->has_la) {
+		lex(s, &s->la);
+		s->has_la = 1;
+	}
+	return &s->la;
+}
+
+static void py_skip_string(struct scan *, int, int);
 
 /* Is the identifier (s, n) before a quote a string prefix? Sets *fmt for
  * the prefixes whose strings hold code (f-strings, t-strings). */
@@ -350,7 +374,7 @@ py_prefix(const char *s, size_t n, int *fmt)
 
 /* Skips a backslash escape at s->p (a line continuation included). */
 static void
-py_skip_escape(struct pyscan *s)
+py_skip_escape(struct scan *s)
 {
 	s->p++;
 	if (s->p < s->end && *s->p == '\r')
@@ -359,11 +383,11 @@ py_skip_escape(struct pyscan *s)
 		s->p++;
 }
 
-static void py_skip_field(struct pyscan *, int);
+static void py_skip_field(struct scan *, int);
 
 /* Skips the format spec of an f-string field, up to and past its '}'. */
 static void
-py_skip_spec(struct pyscan *s, int level)
+py_skip_spec(struct scan *s, int level)
 {
 	while (s->p < s->end) {
 		if (*s->p == '}') {
@@ -387,7 +411,7 @@ py_skip_spec(struct pyscan *s, int level)
  * and past the matching '}'. Strings inside may reuse the outer quote
  * (PEP 701), so they are skipped as strings of their own. */
 static void
-py_skip_field(struct pyscan *s, int level)
+py_skip_field(struct scan *s, int level)
 {
 	const char *id;
 	int depth = 0, fmt;
@@ -437,7 +461,7 @@ py_skip_field(struct pyscan *s, int level)
  * ends at an unescaped newline even when unterminated, as the tokenizer
  * would report it there. */
 static void
-py_skip_string(struct pyscan *s, int fmt, int level)
+py_skip_string(struct scan *s, int fmt, int level)
 {
 	char q = *s->p;
 	int triple;
@@ -477,7 +501,7 @@ py_skip_string(struct pyscan *s, int fmt, int level)
 
 /* The next token, skipping blanks, comments and line continuations. */
 static void
-py_lex(struct pyscan *s, struct tok *t)
+py_lex(struct scan *s, struct tok *t)
 {
 	const char *start;
 	int fmt;
@@ -553,23 +577,15 @@ py_lex(struct pyscan *s, struct tok *t)
 }
 
 static void
-py_get(struct pyscan *s, struct tok *t)
+py_get(struct scan *s, struct tok *t)
 {
-	if (s->has_la) {
-		*t = s->la;
-		s->has_la = 0;
-	} else
-		py_lex(s, t);
+	scan_get(s, t, py_lex);
 }
 
 static const struct tok *
-py_peek(struct pyscan *s)
+py_peek(struct scan *s)
 {
-	if (!s->has_la) {
-		py_lex(s, &s->la);
-		s->has_la = 1;
-	}
-	return &s->la;
+	return scan_peek(s, py_lex);
 }
 
 static int
@@ -590,7 +606,7 @@ peek_name(const struct tok *t, const char *word)
  * when there is no name at all.
  */
 static int
-py_dotted(struct pyscan *s, char *buf, size_t size)
+py_dotted(struct scan *s, char *buf, size_t size)
 {
 	struct tok t;
 	size_t len = 0;
@@ -672,7 +688,7 @@ py_add(struct found *f, const char *module)
 
 /* import a.b [as c] (, d [as e])* -- after the import keyword. */
 static void
-py_import(struct pyscan *s, struct found *f)
+py_import(struct scan *s, struct found *f)
 {
 	char name[NAME_MAX_LEN];
 	struct tok t;
@@ -697,7 +713,7 @@ py_import(struct pyscan *s, struct found *f)
 /* from a.b import c [as d], (e, f) -- after the from keyword. The names
  * imported matter only for namespace packages (google.cloud, azure). */
 static void
-py_from(struct pyscan *s, struct found *f)
+py_from(struct scan *s, struct found *f)
 {
 	char mod[NAME_MAX_LEN], full[NAME_MAX_LEN * 2];
 	int relative = 0, any = 0;
@@ -747,7 +763,7 @@ py_from(struct pyscan *s, struct found *f)
 static void
 py_detect(const char *code, size_t len, struct found *f)
 {
-	struct pyscan s;
+	struct scan s;
 	struct tok t;
 	int start = 1;
 
@@ -1217,14 +1233,8 @@ js_detect(const char *code, size_t len, struct found *f)
 
 /* -------------------------------------------------------------------- Go */
 
-struct goscan {
-	const char *p, *end;
-	struct tok la;
-	int has_la;
-};
-
 static void
-go_lex(struct goscan *s, struct tok *t)
+go_lex(struct scan *s, struct tok *t)
 {
 	const char *start;
 
@@ -1286,23 +1296,15 @@ go_lex(struct goscan *s, struct tok *t)
 }
 
 static void
-go_get(struct goscan *s, struct tok *t)
+go_get(struct scan *s, struct tok *t)
 {
-	if (s->has_la) {
-		*t = s->la;
-		s->has_la = 0;
-	} else
-		go_lex(s, t);
+	scan_get(s, t, go_lex);
 }
 
 static const struct tok *
-go_peek(struct goscan *s)
+go_peek(struct scan *s)
 {
-	if (!s->has_la) {
-		go_lex(s, &s->la);
-		s->has_la = 1;
-	}
-	return &s->la;
+	return scan_peek(s, go_lex);
 }
 
 /* Is the path element (s, n) a major version suffix, v2 and up? */
@@ -1378,7 +1380,7 @@ go_add(struct found *f, const char *s, size_t n)
 
 /* After import: "x", alias "x", or ( ... ) of those. */
 static void
-go_import(struct goscan *s, struct found *f)
+go_import(struct scan *s, struct found *f)
 {
 	const struct tok *p;
 	struct tok t;
@@ -1409,7 +1411,7 @@ go_import(struct goscan *s, struct found *f)
 static void
 go_detect(const char *code, size_t len, struct found *f)
 {
-	struct goscan s;
+	struct scan s;
 	struct tok t, prev;
 
 	memset(&s, 0, sizeof s);

@@ -255,23 +255,3 @@ adv_wait_pids_gone(const pid_t *pids, int n, int timeout_ms)
 		usleep(100000);
 	}
 }
-
-long
-adv_rss_kb(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	size_t fl = strlen(field);
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
-			v = atol(line + fl + 1);
-			break;
-		}
-	fclose(f);
-	return v;
-}

@@ -49,6 +49,5 @@ int adv_workers(struct h_server *, pid_t *, int);
 int adv_wait_pids_gone(const pid_t *, int, int);
 
 /* Process RSS / peak RSS in KiB from /proc/<pid>/status, -1 if gone. */
-long adv_rss_kb(pid_t, const char *);
 
 #endif

@@ -163,7 +163,7 @@ write_sampling(struct h_server *s, const char *buf, size_t len, long *max_rss)
 		cr_assert(
 		    n > 0, "write: %s after %zu bytes", strerror(errno), off);
 		off += (size_t)n;
-		rss = adv_rss_kb(s->pid, "VmRSS");
+		rss = h_status_kb(s->pid, "VmRSS");
 		if (rss > *max_rss)
 			*max_rss = rss;
 	}
@@ -182,7 +182,7 @@ Test(protocol, line_of_100mb, .timeout = 300)
 	int fl;
 
 	s = adv_start(NULL);
-	base = adv_rss_kb(s->pid, "VmRSS");
+	base = h_status_kb(s->pid, "VmRSS");
 	fl = fcntl(s->to_fd, F_GETFL);
 	fcntl(s->to_fd, F_SETFL, fl | O_NONBLOCK);
 	chunk = malloc(4 << 20);
@@ -198,7 +198,7 @@ Test(protocol, line_of_100mb, .timeout = 300)
 	fcntl(s->to_fd, F_SETFL, fl);
 	free(chunk);
 	ms = h_now_ms() - t0;
-	hwm = adv_rss_kb(s->pid, "VmHWM");
+	hwm = h_status_kb(s->pid, "VmHWM");
 	fprintf(stderr,
 	    "100 MB line: sent in %lld ms; server RSS %ld KiB before, "
 	    "%ld KiB at most while reading, peak (VmHWM) %ld KiB\n",

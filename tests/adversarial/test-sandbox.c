@@ -619,8 +619,8 @@ Test(sandbox, readonly_root_and_noexec_tmp, .timeout = 180)
 	    "touch /var/tmp/x",
 	    "cp /bin/true /tmp/t && chmod +x /tmp/t && /tmp/t",
 	    "cp /bin/true /tmp/t && /lib64/ld-linux-x86-64.so.2 /tmp/t",
-	    "printf '#!/bin/sh\\necho ran\\n' > /tmp/s && chmod +x /tmp/s && "
-	    "/tmp/s",
+	    ("printf '#!/bin/sh\\necho ran\\n' > /tmp/s && chmod +x /tmp/s && "
+	     "/tmp/s"),
 	};
 	struct h_server *s;
 	json_object *r;

@@ -1,5 +1,6 @@
 /* Integration test harness: see harness.h. */
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -7,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -850,6 +852,48 @@ h_cpu_ms(pid_t pid)
 	              "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
 	              &ut, &st) == 2);
 	return (long long)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+long
+h_status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t fl = strlen(field);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
+			v = strtol(line + fl + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static int
+h_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+void
+h_rm_rf(const char *dir)
+{
+	struct stat st;
+
+	if (dir[0] == '\0' || lstat(dir, &st) == -1)
+		return;
+	nftw(dir, h_rm_one, 32, FTW_DEPTH | FTW_PHYS);
 }
 
 int

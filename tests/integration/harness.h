@@ -112,6 +112,10 @@ json_object *h_docker_inspect(const char *);
 char *h_run(const char *, int *); /* popen: output, exit status */
 int h_pid_alive(pid_t); /* exists and not a zombie */
 long long h_cpu_ms(pid_t); /* user + system CPU time */
+/* A "Name: N kB" line of /proc/PID/status (VmRSS, VmHWM); -1: none. */
+long h_status_kb(pid_t, const char *);
+/* Removes a tree, if there is one (never follows a symlink). */
+void h_rm_rf(const char *);
 int h_children(pid_t, pid_t *, int, int *);
 long long h_now_ms(void);
 int h_contains(const char *, const char *);

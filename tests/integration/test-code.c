@@ -73,23 +73,10 @@ static const char make_wheel_py[] =
 static char g_base[256]; /* mkdtemp base directory, the --allow-dir */
 static char g_label[96]; /* the server's --label */
 
-static int
-rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(p);
-	else
-		unlink(p);
-	return 0;
-}
-
 static void
 code_fini(void)
 {
 	char cmd[512], *out;
-	struct stat st;
 
 	if (g_label[0] != '\0') {
 		snprintf(cmd, sizeof cmd,
@@ -99,8 +86,7 @@ code_fini(void)
 		out = h_run(cmd, NULL);
 		free(out);
 	}
-	if (g_base[0] != '\0' && lstat(g_base, &st) == 0)
-		nftw(g_base, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+	h_rm_rf(g_base);
 	g_base[0] = '\0';
 }
 

@@ -43,28 +43,6 @@ static char g_label[96]; /* the server's --label, for leftovers */
 static char g_image[128]; /* an image this test built */
 static int g_counter;
 
-static int
-rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(p);
-	else
-		unlink(p);
-	return 0;
-}
-
-static void
-rm_rf(const char *dir)
-{
-	struct stat st;
-
-	if (dir[0] == '\0' || lstat(dir, &st) == -1)
-		return;
-	nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
-}
-
 static void
 files_fini(void)
 {
@@ -85,7 +63,7 @@ files_fini(void)
 		free(out);
 		g_image[0] = '\0';
 	}
-	rm_rf(g_base);
+	h_rm_rf(g_base);
 	g_base[0] = '\0';
 }
 
@@ -138,7 +116,7 @@ finish(struct h_server *s, char *cid)
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);
-	rm_rf(g_base);
+	h_rm_rf(g_base);
 	g_base[0] = '\0';
 }
 
@@ -1017,26 +995,6 @@ Test(files, round_trip_unicode_names, .timeout = 240, .fini = files_fini)
 
 /* --- a 100 MB file, with the memory of supervisor and worker watched --- */
 
-static long
-status_kb(pid_t pid, const char *key)
-{
-	char path[64], line[256];
-	size_t kl = strlen(key);
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-			v = strtol(line + kl + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 struct sampler {
 	pid_t pid[2];
 	long peak[2]; /* VmRSS kB */
@@ -1054,7 +1012,8 @@ sampler_main(void *arg)
 
 	while (!sm->stop) {
 		for (i = 0; i < 2; i++)
-			if ((v = status_kb(sm->pid[i], "VmRSS")) > sm->peak[i])
+			if ((v = h_status_kb(sm->pid[i], "VmRSS")) >
+			    sm->peak[i])
 				sm->peak[i] = v;
 		sm->samples++;
 		usleep(50000);
@@ -1105,7 +1064,7 @@ Test(files, large_file_100mb_bounded_memory, .timeout = 600, .fini = files_fini)
 	fprintf(stderr,
 	    "files/large: before: supervisor VmRSS %ld kB, worker VmRSS %ld "
 	    "kB\n",
-	    status_kb(s->pid, "VmRSS"), status_kb(worker, "VmRSS"));
+	    h_status_kb(s->pid, "VmRSS"), h_status_kb(worker, "VmRSS"));
 
 	/* In. */
 	sampler_start(&in, s->pid, worker);
@@ -1150,7 +1109,7 @@ Test(files, large_file_100mb_bounded_memory, .timeout = 600, .fini = files_fini)
 	fprintf(stderr,
 	    "files/large: VmHWM (whole life) supervisor %ld kB, worker %ld "
 	    "kB\n",
-	    status_kb(s->pid, "VmHWM"), status_kb(worker, "VmHWM"));
+	    h_status_kb(s->pid, "VmHWM"), h_status_kb(worker, "VmHWM"));
 
 	cr_expect_gt(in.samples, 0);
 	cr_expect_gt(in.peak[0], 0, "no VmRSS read for the supervisor");
