@@ -418,13 +418,12 @@ hs_drop_stream(struct session *sess, json_object *rid)
 
 /* --- sessions --- */
 
+/* Unlinks and frees an HTTP session with its streams and events. */
 static void
-hsession_close(struct hsession *hs, const char *why)
+hsession_free(struct hsession *hs)
 {
 	struct hstream *st;
-	struct session *sess = hs->sess;
 
-	log_info("session %.8s ended (%s)", hs->id, why);
 	TAILQ_REMOVE(&hsessions, hs, entry);
 	nhsessions--;
 	if (hs->get != NULL)
@@ -437,6 +436,15 @@ hsession_close(struct hsession *hs, const char *why)
 	event_free(hs->idle);
 	explicit_bzero(hs->id, sizeof hs->id);
 	free(hs);
+}
+
+static void
+hsession_close(struct hsession *hs, const char *why)
+{
+	struct session *sess = hs->sess;
+
+	log_info("session %.8s ended (%s)", hs->id, why);
+	hsession_free(hs);
 	/* Its calls are cancelled (nothing more is sent) and its sandboxes
 	 * removed; the protocol layer frees it. */
 	if (sess != NULL)
@@ -811,21 +819,12 @@ void
 http_sessions_stop(void)
 {
 	struct hsession *hs;
-	struct hstream *st;
 
+	/* Each hsession_free() unlinks the head. */
 	while ((hs = TAILQ_FIRST(&hsessions)) != NULL) {
-		TAILQ_REMOVE(&hsessions, hs, entry);
-		nhsessions--;
-		if (hs->get != NULL)
-			stream_free(hs->get);
-		while ((st = TAILQ_FIRST(&hs->streams)) != NULL) {
-			TAILQ_REMOVE(&hs->streams, st, entry);
-			stream_free(st);
-		}
-		hevents_clear(hs);
-		event_free(hs->idle);
+		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
 		hs->sess->transport = NULL;
-		free(hs);
+		hsession_free(hs);
 	}
 	if (keepalive_ev != NULL)
 		event_free(keepalive_ev);
