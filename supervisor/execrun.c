@@ -14,6 +14,13 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
+/*
+ * Standard input longer than this is streamed rather than sent in the
+ * call's frame, where JSON escaping (up to 6 bytes a byte) could take it
+ * past PROTO_MAX_PAYLOAD.
+ */
+#define XRUN_STDIN_INLINE (16 * 1024)
+
 struct xrun {
 	struct call *call;
 	char *command;
@@ -26,8 +33,11 @@ struct xrun {
 	void *arg;
 	long credit; /* of standard input the worker can take */
 	int eof_sent;
+	char *stdin_text; /* a large stdin_text, streamed as credit allows */
+	size_t stdin_len, stdin_off;
 	void (*on_credit)(struct xrun *, void *);
 	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
+	LIST_ENTRY(xrun) centry; /* in call->runs, while call is set */
 };
 
 static int
@@ -40,7 +50,8 @@ xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
 		return x->stdout_sink(x, p, len, x->arg);
 	output_add(stream ? &x->err : &x->out, p, len);
 	spool_write(x->spool, stream, p, len);
-	progress_output(x->call, p, len);
+	if (x->call != NULL)
+		progress_output(x->call, p, len);
 	return 0;
 }
 
@@ -77,13 +88,33 @@ stats_exec(json_object *r)
 	stats_observe(&stats.exec_ms, (double)member_int(r, "duration_ms"));
 }
 
+/* Send what the credit allows of a large stdin_text. */
+static void
+xrun_pump_stdin(struct xrun *x)
+{
+	size_t n;
+
+	while (xrun_credit(x) > 0 && x->stdin_off < x->stdin_len) {
+		n = x->stdin_len - x->stdin_off;
+		if (n > PROTO_DATA_CHUNK)
+			n = PROTO_DATA_CHUNK;
+		if ((long)n > xrun_credit(x))
+			n = (size_t)xrun_credit(x);
+		xrun_write(x, x->stdin_text + x->stdin_off, n,
+		    x->stdin_off + n == x->stdin_len);
+		x->stdin_off += n;
+	}
+}
+
 static void
 xrun_credit_cb(long bytes, void *arg)
 {
 	struct xrun *x = arg;
 
 	x->credit += bytes;
-	if (x->on_credit != NULL && !x->eof_sent)
+	if (x->stdin_text != NULL)
+		xrun_pump_stdin(x);
+	else if (x->on_credit != NULL && !x->eof_sent)
 		x->on_credit(x, x->arg);
 }
 
@@ -96,7 +127,7 @@ xrun_done(json_object *res, void *arg)
 	static const char *const keys[] = {"duration_ms", "timed_out",
 	    "cancelled", "oom_killed", "truncated", "signal", "stdout_bytes",
 	    "stderr_bytes", "session_lost", "cpu_time_ms", "memory_peak_bytes",
-	    NULL};
+	    "dropped_stdout_bytes", "dropped_stderr_bytes", "result_cut", NULL};
 	int i;
 
 	r = json_object_new_object();
@@ -131,12 +162,17 @@ xrun_done(json_object *res, void *arg)
 	}
 	copy_member(r, res, "error");
 	x->worker = NULL;
+	if (x->call != NULL) {
+		LIST_REMOVE(x, centry);
+		x->call = NULL;
+	}
 	stats_exec(r);
 	x->done(x, r, x->arg);
 	json_object_put(r);
 	output_free(&x->out);
 	output_free(&x->err);
 	spool_close(x->spool);
+	free(x->stdin_text);
 	free(x->command);
 	free(x->short_id);
 	free(x);
@@ -190,7 +226,12 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 			    a, json_object_new_string(o->args[i]));
 		json_object_object_add(op, "args", a);
 	}
-	if (o->stdin_stream)
+	if (o->stdin_text != NULL && !o->stdin_stream &&
+	    strlen(o->stdin_text) > XRUN_STDIN_INLINE) {
+		x->stdin_len = strlen(o->stdin_text);
+		x->stdin_text = xstrdup(o->stdin_text);
+	}
+	if (o->stdin_stream || x->stdin_text != NULL)
 		json_object_object_add(
 		    op, "stdin_stream", json_object_new_boolean(1));
 	/* Output that goes to a sink is data, not text for the log. */
@@ -202,7 +243,7 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	        o->workdir != NULL ? o->workdir : sb->workdir));
 	if (o->env != NULL)
 		json_object_object_add(op, "env", json_object_get(o->env));
-	if (o->stdin_text != NULL) {
+	if (o->stdin_text != NULL && x->stdin_text == NULL) {
 		json_object_object_add(
 		    op, "stdin", json_object_new_string(o->stdin_text));
 		stats.bytes_in += (long long)strlen(o->stdin_text);
@@ -213,10 +254,17 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	    op, "output_cap", json_object_new_int64(o->output_cap));
 	sb->exec_count++;
 	x->worker = sb->worker;
+	if (c != NULL)
+		LIST_INSERT_HEAD(&c->runs, x, centry);
 	x->reqid = wproc_call(sb->worker, op, xrun_data, xrun_done, x);
-	if (o->stdin_stream)
+	if (o->stdin_stream || x->stdin_text != NULL)
 		wproc_on_credit(x->worker, x->reqid, xrun_credit_cb);
 	json_object_put(op);
+	if (x->stdin_text != NULL)
+		xrun_pump_stdin(x);
+	/* A step that starts after its call was cancelled ends at once. */
+	if (c != NULL && c->cancelled)
+		xrun_cancel(x);
 	return x;
 }
 
@@ -253,6 +301,32 @@ xrun_cancel(struct xrun *x)
 {
 	if (x->worker != NULL)
 		wproc_cancel(x->worker, x->reqid);
+}
+
+/*
+ * The call was cancelled: kill the processes of every command it runs,
+ * whichever tool started them.  Each run's result still comes (with
+ * cancelled: true) and ends its tool's work as any failure would.
+ */
+void
+xrun_cancel_call(struct call *c)
+{
+	struct xrun *x;
+
+	LIST_FOREACH(x, &c->runs, centry)
+	xrun_cancel(x);
+}
+
+/* The call is being freed: its runs (if any remain) no longer have it. */
+void
+xrun_forget_call(struct call *c)
+{
+	struct xrun *x;
+
+	while ((x = LIST_FIRST(&c->runs)) != NULL) {
+		LIST_REMOVE(x, centry);
+		x->call = NULL;
+	}
 }
 
 /* Resource links for the spooled outputs a result cut (into content). */

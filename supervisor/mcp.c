@@ -76,6 +76,22 @@ session_sandboxes_gone(void *arg)
 }
 
 /*
+ * Cancel a call (no answer goes out): the tool's own hook, then the
+ * commands it runs in sandboxes are killed, whatever the tool.
+ */
+static void
+call_cancel(struct call *c)
+{
+	if (c->cancelled)
+		return;
+	c->cancelled = 1;
+	progress_end(c);
+	if (c->cancel != NULL)
+		c->cancel(c);
+	xrun_cancel_call(c);
+}
+
+/*
  * The client went away: its calls are cancelled (no answers go out) and
  * its sandboxes removed; then the session is freed.
  */
@@ -88,14 +104,7 @@ session_close(struct session *sess)
 		return;
 	sess->closing = 1;
 	TAILQ_FOREACH(c, &sess->calls, entry)
-	{
-		if (!c->cancelled) {
-			c->cancelled = 1;
-			progress_end(c);
-			if (c->cancel != NULL)
-				c->cancel(c);
-		}
-	}
+	call_cancel(c);
 	sandbox_destroy_owned(sess, session_sandboxes_gone, sess);
 }
 
@@ -432,6 +441,7 @@ call_new(struct session *sess, json_object *id, const char *name)
 	c->sess = sess;
 	c->id = json_object_get(id);
 	c->tool = xstrdup(name);
+	LIST_INIT(&c->runs);
 	TAILQ_INSERT_TAIL(&sess->calls, c, entry);
 	return c;
 }
@@ -449,6 +459,7 @@ call_free(struct call *c)
 		if (r->call == c)
 			sreq_free(sess, r);
 	}
+	xrun_forget_call(c);
 	TAILQ_REMOVE(&sess->calls, c, entry);
 	json_object_put(c->id);
 	json_object_put(c->args);
@@ -482,11 +493,8 @@ mcp_cancelled(struct session *sess, json_object *params)
 	TAILQ_FOREACH(c, &sess->calls, entry)
 	{
 		if (json_object_equal(c->id, rid) && !c->cancelled) {
-			c->cancelled = 1;
-			progress_end(c);
 			log_info("call %s cancelled by the client", c->tool);
-			if (c->cancel != NULL)
-				c->cancel(c);
+			call_cancel(c);
 			return;
 		}
 	}
@@ -502,8 +510,13 @@ mcp_shutdown_calls(void)
 	TAILQ_FOREACH(sess, &sessions, entry)
 	{
 		TAILQ_FOREACH(c, &sess->calls, entry)
-		if (c->cancel != NULL && !c->cancelled)
-			c->cancel(c);
+		{
+			if (c->cancelled)
+				continue;
+			if (c->cancel != NULL)
+				c->cancel(c);
+			xrun_cancel_call(c);
+		}
 	}
 }
 

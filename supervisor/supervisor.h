@@ -81,6 +81,9 @@ struct call {
 	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
 	struct progress *progress; /* when the client asked for it */
+	/* Its commands in sandboxes: killed when the call is cancelled,
+	 * whatever the tool (execrun.c). */
+	LIST_HEAD(, xrun) runs;
 	TAILQ_ENTRY(call) entry;
 };
 
@@ -192,6 +195,8 @@ struct xrun *xrun_start(struct call *, struct sandbox *,
     const struct xrun_opts *, void (*)(struct xrun *, json_object *, void *),
     void *);
 void xrun_cancel(struct xrun *);
+void xrun_cancel_call(struct call *);
+void xrun_forget_call(struct call *);
 long xrun_credit(struct xrun *);
 void xrun_write(struct xrun *, const void *, size_t, int);
 void xrun_took(struct xrun *, size_t);

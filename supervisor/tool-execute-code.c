@@ -48,8 +48,22 @@ const char code_output_schema[] =
     "session was killed: its state is gone\"},"
     "\"timed_out\":{\"type\":\"boolean\"},"
     "\"cancelled\":{\"type\":\"boolean\"},"
-    "\"truncated\":{\"type\":\"boolean\"}},"
+    "\"truncated\":{\"type\":\"boolean\"},"
+    "\"dropped_stdout_bytes\":{\"type\":\"integer\",\"description\":"
+    "\"output the session wrote outside any call (a thread or a timer "
+    "still printing after its call returned) since the last result: not "
+    "kept, only counted\"},"
+    "\"dropped_stderr_bytes\":{\"type\":\"integer\"}},"
     "\"required\":[\"language\",\"stdout\",\"stderr\",\"exit_code\"]}";
+
+static long long
+member_int64(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v)
+	                                             : 0;
+}
 
 /* The tool result of a code run (result borrowed). */
 json_object *
@@ -85,6 +99,14 @@ code_result(json_object *r, int fresh)
 		evbuffer_add_printf(t,
 		    "(the session was killed: variables "
 		    "and imports of earlier calls are gone)\n");
+	if (json_object_object_get_ex(r, "dropped_stdout_bytes", &v) ||
+	    json_object_object_get_ex(r, "dropped_stderr_bytes", &v))
+		evbuffer_add_printf(t,
+		    "(the session wrote %lld bytes of stdout and %lld of "
+		    "stderr outside any call, e.g. from a thread or a timer "
+		    "of an earlier call; they were dropped)\n",
+		    member_int64(r, "dropped_stdout_bytes"),
+		    member_int64(r, "dropped_stderr_bytes"));
 	json_object_object_get_ex(r, "exit_code", &v);
 	evbuffer_add_printf(t, "exit code %d\n", json_object_get_int(v));
 	evbuffer_add(t, "", 1);

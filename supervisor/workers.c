@@ -38,6 +38,9 @@ struct wcall {
 	wcall_credit_cb credit_cb;
 	char token[33]; /* marks an exec's processes in the container */
 	void *arg;
+	struct wproc *wp;
+	struct event *refuse; /* answers a call that could not be sent */
+	char *refusal;
 	TAILQ_ENTRY(wcall) entry;
 };
 
@@ -55,6 +58,15 @@ struct wproc {
 
 static LIST_HEAD(, wproc) wprocs = LIST_HEAD_INITIALIZER(wprocs);
 static uint32_t next_reqid = 1;
+
+static void
+wcall_free(struct wcall *wc)
+{
+	if (wc->refuse != NULL)
+		event_free(wc->refuse);
+	free(wc->refusal);
+	free(wc);
+}
 
 static void
 wproc_noop(json_object *res, void *arg)
@@ -143,7 +155,7 @@ wproc_lost(struct wproc *wp, const char *why)
 		    err, "worker_lost", json_object_new_boolean(1));
 		wc->done_cb(err, wc->arg);
 		json_object_put(err);
-		free(wc);
+		wcall_free(wc);
 	}
 	if ((ready_cb = wp->ready_cb) != NULL) {
 		wp->ready_cb = NULL;
@@ -252,7 +264,7 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 		if ((wc = wproc_find_call(wp, f->hdr.reqid)) != NULL) {
 			TAILQ_REMOVE(&wp->calls, wc, entry);
 			wc->done_cb(obj, wc->arg);
-			free(wc);
+			wcall_free(wc);
 		}
 		json_object_put(obj);
 		return 0;
@@ -363,7 +375,31 @@ wproc_spawn(
 	return 0;
 }
 
-/* Send a call; done_cb gets the worker's result (or an error object). */
+/* A call that could not be sent gets its answer (an error) now. */
+static void
+wproc_refuse_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wcall *wc = arg;
+	json_object *err;
+
+	(void)fd;
+	(void)what;
+	TAILQ_REMOVE(&wc->wp->calls, wc, entry);
+	err = json_object_new_object();
+	json_object_object_add(err, "exit_code", json_object_new_int(-1));
+	json_object_object_add(
+	    err, "error", json_object_new_string(wc->refusal));
+	wc->done_cb(err, wc->arg);
+	json_object_put(err);
+	wcall_free(wc);
+}
+
+/*
+ * Send a call; done_cb gets the worker's result (or an error object),
+ * exactly once and never from within this function: a call too large for
+ * a frame is answered with an error naming the limit on the next turn of
+ * the loop.
+ */
 uint32_t
 wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
     wcall_done_cb done_cb, void *arg)
@@ -371,9 +407,10 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 	struct wcall *wc;
 	json_object *op;
 	unsigned char r[16];
-	size_t i;
+	size_t i, size;
 
 	wc = xcalloc(1, sizeof *wc);
+	wc->wp = wp;
 	if ((wc->reqid = next_reqid++) == 0)
 		wc->reqid = next_reqid++;
 	wc->data_cb = data_cb;
@@ -390,8 +427,24 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 		    call, "token", json_object_new_string(wc->token));
 	}
 	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
-	proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL, wc->reqid,
-	    wc->reqid, call);
+	json_object_to_json_string_length(call, JSON_C_TO_STRING_PLAIN, &size);
+	if (size > PROTO_MAX_PAYLOAD)
+		xasprintf(&wc->refusal,
+		    "the request is %zu bytes once encoded (code, standard "
+		    "input, arguments and environment together), over the "
+		    "limit of %d bytes (1 MiB) for one call into a sandbox; "
+		    "nothing ran.  Put large inputs in a file first "
+		    "(write_file, copy_file)",
+		    size, PROTO_MAX_PAYLOAD);
+	else if (proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL,
+	             wc->reqid, wc->reqid, call) == -1)
+		xasprintf(&wc->refusal, "cannot send the call to the "
+		                        "sandbox's worker: %s",
+		    strerror(errno));
+	if (wc->refusal != NULL) {
+		wc->refuse = event_new(sup.base, -1, 0, wproc_refuse_cb, wc);
+		event_active(wc->refuse, 0, 0);
+	}
 	return wc->reqid;
 }
 

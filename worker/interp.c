@@ -32,6 +32,16 @@
 
 #define MARK "\x1eMCPEND:"
 
+/*
+ * An error (a traceback) is kept to this many characters in a result, its
+ * head and its tail; the whole of a longer one goes to stderr, which is
+ * streamed under credit and spooled.  So the marker line that carries it
+ * stays far below INTERP_MAX_STATUS (at most 12 bytes per character once
+ * JSON-escaped), which bounds what is held while looking for its end.
+ */
+#define INTERP_ERROR_MAX_S "32768"
+#define INTERP_MAX_STATUS (512 * 1024)
+
 /* argv[1] is the nonce.  The last expression's value is shown. */
 static const char py_driver[] =
     "import ast, importlib, json, os, site, sys, traceback\n"
@@ -71,8 +81,17 @@ static const char py_driver[] =
     "        while tb is not None and tb.tb_frame.f_code.co_filename != "
     "'<code>':\n"
     "            tb = tb.tb_next\n"
-    "        st = {'ok': False, 'error': ''.join("
-    "traceback.format_exception(type(e), e, tb))}\n"
+    "        err = ''.join(traceback.format_exception(type(e), e, tb))\n"
+    "        if len(err) > " INTERP_ERROR_MAX_S ":\n"
+    "            try:\n"
+    "                sys.stderr.write(err + '\\n')\n"
+    "            except Exception:\n"
+    "                pass\n"
+    "            err = (err[:4096] + '\\n[... %d characters cut (the "
+    "error is kept to " INTERP_ERROR_MAX_S " characters); the whole "
+    "traceback is on stderr ...]\\n' % (len(err) - " INTERP_ERROR_MAX_S
+    ") + err[len(err) - " INTERP_ERROR_MAX_S " + 4096:])\n"
+    "        st = {'ok': False, 'error': err}\n"
     "    try:\n"
     "        sys.stdout.flush()\n"
     "        sys.stderr.flush()\n"
@@ -116,6 +135,14 @@ static const char js_driver[] =
     "  fs.writeSync(1, '\\x1eMCPEND:' + nonce + JSON.stringify(st) + "
     "'\\n');\n"
     "}\n"
+    "function cut(s) {\n"
+    "  const L = " INTERP_ERROR_MAX_S ";\n"
+    "  if (s.length <= L) return s;\n"
+    "  try { fs.writeSync(2, s + '\\n'); } catch (x) {}\n"
+    "  return s.slice(0, 4096) + '\\n[... ' + (s.length - L) + ' "
+    "characters cut (the error is kept to ' + L + ' characters); the "
+    "whole error is on stderr ...]\\n' + s.slice(s.length - L + 4096);\n"
+    "}\n"
     "function run(code) {\n"
     "  let st = {ok: true};\n"
     "  try {\n"
@@ -123,8 +150,8 @@ static const char js_driver[] =
     "    if (v !== undefined && typeof v !== 'function') "
     "console.log(v);\n"
     "  } catch (e) {\n"
-    "    st = {ok: false, error: (e && e.stack) ? String(e.stack) : "
-    "String(e)};\n"
+    "    st = {ok: false, error: cut((e && e.stack) ? String(e.stack) : "
+    "String(e))};\n"
     "  }\n"
     "  end(st);\n"
     "}\n"
@@ -173,8 +200,11 @@ struct interp {
 	int oneshot; /* a session for one call only (session: false) */
 	int exit; /* the interpreter's exit code, once known (else -1) */
 	long long out_bytes, err_bytes;
+	/* Output written outside any call (after a call's marker, between
+	 * calls): dropped, counted, said in the next result and the log. */
+	long long stray[2];
 	struct killer *killer;
-	struct event *timer, *kick;
+	struct event *timer, *kick, *resume;
 	LIST_ENTRY(interp) entry;
 };
 
@@ -191,6 +221,35 @@ since_ms(const struct timespec *t)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (long long)(now.tv_sec - t->tv_sec) * 1000 +
 	       (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* Output of the session that no call takes: dropped and counted. */
+static void
+interp_stray(struct interp *ip, int s, size_t len)
+{
+	ip->stray[s] += (long long)len;
+}
+
+/*
+ * Say what was dropped since the last report: in the result r (when
+ * given) and in the activity log.
+ */
+static void
+interp_stray_report(struct interp *ip, json_object *r)
+{
+	if (ip->stray[0] == 0 && ip->stray[1] == 0)
+		return;
+	logs_addf("code",
+	    "%lld bytes of stdout and %lld of stderr written by the %s "
+	    "session outside a call were dropped",
+	    ip->stray[0], ip->stray[1], ip->lang);
+	if (r != NULL) {
+		json_object_object_add(r, "dropped_stdout_bytes",
+		    json_object_new_int64(ip->stray[0]));
+		json_object_object_add(r, "dropped_stderr_bytes",
+		    json_object_new_int64(ip->stray[1]));
+	}
+	ip->stray[0] = ip->stray[1] = 0;
 }
 
 /* Answer the current call and go on with the next one. */
@@ -241,6 +300,7 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	    r, "stdout_bytes", json_object_new_int64(ip->out_bytes));
 	json_object_object_add(
 	    r, "stderr_bytes", json_object_new_int64(ip->err_bytes));
+	interp_stray_report(ip, r);
 	acct_end(c->acct, r);
 	worker_send_json(ip->w, PROTO_RESULT, c->reqid, r);
 	json_object_put(r);
@@ -285,7 +345,11 @@ interp_pass(struct interp *ip, int s, const char *p, size_t len)
 	}
 }
 
-/* Find the end marker in a stream; pass on what comes before it. */
+/*
+ * Find the end marker in a stream; pass on what comes before it.  What
+ * comes on a stream after its marker, or while no call runs, belongs to
+ * no call: it is dropped and counted, never held.
+ */
 static void
 interp_scan(struct interp *ip, int s)
 {
@@ -296,10 +360,15 @@ interp_scan(struct interp *ip, int s)
 
 	mlen = (size_t)snprintf(mark, sizeof mark, MARK "%s", ip->nonce);
 	for (;;) {
+		len = evbuffer_get_length(b);
+		if (ip->cur == NULL || ip->ended[s]) {
+			interp_stray(ip, s, len);
+			evbuffer_drain(b, len);
+			return;
+		}
 		at = evbuffer_search(b, mark, mlen, NULL);
 		if (at.pos == -1) {
 			/* Keep what may be the start of a marker. */
-			len = evbuffer_get_length(b);
 			if (len > mlen) {
 				interp_pass(ip, s,
 				    (const char *)evbuffer_pullup(
@@ -310,8 +379,19 @@ interp_scan(struct interp *ip, int s)
 			return;
 		}
 		nl = evbuffer_search(b, "\n", 1, &at);
-		if (nl.pos == -1)
-			return; /* the marker's line is not complete */
+		if (nl.pos == -1) {
+			/* The marker's line is not complete; held, but only
+			 * so far: the driver keeps it well below this. */
+			if (len - (size_t)at.pos > INTERP_MAX_STATUS) {
+				log_warnx("%s: %s session: an end marker "
+				          "line over %d bytes",
+				    __func__, ip->lang, INTERP_MAX_STATUS);
+				ip->ended[s] = 1;
+				interp_die(ip, "an end marker line over the "
+				               "limit (forged?)");
+			}
+			return;
+		}
 		interp_pass(ip, s,
 		    (const char *)evbuffer_pullup(b, (ssize_t)at.pos),
 		    (size_t)at.pos);
@@ -342,9 +422,12 @@ interp_out(int stream, const char *p, size_t len, void *arg)
 
 	if (stream == DEMUX_STDIN)
 		return 0;
+	if (ip->cur == NULL || ip->ended[s]) {
+		interp_stray(ip, s, len);
+		return 0;
+	}
 	evbuffer_add(ip->hold[s], p, len);
-	if (!ip->ended[s])
-		interp_scan(ip, s);
+	interp_scan(ip, s);
 	return 0;
 }
 
@@ -353,7 +436,8 @@ interp_data_cb(const char *p, size_t len, void *arg)
 {
 	struct interp *ip = arg;
 
-	if (ip->credit <= 0) {
+	/* Only a call's output waits for credit; the rest is dropped. */
+	if (ip->cur != NULL && ip->credit <= 0) {
 		ip->paused = 1;
 		return 1;
 	}
@@ -384,6 +468,7 @@ interp_free(struct interp *ip)
 	evbuffer_free(ip->hold[1]);
 	event_free(ip->timer);
 	event_free(ip->kick);
+	event_free(ip->resume);
 	json_object_put(ip->status);
 	free(ip->exec_id);
 	free(ip);
@@ -420,6 +505,7 @@ interp_ended(struct interp *ip, const char *err)
 		json_object_put(c->code);
 		free(c);
 	}
+	interp_stray_report(ip, NULL);
 	interp_free(ip);
 }
 
@@ -449,7 +535,11 @@ interp_stream_done(const struct docker_resp *resp, void *arg)
 	ip->req = NULL;
 	/* What was held back for a marker that never came is output. */
 	for (s = 0; s < 2; s++) {
-		if ((len = evbuffer_get_length(ip->hold[s])) > 0)
+		if ((len = evbuffer_get_length(ip->hold[s])) == 0)
+			continue;
+		if (ip->cur == NULL || ip->ended[s])
+			interp_stray(ip, s, len);
+		else
 			interp_pass(ip, s,
 			    (const char *)evbuffer_pullup(ip->hold[s], -1),
 			    len);
@@ -517,6 +607,21 @@ interp_timer_cb(evutil_socket_t fd, short what, void *arg)
 	interp_die(ip, "timeout");
 }
 
+/* A paused stream goes on (not from within a curl callback). */
+static void
+interp_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct interp *ip = arg;
+
+	(void)fd;
+	(void)what;
+	if (ip->paused && ip->req != NULL &&
+	    (ip->cur == NULL || ip->credit > 0)) {
+		ip->paused = 0;
+		docker_req_pause(ip->req, 0);
+	}
+}
+
 /* Send the next queued call to the interpreter. */
 static void
 interp_next(struct interp *ip)
@@ -535,6 +640,8 @@ interp_next(struct interp *ip)
 	ip->out_bytes = ip->err_bytes = 0;
 	ip->timed_out = ip->cancelled = ip->truncated = 0;
 	ip->credit = PROTO_INITIAL_CREDIT;
+	if (ip->paused)
+		event_active(ip->resume, 0, 0);
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
 	c->acct = acct_begin();
 	n = snprintf(
@@ -600,6 +707,7 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 	ip->hold[1] = evbuffer_new();
 	ip->timer = evtimer_new(w->base, interp_timer_cb, ip);
 	ip->kick = event_new(w->base, -1, 0, interp_kick_cb, ip);
+	ip->resume = event_new(w->base, -1, 0, interp_resume_cb, ip);
 	TAILQ_INIT(&ip->queue);
 	LIST_INSERT_HEAD(&interps, ip, entry);
 

@@ -25,6 +25,9 @@
 #include "xmalloc.h"
 
 #define WORKER_FD 3
+/* A string member of a result cut to fit a frame keeps this much; at most
+ * 6 bytes a byte once escaped, well within PROTO_MAX_PAYLOAD. */
+#define WORKER_RESULT_STRING_MAX (64 * 1024)
 
 int
 worker_send(struct worker *w, uint16_t type, uint16_t flags, uint32_t stream,
@@ -36,12 +39,81 @@ worker_send(struct worker *w, uint16_t type, uint16_t flags, uint32_t stream,
 	return proto_write(bufferevent_get_output(w->bev), &h, data, len);
 }
 
+/*
+ * A result too large for one frame, made to fit: each long string member
+ * keeps its head (cut at a UTF-8 boundary) and says how much was cut;
+ * other large members are dropped.  The caller frees it.
+ */
+static json_object *
+worker_result_cut(json_object *obj, size_t size)
+{
+	json_object *r;
+	const char *p;
+	size_t len, n;
+	char *note;
+
+	r = json_object_new_object();
+	json_object_object_foreach(obj, key, val)
+	{
+		if (json_object_is_type(val, json_type_string) &&
+		    (len = (size_t)json_object_get_string_len(val)) >
+		        WORKER_RESULT_STRING_MAX) {
+			p = json_object_get_string(val);
+			n = WORKER_RESULT_STRING_MAX;
+			while (n > 0 && ((unsigned char)p[n] & 0xc0) == 0x80)
+				n--;
+			xasprintf(&note,
+			    "%.*s\n[... %zu bytes cut: the result was %zu "
+			    "bytes, over the %d bytes a result may take]",
+			    (int)n, p, len - n, size, PROTO_MAX_PAYLOAD);
+			json_object_object_add(
+			    r, key, json_object_new_string(note));
+			free(note);
+		} else if (strlen(json_object_to_json_string_ext(val,
+		               JSON_C_TO_STRING_PLAIN)) <=
+		           WORKER_RESULT_STRING_MAX)
+			json_object_object_add(r, key, json_object_get(val));
+	}
+	json_object_object_add(r, "result_cut", json_object_new_boolean(1));
+	return r;
+}
+
+/*
+ * Send a JSON message.  A result always goes out, so that its call is
+ * answered: one over PROTO_MAX_PAYLOAD is cut to fit (and says so).
+ */
 int
 worker_send_json(
     struct worker *w, uint16_t type, uint32_t reqid, json_object *obj)
 {
-	return proto_write_json(
-	    bufferevent_get_output(w->bev), type, reqid, reqid, obj);
+	struct evbuffer *out = bufferevent_get_output(w->bev);
+	json_object *cut;
+	size_t size;
+	int rv;
+
+	if (proto_write_json(out, type, reqid, reqid, obj) == 0)
+		return 0;
+	if (errno != EMSGSIZE || type != PROTO_RESULT) {
+		log_warn("%s: message type %u of call %u", __func__,
+		    (unsigned)type, (unsigned)reqid);
+		return -1;
+	}
+	json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN, &size);
+	log_warnx("%s: the result of call %u is %zu bytes; cut to fit",
+	    __func__, (unsigned)reqid, size);
+	cut = worker_result_cut(obj, size);
+	rv = proto_write_json(out, type, reqid, reqid, cut);
+	json_object_put(cut);
+	if (rv == -1) {
+		cut = json_object_new_object();
+		json_object_object_add(cut, "exit_code", json_object_new_int(-1));
+		json_object_object_add(cut, "error",
+		    json_object_new_string("the result was too large for the "
+		                           "worker channel and was dropped"));
+		rv = proto_write_json(out, type, reqid, reqid, cut);
+		json_object_put(cut);
+	}
+	return rv;
 }
 
 static void
