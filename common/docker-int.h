@@ -27,6 +27,7 @@ struct docker_req {
 	char *method, *path, *reqbody;
 	char *body;
 	size_t len, cap;
+	size_t keep; /* 0, or keep this much of the body and drop the rest */
 	int overflow;
 	int started;
 	int hijack; /* connect only; we speak on the socket */

@@ -219,6 +219,13 @@ docker_write_cb(char *ptr, size_t size, size_t n, void *arg)
 			return 0; /* aborts the transfer */
 		}
 	}
+	if (r->keep > 0 && r->len + len > r->keep) {
+		/* The rest is not wanted (output of a helper in a sandbox):
+		 * dropped, never held. */
+		len = r->len < r->keep ? r->keep - r->len : 0;
+		if (len == 0)
+			return size * n;
+	}
 	if (r->overflow || r->len + len > DOCKER_MAX_BODY) {
 		r->overflow = 1;
 		return len;
@@ -230,7 +237,7 @@ docker_write_cb(char *ptr, size_t size, size_t n, void *arg)
 	memcpy(r->body + r->len, ptr, len);
 	r->len += len;
 	r->body[r->len] = '\0';
-	return len;
+	return size * n;
 }
 
 static struct docker_req *
@@ -439,6 +446,23 @@ docker_call(struct docker *d, const char *method, const char *path,
 {
 	return docker_submit(
 	    docker_req_new(d, method, path, body, NULL, done_cb, arg));
+}
+
+/*
+ * A request whose body is handed to done_cb, but only its first keep
+ * bytes: the rest is dropped as it arrives (for bodies that another party
+ * can make as large as it likes, such as the output of a command in a
+ * sandbox).
+ */
+struct docker_req *
+docker_call_capped(struct docker *d, const char *method, const char *path,
+    json_object *body, size_t keep, docker_done_cb done_cb, void *arg)
+{
+	struct docker_req *r;
+
+	r = docker_req_new(d, method, path, body, NULL, done_cb, arg);
+	r->keep = keep;
+	return docker_submit(r);
 }
 
 /* A request whose body is handed to data_cb as it arrives. */

@@ -33,6 +33,8 @@ const char *docker_api_version(struct docker *);
 
 struct docker_req *docker_call(struct docker *, const char *, const char *,
     json_object *, docker_done_cb, void *);
+struct docker_req *docker_call_capped(struct docker *, const char *,
+    const char *, json_object *, size_t, docker_done_cb, void *);
 struct docker_req *docker_stream(struct docker *, const char *, const char *,
     json_object *, docker_data_cb, docker_done_cb, void *);
 struct docker_req *docker_hijack(struct docker *, const char *, json_object *,

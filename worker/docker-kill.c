@@ -21,6 +21,8 @@
 #include "xmalloc.h"
 
 #define KILLER_PIDS_SPARE 16
+/* Of the killer's own output (it prints nothing; the sandbox may). */
+#define KILLER_MAX_OUTPUT (64 * 1024)
 
 /*
  * Tokens are hex, so they may stand unquoted.  One grep reads every
@@ -183,8 +185,10 @@ killer_step(struct killer *k, const struct docker_resp *resp)
 		    start, "Detach", json_object_new_boolean(0));
 		json_object_object_add(
 		    start, "Tty", json_object_new_boolean(0));
-		k->req = docker_call(
-		    k->w->docker, "POST", path, start, killer_cb, k);
+		/* Its output is not read, and the sandbox can write into
+		 * it: only a little is kept, the rest is dropped. */
+		k->req = docker_call_capped(k->w->docker, "POST", path, start,
+		    KILLER_MAX_OUTPUT, killer_cb, k);
 		json_object_put(start);
 		free(path);
 		return;
