@@ -1,0 +1,428 @@
+/*
+ * Adversarial: what a sandbox writes never grows the host's memory, and
+ * every call gets exactly one answer.
+ *
+ * A code session keeps printing after its call returned (a Python thread,
+ * a JavaScript timer): the worker drops that output and counts it, so its
+ * RSS stays small, the next call answers correctly, and what was dropped
+ * is said (in the next result and the activity log).  Inputs and results
+ * over the worker channel's frame limit (1 MiB) are answered at once: a
+ * 3 MB traceback is cut (the whole is on stderr), 2 MB of code is refused
+ * with an error naming the limit, 512 KiB of stdin that JSON-escapes to
+ * 3 MiB is streamed, a huge environment is refused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "adv.h"
+
+#define NODE_IMAGE "mcp-sandboxd-test/node:bookworm"
+#define RSS_LIMIT_KB (32 * 1024)
+
+/* execute_code in a sandbox, dependencies none; the tool result. */
+static json_object *
+code(struct h_server *s, const char *cid, const char *lang, const char *src,
+    int timeout_s, long long *ms)
+{
+	json_object *a, *r;
+	long long t0 = h_now_ms();
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "language", json_object_new_string(lang));
+	json_object_object_add(a, "code", json_object_new_string(src));
+	json_object_object_add(a, "dependencies", json_object_new_string("none"));
+	json_object_object_add(
+	    a, "timeout_seconds", json_object_new_int(timeout_s));
+	r = h_call_tool_obj(s, "execute_code", a, timeout_s * 1000 + 30000);
+	if (ms != NULL)
+		*ms = h_now_ms() - t0;
+	return r;
+}
+
+/* The only worker of a server with one sandbox. */
+static pid_t
+the_worker(struct h_server *s)
+{
+	pid_t w[8];
+	int n = adv_workers(s, w, 8);
+
+	cr_assert_eq(n, 1, "%d workers, want 1", n);
+	return w[0];
+}
+
+/*
+ * Sample the worker's RSS every 200 ms for ms milliseconds (calling mid
+ * once, halfway, if given); the largest sample in KiB.
+ */
+static long
+watch_rss(pid_t pid, int ms, void (*mid)(void *), void *arg)
+{
+	long long end = h_now_ms() + ms, half = h_now_ms() + ms / 2;
+	long kb, max = 0;
+
+	while (h_now_ms() < end) {
+		kb = h_status_kb(pid, "VmRSS");
+		cr_assert_geq(kb, 0, "worker %d is gone", (int)pid);
+		if (kb > max)
+			max = kb;
+		if (mid != NULL && h_now_ms() >= half) {
+			mid(arg);
+			mid = NULL;
+		}
+		usleep(200000);
+	}
+	return max;
+}
+
+struct midcall {
+	struct h_server *s;
+	const char *cid, *lang, *src;
+	long long ms;
+	int answered;
+};
+
+/* A call made while the flood goes on: it answers, in seconds. */
+static void
+mid_call(void *arg)
+{
+	struct midcall *m = arg;
+	json_object *r;
+
+	r = code(m->s, m->cid, m->lang, m->src, 30, &m->ms);
+	m->answered = !h_is_error(r);
+	fprintf(stderr, "call during the flood: %lld ms, isError %d: %.200s\n",
+	    m->ms, h_is_error(r), h_text(r));
+	json_object_put(r);
+}
+
+/* The call after the flood answers exactly, and says what was dropped. */
+static long long
+next_call_ok(struct h_server *s, const char *cid, const char *lang,
+    const char *src, const char *want)
+{
+	json_object *r;
+	long long ms, dropped;
+
+	r = code(s, cid, lang, src, 60, &ms);
+	cr_expect(!h_is_error(r), "the next call failed: %.500s", h_text(r));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), want,
+	    "the next call's stdout: %.500s", h_text(r));
+	dropped = h_int(r, "structuredContent.dropped_stdout_bytes");
+	fprintf(stderr, "next call: %lld ms; %lld bytes dropped: %.300s\n", ms,
+	    dropped, h_text(r));
+	cr_expect_lt(ms, 20000, "the next call took %lld ms", ms);
+	json_object_put(r);
+	return dropped;
+}
+
+Test(output, python_thread_floods_after_its_call, .timeout = 300)
+{
+	static const char flood[] =
+	    "import sys, threading, time\n"
+	    "def flood():\n"
+	    "    time.sleep(0.5)\n"
+	    "    chunk = 'x' * (1 << 20)\n"
+	    "    end = time.time() + 30\n"
+	    "    while time.time() < end:\n"
+	    "        t = time.time()\n"
+	    "        for _ in range(50):\n"
+	    "            sys.stdout.write(chunk)\n"
+	    "        sys.stdout.flush()\n"
+	    "        d = time.time() - t\n"
+	    "        if d < 1:\n"
+	    "            time.sleep(1 - d)\n"
+	    "threading.Thread(target=flood, daemon=True).start()\n"
+	    "print('started')\n";
+	struct midcall m = {0};
+	struct h_server *s;
+	json_object *r;
+	long kb, hwm;
+	long long dropped;
+	pid_t w;
+	char *cid;
+
+	s = adv_start(NULL);
+	cid = h_create(s, NULL);
+	w = the_worker(s);
+	r = code(s, cid, "python", flood, 30, NULL);
+	cr_assert(!h_is_error(r), "the flood call: %.500s", h_text(r));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "started\n");
+	json_object_put(r);
+
+	m.s = s;
+	m.cid = cid;
+	m.lang = "python";
+	m.src = "print('mid')";
+	kb = watch_rss(w, 32000, mid_call, &m);
+	hwm = h_status_kb(w, "VmHWM");
+	fprintf(stderr,
+	    "python flood: worker RSS at most %ld KiB sampled, VmHWM %ld KiB\n",
+	    kb, hwm);
+	cr_expect_lt(kb, RSS_LIMIT_KB, "worker RSS %ld KiB", kb);
+	cr_expect_lt(hwm, RSS_LIMIT_KB, "worker peak RSS %ld KiB", hwm);
+	cr_expect(m.answered, "the call during the flood did not answer");
+	cr_expect_lt(m.ms, 20000, "the call during the flood took %lld ms",
+	    m.ms);
+
+	dropped = next_call_ok(s, cid, "python", "print(6 * 7)", "42\n");
+	cr_expect_gt(dropped, 0, "no dropped output said");
+	adv_alive(s, cid);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
+
+Test(output, javascript_timer_floods_after_its_call, .timeout = 240)
+{
+	static const char flood[] =
+	    "const fs = require('fs'), chunk = 'y'.repeat(1 << 20);\n"
+	    "const end = Date.now() + 10500;\n"
+	    "setTimeout(() => {\n"
+	    "  const t = setInterval(() => {\n"
+	    "    if (Date.now() > end) return clearInterval(t);\n"
+	    "    for (let i = 0; i < 5; i++) try { fs.writeSync(1, chunk); } catch (e) {}\n"
+	    "  }, 100);\n"
+	    "}, 500);\n"
+	    "'started'\n";
+	struct h_server *s;
+	json_object *r;
+	const char *err;
+	long kb, hwm;
+	long long dropped, ms;
+	pid_t w;
+	char *cid;
+
+	s = adv_start("--node-image", NODE_IMAGE, NULL);
+	cid = h_create(s, "{\"image\":\"" NODE_IMAGE "\"}");
+	w = the_worker(s);
+	r = code(s, cid, "javascript", flood, 30, NULL);
+	cr_assert(!h_is_error(r), "the flood call: %.500s", h_text(r));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "started\n");
+	json_object_put(r);
+
+	kb = watch_rss(w, 13000, NULL, NULL);
+	hwm = h_status_kb(w, "VmHWM");
+	fprintf(stderr,
+	    "javascript flood: worker RSS at most %ld KiB sampled, VmHWM %ld "
+	    "KiB\n",
+	    kb, hwm);
+	cr_expect_lt(kb, RSS_LIMIT_KB, "worker RSS %ld KiB", kb);
+	cr_expect_lt(hwm, RSS_LIMIT_KB, "worker peak RSS %ld KiB", hwm);
+
+	dropped = next_call_ok(s, cid, "javascript", "6 * 7", "42\n");
+	cr_expect_gt(dropped, 0, "no dropped output said");
+
+	/* A 3 MB error: answered, cut, the whole of it on stderr. */
+	r = code(s, cid, "javascript", "throw new Error('x'.repeat(3000000))",
+	    60, &ms);
+	err = h_str(r, "structuredContent.error");
+	fprintf(stderr, "3 MB JavaScript error: %lld ms, error %zu bytes\n", ms,
+	    err != NULL ? strlen(err) : 0);
+	cr_expect(h_is_error(r), "no error: %.300s", h_text(r));
+	cr_expect_lt(ms, 20000, "answered in %lld ms", ms);
+	cr_expect(err != NULL && strlen(err) < 64 * 1024 &&
+	              h_contains(err, "characters cut"),
+	    "the cut error: %.300s", err != NULL ? err : "(none)");
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
+
+/* The activity log of a sandbox, as text (caller frees). */
+static char *
+activity_log(struct h_server *s, const char *cid)
+{
+	char params[256];
+	json_object *m;
+	const char *t;
+	char *out;
+
+	snprintf(params, sizeof params, "{\"uri\":\"containers://%s/logs\"}",
+	    cid);
+	m = h_request(s, "resources/read", params, 30000);
+	t = h_str(m, "result.contents.0.text");
+	out = strdup(t != NULL ? t : "");
+	cr_assert(out != NULL);
+	json_object_put(m);
+	return out;
+}
+
+Test(output, output_between_calls_is_counted_not_lost_silently,
+    .timeout = 180)
+{
+	static const char late[] =
+	    "import sys, threading, time\n"
+	    "def late():\n"
+	    "    time.sleep(1)\n"
+	    "    for _ in range(1000):\n"
+	    "        sys.stdout.write('late\\n')\n"
+	    "    sys.stdout.flush()\n"
+	    "    sys.stderr.write('E' * 300)\n"
+	    "    sys.stderr.flush()\n"
+	    "threading.Thread(target=late).start()\n";
+	struct h_server *s;
+	json_object *r;
+	char *cid, *log;
+
+	s = adv_start(NULL);
+	cid = h_create(s, NULL);
+	r = code(s, cid, "python", late, 30, NULL);
+	cr_assert(!h_is_error(r), "%.500s", h_text(r));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "");
+	json_object_put(r);
+	sleep(3);
+	r = code(s, cid, "python", "print('next')", 30, NULL);
+	fprintf(stderr, "the call after: %.500s\n", h_text(r));
+	cr_expect(!h_is_error(r), "%.500s", h_text(r));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "next\n");
+	cr_expect_eq(h_int(r, "structuredContent.dropped_stdout_bytes"), 5000);
+	cr_expect_eq(h_int(r, "structuredContent.dropped_stderr_bytes"), 300);
+	cr_expect(h_contains(h_text(r), "dropped"),
+	    "the text does not say what was dropped: %.500s", h_text(r));
+	json_object_put(r);
+	log = activity_log(s, cid);
+	cr_expect(h_contains(log, "5000 bytes of stdout and 300 of stderr"),
+	    "the activity log does not say what was dropped: %.2000s", log);
+	free(log);
+	/* Said once: the call after that drops nothing. */
+	r = code(s, cid, "python", "print('again')", 30, NULL);
+	cr_expect_eq(h_get(r, "structuredContent.dropped_stdout_bytes"), NULL,
+	    "%.500s", h_text(r));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
+
+/* A string of n bytes of c (caller frees). */
+static char *
+filled(size_t n, char c)
+{
+	char *p = malloc(n + 1);
+
+	cr_assert(p != NULL);
+	memset(p, c, n);
+	p[n] = '\0';
+	return p;
+}
+
+Test(output, three_megabyte_traceback_is_cut_and_answered, .timeout = 180)
+{
+	struct h_server *s;
+	json_object *r;
+	const char *err;
+	long long ms;
+	char *cid;
+
+	s = adv_start(NULL);
+	cid = h_create(s, NULL);
+	json_object_put(code(s, cid, "python", "kept = 7", 30, NULL));
+	r = code(s, cid, "python", "raise ValueError('x' * 3000000)", 60, &ms);
+	err = h_str(r, "structuredContent.error");
+	fprintf(stderr, "3 MB traceback: %lld ms, error %zu bytes, %.300s\n",
+	    ms, err != NULL ? strlen(err) : 0, err != NULL ? err : "(none)");
+	cr_expect(h_is_error(r), "no error: %.300s", h_text(r));
+	cr_expect_lt(ms, 20000, "answered in %lld ms", ms);
+	cr_assert(err != NULL, "no error member");
+	cr_expect_lt(strlen(err), 64 * 1024, "error of %zu bytes", strlen(err));
+	cr_expect(h_contains(err, "ValueError") &&
+	              h_contains(err, "characters cut"),
+	    "the cut error: %.300s", err);
+	cr_expect_gt(h_int(r, "structuredContent.stderr_bytes"), 3000000,
+	    "the whole traceback is not on stderr");
+	cr_expect(!h_bool(r, "structuredContent.session_lost"));
+	json_object_put(r);
+	/* The session lives on. */
+	r = code(s, cid, "python", "print(kept)", 30, NULL);
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "7\n", "%.300s",
+	    h_text(r));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
+
+Test(output, oversize_inputs_get_one_answer, .timeout = 240)
+{
+	struct h_server *s;
+	json_object *r, *a, *env;
+	long long ms, t0;
+	char *cid, *big, *src, *bin;
+	size_t n;
+
+	s = adv_start(NULL);
+	cid = h_create(s, NULL);
+
+	/* 2 MB of Python code: refused at once, the limit named. */
+	big = filled(2 * 1024 * 1024, 'a');
+	n = strlen(big) + 64;
+	src = malloc(n);
+	cr_assert(src != NULL);
+	snprintf(src, n, "x = '%s'\nprint(len(x))", big);
+	r = code(s, cid, "python", src, 60, &ms);
+	fprintf(stderr, "2 MB of Python: %lld ms: %.300s\n", ms, h_text(r));
+	cr_expect(h_is_error(r));
+	cr_expect(h_contains(h_text(r), "1 MiB"), "%.300s", h_text(r));
+	cr_expect_lt(ms, 10000, "answered in %lld ms", ms);
+	json_object_put(r);
+
+	/* 2 MB of bash: it goes on standard input, streamed: it runs. */
+	snprintf(src, n, ": '%s'\necho ran", big);
+	r = code(s, cid, "bash", src, 60, &ms);
+	fprintf(stderr, "2 MB of bash: %lld ms: %.200s\n", ms, h_text(r));
+	cr_expect(!h_is_error(r), "%.300s", h_text(r));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "ran\n");
+	/* bash reads a pipe a byte at a time: seconds, not a hang. */
+	cr_expect_lt(ms, 60000, "answered in %lld ms", ms);
+	json_object_put(r);
+	free(src);
+
+	/* 512 KiB of stdin, bytes 0x01: 3 MiB once JSON-escaped. */
+	bin = filled(512 * 1024, '\001');
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "commands", json_object_new_string("wc -c"));
+	json_object_object_add(a, "stdin", json_object_new_string(bin));
+	t0 = h_now_ms();
+	r = h_exec_obj(s, cid, a, 60000);
+	ms = h_now_ms() - t0;
+	fprintf(stderr, "512 KiB of escaped stdin: %lld ms: %.200s\n", ms,
+	    h_text(r));
+	cr_expect(!h_is_error(r), "%.300s", h_text(r));
+	cr_expect_str_eq(adv_out(r), "524288\n");
+	cr_expect_lt(ms, 20000, "answered in %lld ms", ms);
+	json_object_put(r);
+	free(bin);
+
+	/* A 2 MB environment: refused, the limit named. */
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "commands", json_object_new_string("true"));
+	env = json_object_new_object();
+	json_object_object_add(env, "BIG", json_object_new_string(big));
+	json_object_object_add(a, "env", env);
+	t0 = h_now_ms();
+	r = h_exec_obj(s, cid, a, 60000);
+	ms = h_now_ms() - t0;
+	fprintf(stderr, "2 MB environment: %lld ms: %.300s\n", ms, h_text(r));
+	cr_expect(h_is_error(r) || h_int(h_first(r), "exit_code") != 0,
+	    "%.300s", h_text(r));
+	cr_expect(h_contains(h_text(r), "1 MiB") ||
+	              h_contains(h_text(r), "too large") ||
+	              h_contains(h_text(r), "limit"),
+	    "%.300s", h_text(r));
+	cr_expect_lt(ms, 10000, "answered in %lld ms", ms);
+	json_object_put(r);
+	free(big);
+
+	adv_alive(s, cid);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
