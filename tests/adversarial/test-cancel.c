@@ -42,6 +42,25 @@ wait_procs(struct h_server *s, const char *cid, const char *what, int ms)
 	return n;
 }
 
+/* Wait until the copy's reader is stopped (state T) in the sandbox. */
+static int
+wait_stopped(struct h_server *s, const char *cid, int ms)
+{
+	long long deadline = h_now_ms() + ms;
+	char *out;
+	int n;
+
+	for (;;) {
+		out = h_exec_ok(s, cid,
+		    "ps -eo stat=,args= | grep -c '^T.*cat -- /' || true");
+		n = atoi(out);
+		free(out);
+		if (n > 0 || h_now_ms() >= deadline)
+			return n;
+		usleep(200000);
+	}
+}
+
 /* Wait until none is left; the time it took, -1 if some stay. */
 static long long
 procs_gone(struct h_server *s, const char *cid, const char *what, int ms)
@@ -140,7 +159,7 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	 * (the same user may): the copy stalls for good. */
 	json_object_put(h_exec(s, cid,
 	    "setsid sh -c 'while :; do pkill -STOP -f \"^cat -- .*/big$\"; "
-	    "sleep 0.05; done' </dev/null >/dev/null 2>&1 &",
+	    "sleep 0.02; done' </dev/null >/dev/null 2>&1 &",
 	    30));
 
 	snprintf(src, sizeof src, "%s/big", wd);
@@ -151,8 +170,8 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	    a, "container_src_path", json_object_new_string(src));
 	json_object_object_add(a, "local_dest_path", json_object_new_string(dest));
 	id = h_send_tool(s, "copy_file_from_sandbox", a);
-	cr_assert_gt(wait_procs(s, cid, "cat -- /", 30000), 0,
-	    "the copy's reader never ran");
+	cr_assert_gt(wait_stopped(s, cid, 30000), 0,
+	    "the copy's reader was never seen stopped");
 	r = h_wait_id(s, id, 0);
 	cr_assert_null(r, "the copy ended before it was stopped: %.300s",
 	    r != NULL ? json_object_to_json_string(r) : "");
