@@ -87,7 +87,15 @@ enum proto_type {
  *		long-lived session of that language.  Output as for "exec";
  *		result: exit_code, error (a traceback), session_lost,
  *		timed_out, cancelled, truncated, duration_ms, stdout_bytes,
- *		stderr_bytes, cpu_time_ms, memory_peak_bytes.
+ *		stderr_bytes, cpu_time_ms, memory_peak_bytes, and
+ *		dropped_stdout_bytes, dropped_stderr_bytes when the session
+ *		wrote outside any call since the last result (dropped).
+ *
+ * Sizes: a call the supervisor cannot fit in a frame is never sent; it is
+ * answered on its side with an error naming the limit (large standard
+ * input goes as stdin_stream instead).  A result the worker cannot fit is
+ * cut to fit and carries result_cut: true.  So every call gets exactly one
+ * result.
  */
 #define PROTO_OP_EXEC "exec"
 #define PROTO_OP_KILL "kill"

@@ -103,8 +103,9 @@ code_result(json_object *r, int fresh)
 	    json_object_object_get_ex(r, "dropped_stderr_bytes", &v))
 		evbuffer_add_printf(t,
 		    "(the session wrote %lld bytes of stdout and %lld of "
-		    "stderr outside any call, e.g. from a thread or a timer "
-		    "of an earlier call; they were dropped)\n",
+		    "stderr that no call could take, after a call's end "
+		    "(e.g. from a thread or a timer of an earlier call); "
+		    "they were dropped)\n",
 		    member_int64(r, "dropped_stdout_bytes"),
 		    member_int64(r, "dropped_stderr_bytes"));
 	json_object_object_get_ex(r, "exit_code", &v);

@@ -203,6 +203,7 @@ struct interp {
 	/* Output written outside any call (after a call's marker, between
 	 * calls): dropped, counted, said in the next result and the log. */
 	long long stray[2];
+	const char *broke; /* why the session was ended, if not above */
 	struct killer *killer;
 	struct event *timer, *kick, *resume;
 	LIST_ENTRY(interp) entry;
@@ -361,7 +362,7 @@ interp_scan(struct interp *ip, int s)
 	mlen = (size_t)snprintf(mark, sizeof mark, MARK "%s", ip->nonce);
 	for (;;) {
 		len = evbuffer_get_length(b);
-		if (ip->cur == NULL || ip->ended[s]) {
+		if (ip->cur == NULL || ip->ended[s] || ip->broke != NULL) {
 			interp_stray(ip, s, len);
 			evbuffer_drain(b, len);
 			return;
@@ -386,9 +387,13 @@ interp_scan(struct interp *ip, int s)
 				log_warnx("%s: %s session: an end marker "
 				          "line over %d bytes",
 				    __func__, ip->lang, INTERP_MAX_STATUS);
-				ip->ended[s] = 1;
-				interp_die(ip, "an end marker line over the "
-				               "limit (forged?)");
+				interp_stray(ip, s, len);
+				evbuffer_drain(b, len);
+				ip->broke = "the session wrote an end marker "
+				            "line over 512 KiB (not the "
+				            "interpreter's own): it was killed "
+				            "and its state is gone";
+				interp_die(ip, "end marker line over the limit");
 			}
 			return;
 		}
@@ -422,7 +427,7 @@ interp_out(int stream, const char *p, size_t len, void *arg)
 
 	if (stream == DEMUX_STDIN)
 		return 0;
-	if (ip->cur == NULL || ip->ended[s]) {
+	if (ip->cur == NULL || ip->ended[s] || ip->broke != NULL) {
 		interp_stray(ip, s, len);
 		return 0;
 	}
@@ -489,8 +494,9 @@ interp_ended(struct interp *ip, const char *err)
 	    : ip->truncated
 	        ? "output over the cap: the session was killed and its state "
 	          "is gone"
-	    : err != NULL ? err
-	                  : "the interpreter exited; its state is gone");
+	    : ip->broke != NULL ? ip->broke
+	    : err != NULL       ? err
+	                        : "the interpreter exited; its state is gone");
 	/* Calls that waited: the next one starts a new session. */
 	while ((c = TAILQ_FIRST(&ip->queue)) != NULL) {
 		TAILQ_REMOVE(&ip->queue, c, entry);

@@ -112,7 +112,9 @@ next_call_ok(struct h_server *s, const char *cid, const char *lang,
 	cr_expect(!h_is_error(r), "the next call failed: %.500s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), want,
 	    "the next call's stdout: %.500s", h_text(r));
-	dropped = h_int(r, "structuredContent.dropped_stdout_bytes");
+	dropped = h_get(r, "structuredContent.dropped_stdout_bytes") != NULL
+	              ? h_int(r, "structuredContent.dropped_stdout_bytes")
+	              : 0;
 	fprintf(stderr, "next call: %lld ms; %lld bytes dropped: %.300s\n", ms,
 	    dropped, h_text(r));
 	cr_expect_lt(ms, 20000, "the next call took %lld ms", ms);
@@ -422,6 +424,43 @@ Test(output, oversize_inputs_get_one_answer, .timeout = 240)
 	free(big);
 
 	adv_alive(s, cid);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
+
+Test(output, forged_end_marker_that_never_ends, .timeout = 180)
+{
+	/* The nonce is on the interpreter's command line, which the code
+	 * can read: a marker line with no end is held only so far. */
+	static const char forge[] =
+	    "import sys\n"
+	    "a = open('/proc/self/cmdline', 'rb').read().split(b'\\0')\n"
+	    "n = [x for x in a if len(x) == 32][-1].decode()\n"
+	    "sys.stdout.write('\\x1eMCPEND:' + n + 'x' * (8 << 20))\n"
+	    "sys.stdout.flush()\n";
+	struct h_server *s;
+	json_object *r;
+	long long ms;
+	long hwm;
+	pid_t w;
+	char *cid;
+
+	s = adv_start(NULL);
+	cid = h_create(s, NULL);
+	w = the_worker(s);
+	r = code(s, cid, "python", forge, 60, &ms);
+	hwm = h_status_kb(w, "VmHWM");
+	fprintf(stderr, "forged marker: %lld ms, worker VmHWM %ld KiB: %.300s\n",
+	    ms, hwm, h_text(r));
+	cr_expect(h_is_error(r), "%.300s", h_text(r));
+	cr_expect(h_bool(r, "structuredContent.session_lost"));
+	cr_expect(h_contains(h_str(r, "structuredContent.error"), "end marker"),
+	    "%.300s", h_text(r));
+	cr_expect_lt(ms, 20000, "answered in %lld ms", ms);
+	cr_expect_lt(hwm, RSS_LIMIT_KB, "worker peak RSS %ld KiB", hwm);
+	json_object_put(r);
+	next_call_ok(s, cid, "python", "print(6 * 7)", "42\n");
 	h_stop(s, cid);
 	free(cid);
 	adv_finish(s);
