@@ -438,8 +438,9 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 		    size, PROTO_MAX_PAYLOAD);
 	else if (proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL,
 	             wc->reqid, wc->reqid, call) == -1)
-		xasprintf(&wc->refusal, "cannot send the call to the "
-		                        "sandbox's worker: %s",
+		xasprintf(&wc->refusal,
+		    "cannot send the call to the "
+		    "sandbox's worker: %s",
 		    strerror(errno));
 	if (wc->refusal != NULL) {
 		wc->refuse = event_new(sup.base, -1, 0, wproc_refuse_cb, wc);

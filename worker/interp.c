@@ -393,7 +393,8 @@ interp_scan(struct interp *ip, int s)
 				            "line over 512 KiB (not the "
 				            "interpreter's own): it was killed "
 				            "and its state is gone";
-				interp_die(ip, "end marker line over the limit");
+				interp_die(
+				    ip, "end marker line over the limit");
 			}
 			return;
 		}

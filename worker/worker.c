@@ -69,8 +69,8 @@ worker_result_cut(json_object *obj, size_t size)
 			json_object_object_add(
 			    r, key, json_object_new_string(note));
 			free(note);
-		} else if (strlen(json_object_to_json_string_ext(val,
-		               JSON_C_TO_STRING_PLAIN)) <=
+		} else if (strlen(json_object_to_json_string_ext(
+		               val, JSON_C_TO_STRING_PLAIN)) <=
 		           WORKER_RESULT_STRING_MAX)
 			json_object_object_add(r, key, json_object_get(val));
 	}
@@ -106,7 +106,8 @@ worker_send_json(
 	json_object_put(cut);
 	if (rv == -1) {
 		cut = json_object_new_object();
-		json_object_object_add(cut, "exit_code", json_object_new_int(-1));
+		json_object_object_add(
+		    cut, "exit_code", json_object_new_int(-1));
 		json_object_object_add(cut, "error",
 		    json_object_new_string("the result was too large for the "
 		                           "worker channel and was dropped"));

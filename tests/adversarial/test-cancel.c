@@ -117,16 +117,17 @@ Test(cancel, install_package_of_a_sleeping_setup_py, .timeout = 240)
 	json_object_object_add(a, "packages", p);
 	json_object_object_add(a, "manager", json_object_new_string("pip"));
 	id = h_send_tool(s, "install_package", a);
-	cr_assert_gt(wait_procs(s, cid, "egg_info", 60000), 0,
-	    "setup.py never ran");
+	cr_assert_gt(
+	    wait_procs(s, cid, "egg_info", 60000), 0, "setup.py never ran");
 
 	cancel(s, id);
 	ms = procs_gone(s, cid, "pip", 15000);
-	fprintf(stderr, "install_package cancelled: its processes gone in "
-	                "%lld ms\n",
+	fprintf(stderr,
+	    "install_package cancelled: its processes gone in "
+	    "%lld ms\n",
 	    ms);
-	cr_expect_geq(ms, 0,
-	    "pip and setup.py still run 15 s after the cancellation");
+	cr_expect_geq(
+	    ms, 0, "pip and setup.py still run 15 s after the cancellation");
 	cr_expect_eq(adv_procs(s, cid, "egg_info"), 0);
 	r = h_wait_id(s, id, 2000);
 	cr_expect_null(r, "an answer came for the cancelled call: %.300s",
@@ -168,7 +169,8 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	json_object_object_add(a, "container_id", json_object_new_string(cid));
 	json_object_object_add(
 	    a, "container_src_path", json_object_new_string(src));
-	json_object_object_add(a, "local_dest_path", json_object_new_string(dest));
+	json_object_object_add(
+	    a, "local_dest_path", json_object_new_string(dest));
 	id = h_send_tool(s, "copy_file_from_sandbox", a);
 	cr_assert_gt(wait_stopped(s, cid, 30000), 0,
 	    "the copy's reader was never seen stopped");

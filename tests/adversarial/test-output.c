@@ -35,7 +35,8 @@ code(struct h_server *s, const char *cid, const char *lang, const char *src,
 	json_object_object_add(a, "container_id", json_object_new_string(cid));
 	json_object_object_add(a, "language", json_object_new_string(lang));
 	json_object_object_add(a, "code", json_object_new_string(src));
-	json_object_object_add(a, "dependencies", json_object_new_string("none"));
+	json_object_object_add(
+	    a, "dependencies", json_object_new_string("none"));
 	json_object_object_add(
 	    a, "timeout_seconds", json_object_new_int(timeout_s));
 	r = h_call_tool_obj(s, "execute_code", a, timeout_s * 1000 + 30000);
@@ -168,8 +169,8 @@ Test(output, python_thread_floods_after_its_call, .timeout = 300)
 	cr_expect_lt(kb, RSS_LIMIT_KB, "worker RSS %ld KiB", kb);
 	cr_expect_lt(hwm, RSS_LIMIT_KB, "worker peak RSS %ld KiB", hwm);
 	cr_expect(m.answered, "the call during the flood did not answer");
-	cr_expect_lt(m.ms, 20000, "the call during the flood took %lld ms",
-	    m.ms);
+	cr_expect_lt(
+	    m.ms, 20000, "the call during the flood took %lld ms", m.ms);
 
 	dropped = next_call_ok(s, cid, "python", "print(6 * 7)", "42\n");
 	cr_expect_gt(dropped, 0, "no dropped output said");
@@ -245,8 +246,8 @@ activity_log(struct h_server *s, const char *cid)
 	const char *t;
 	char *out;
 
-	snprintf(params, sizeof params, "{\"uri\":\"containers://%s/logs\"}",
-	    cid);
+	snprintf(
+	    params, sizeof params, "{\"uri\":\"containers://%s/logs\"}", cid);
 	m = h_request(s, "resources/read", params, 30000);
 	t = h_str(m, "result.contents.0.text");
 	out = strdup(t != NULL ? t : "");
@@ -255,19 +256,17 @@ activity_log(struct h_server *s, const char *cid)
 	return out;
 }
 
-Test(output, output_between_calls_is_counted_not_lost_silently,
-    .timeout = 180)
+Test(output, output_between_calls_is_counted_not_lost_silently, .timeout = 180)
 {
-	static const char late[] =
-	    "import sys, threading, time\n"
-	    "def late():\n"
-	    "    time.sleep(1)\n"
-	    "    for _ in range(1000):\n"
-	    "        sys.stdout.write('late\\n')\n"
-	    "    sys.stdout.flush()\n"
-	    "    sys.stderr.write('E' * 300)\n"
-	    "    sys.stderr.flush()\n"
-	    "threading.Thread(target=late).start()\n";
+	static const char late[] = "import sys, threading, time\n"
+	                           "def late():\n"
+	                           "    time.sleep(1)\n"
+	                           "    for _ in range(1000):\n"
+	                           "        sys.stdout.write('late\\n')\n"
+	                           "    sys.stdout.flush()\n"
+	                           "    sys.stderr.write('E' * 300)\n"
+	                           "    sys.stderr.flush()\n"
+	                           "threading.Thread(target=late).start()\n";
 	struct h_server *s;
 	json_object *r;
 	char *cid, *log;
@@ -333,8 +332,8 @@ Test(output, three_megabyte_traceback_is_cut_and_answered, .timeout = 180)
 	cr_expect_lt(ms, 20000, "answered in %lld ms", ms);
 	cr_assert(err != NULL, "no error member");
 	cr_expect_lt(strlen(err), 64 * 1024, "error of %zu bytes", strlen(err));
-	cr_expect(h_contains(err, "ValueError") &&
-	              h_contains(err, "characters cut"),
+	cr_expect(
+	    h_contains(err, "ValueError") && h_contains(err, "characters cut"),
 	    "the cut error: %.300s", err);
 	cr_expect_gt(h_int(r, "structuredContent.stderr_bytes"), 3000000,
 	    "the whole traceback is not on stderr");
@@ -342,8 +341,8 @@ Test(output, three_megabyte_traceback_is_cut_and_answered, .timeout = 180)
 	json_object_put(r);
 	/* The session lives on. */
 	r = code(s, cid, "python", "print(kept)", 30, NULL);
-	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "7\n", "%.300s",
-	    h_text(r));
+	cr_expect_str_eq(
+	    h_str(r, "structuredContent.stdout"), "7\n", "%.300s", h_text(r));
 	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
@@ -451,8 +450,9 @@ Test(output, forged_end_marker_that_never_ends, .timeout = 180)
 	w = the_worker(s);
 	r = code(s, cid, "python", forge, 60, &ms);
 	hwm = h_status_kb(w, "VmHWM");
-	fprintf(stderr, "forged marker: %lld ms, worker VmHWM %ld KiB: %.300s\n",
-	    ms, hwm, h_text(r));
+	fprintf(stderr,
+	    "forged marker: %lld ms, worker VmHWM %ld KiB: %.300s\n", ms, hwm,
+	    h_text(r));
 	cr_expect(h_is_error(r), "%.300s", h_text(r));
 	cr_expect(h_bool(r, "structuredContent.session_lost"));
 	cr_expect(h_contains(h_str(r, "structuredContent.error"), "end marker"),
