@@ -991,16 +991,16 @@ in_classify(struct tar_in *t, struct archive_entry *e, const char *raw,
 			return "";
 		}
 	} else {
+		if ((*name = name_clean(raw, &reason)) == NULL)
+			return reason != NULL ? reason : "invalid name";
+		if (in_below_skipped(t, *name))
+			return "";
 		if (archive_entry_hardlink(e) != NULL)
 			return "hardlink";
 		if (type != AE_IFREG && type != AE_IFDIR)
 			return type_reason(type);
-		if ((*name = name_clean(raw, &reason)) == NULL)
-			return reason != NULL ? reason : "invalid name";
 		if (**name == '\0')
 			return type == AE_IFDIR ? "" : "invalid name"; /* "./" */
-		if (in_below_skipped(t, *name))
-			return "";
 		if ((reason = in_name_check(t, *name, detail, &upto)) !=
 		    NULL) {
 			/* Listed once; what is below it goes silently. */
