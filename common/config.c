@@ -117,8 +117,8 @@ static const struct opt opts[] = {
         O(transfer_idle), "30", 1, 3600,
         "seconds a copy out of a sandbox may go without progress before "
         "it fails"},
-    {"runtime-dir", "MCP_SANDBOXD_RUNTIME_DIR", OPT_STR, O(runtime_dir),
-        NULL, 0, 0,
+    {"runtime-dir", "MCP_SANDBOXD_RUNTIME_DIR", OPT_STR, O(runtime_dir), NULL,
+        0, 0,
         "private directory (0700) for spools and temporary trees (default "
         "$XDG_RUNTIME_DIR/mcp-sandboxd, else /run/mcp-sandboxd, else a "
         "new private directory)"},

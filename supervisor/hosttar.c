@@ -757,8 +757,8 @@ in_copy(struct tar_in *t, const char *name)
 			in_fail(t,
 			    "archive larger than %llu bytes (%s); stopped at "
 			    "%s",
-			    (unsigned long long)t->lim.max_bytes,
-			    t->limit_name, name);
+			    (unsigned long long)t->lim.max_bytes, t->limit_name,
+			    name);
 			return -1;
 		}
 		t->copied += len;
@@ -795,10 +795,10 @@ in_header(struct tar_in *t, struct archive_entry *e, const char *name,
 	archive_entry_copy_pathname(e, path);
 	/* No set-id or sticky bit, no execute bit on a file unless asked;
 	 * the owner can always use what it got. */
-	archive_entry_set_perm(e,
-	    isdir ? (archive_entry_perm(e) & 0777) | 0700
-	          : (archive_entry_perm(e) & (t->keep_exec ? 0777 : 0666)) |
-	                0600);
+	archive_entry_set_perm(
+	    e, isdir ? (archive_entry_perm(e) & 0777) | 0700
+	             : (archive_entry_perm(e) & (t->keep_exec ? 0777 : 0666)) |
+	                   0600);
 	if (!t->own_umask)
 		pthread_mutex_lock(&umask_lock);
 	r = archive_write_header(t->w, e);
@@ -1000,9 +1000,9 @@ in_classify(struct tar_in *t, struct archive_entry *e, const char *raw,
 		if (type != AE_IFREG && type != AE_IFDIR)
 			return type_reason(type);
 		if (**name == '\0')
-			return type == AE_IFDIR ? "" : "invalid name"; /* "./" */
-		if ((reason = in_name_check(t, *name, detail, &upto)) !=
-		    NULL) {
+			return type == AE_IFDIR ? ""
+			                        : "invalid name"; /* "./" */
+		if ((reason = in_name_check(t, *name, detail, &upto)) != NULL) {
 			/* Listed once; what is below it goes silently. */
 			free(t->skipped_below);
 			t->skipped_below = xstrndup(*name, upto);
@@ -1048,8 +1048,7 @@ in_entry(struct tar_in *t, struct archive_entry *e)
 		t->entries++;
 	if (t->lim.max_bytes != 0 &&
 	    (uint64_t)size > t->lim.max_bytes - t->seen) {
-		in_fail(t,
-		    "archive larger than %llu bytes (%s); stopped at %s",
+		in_fail(t, "archive larger than %llu bytes (%s); stopped at %s",
 		    (unsigned long long)t->lim.max_bytes, t->limit_name,
 		    t->single != NULL ? t->single : raw);
 		return -1;
@@ -1102,7 +1101,8 @@ in_remove(int dfd, const char *name, int depth)
 			while ((de = readdir(d)) != NULL) {
 				if (strcmp(de->d_name, ".") != 0 &&
 				    strcmp(de->d_name, "..") != 0)
-					in_remove(dirfd(d), de->d_name, depth + 1);
+					in_remove(
+					    dirfd(d), de->d_name, depth + 1);
 			}
 			closedir(d);
 		}
@@ -1112,8 +1112,8 @@ in_remove(int dfd, const char *name, int depth)
 
 /* A skip found while merging; for a single file, the end. */
 static void
-in_merge_skip(struct tar_in *t, const char *name, const char *reason,
-    const char *detail)
+in_merge_skip(
+    struct tar_in *t, const char *name, const char *reason, const char *detail)
 {
 	if (t->single != NULL)
 		in_fail(t, "%s %s%s%s", name,
@@ -1155,8 +1155,8 @@ in_merge(struct tar_in *t, int sfd, int dfd, const char *prefix)
 		if (*prefix == '\0' && t->single == NULL &&
 		    strcmp(de->d_name, t->tmpname) == 0)
 			continue; /* cannot be: the tree is not in itself */
-		xasprintf(&name, "%s%s%s", prefix, *prefix ? "/" : "",
-		    de->d_name);
+		xasprintf(
+		    &name, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name);
 		have = fstatat(dfd, de->d_name, &ds, AT_SYMLINK_NOFOLLOW) == 0;
 		if (S_ISREG(ss.st_mode)) {
 			if (have && S_ISDIR(ds.st_mode))
@@ -1346,8 +1346,8 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	size_t n, i;
 
 	t = xcalloc(1, sizeof *t);
-	t->destfd = t->rootfd = t->in[0] = t->in[1] = t->done[0] =
-	    t->done[1] = -1;
+	t->destfd = t->rootfd = t->in[0] = t->in[1] = t->done[0] = t->done[1] =
+	    -1;
 	if ((t->dest = realpath(dest, NULL)) == NULL ||
 	    (t->destfd = open(t->dest,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
@@ -1362,8 +1362,8 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	if (lim != NULL)
 		t->lim = *lim;
 	t->keep_exec = opts->keep_exec;
-	t->limit_name = xstrdup(
-	    opts->limit_name != NULL ? opts->limit_name : "the limit");
+	t->limit_name =
+	    xstrdup(opts->limit_name != NULL ? opts->limit_name : "the limit");
 	t->single = opts->single != NULL ? xstrdup(opts->single) : NULL;
 	for (n = 0; opts->deny != NULL && opts->deny[n] != NULL; n++)
 		;

@@ -230,8 +230,8 @@ cfrom_start(struct cfrom *f)
 	lim.max_files = 0;
 	if (f->mode == 'F') {
 		if (!f->overwrite && lstat(f->dest, &st) == 0) {
-			cfrom_fail(f, "%s",
-			    "it exists (set overwrite to replace it)");
+			cfrom_fail(
+			    f, "%s", "it exists (set overwrite to replace it)");
 			return -1;
 		}
 		o.single = f->name;
@@ -328,9 +328,10 @@ cfrom_finish(struct cfrom *f)
 	if (f->error != NULL && f->made)
 		rmdir(f->dest); /* empty: nothing was merged into it */
 	if (f->error != NULL)
-		call_reply(f->call, tool_error("copy from the sandbox to %s "
-		                               "failed: %s (nothing was written)",
-		                        f->dest, f->error));
+		call_reply(
+		    f->call, tool_error("copy from the sandbox to %s "
+		                        "failed: %s (nothing was written)",
+		                 f->dest, f->error));
 	else {
 		o = json_object_new_object();
 		json_object_object_add(
@@ -414,11 +415,11 @@ copy_from(struct call *c)
 	if (!arg_type_ok(c, "max_bytes", json_type_int, &mb) ||
 	    (mb != NULL && (json_object_get_int64(mb) < 1 ||
 	                       (uint64_t)json_object_get_int64(mb) > cap))) {
-		call_reply(c, tool_error("max_bytes is an integer from 1 to "
-		                         "%llu (the operator's "
-		                         "--max-copy-out-mb=%ld)",
-		                  (unsigned long long)cap,
-		                  sup.conf->copy_out_mb));
+		call_reply(
+		    c, tool_error("max_bytes is an integer from 1 to "
+		                  "%llu (the operator's "
+		                  "--max-copy-out-mb=%ld)",
+		           (unsigned long long)cap, sup.conf->copy_out_mb));
 		return;
 	}
 	if (!arg_type_ok(c, "preserve_mode", json_type_boolean, &pm)) {
@@ -427,10 +428,10 @@ copy_from(struct call *c)
 	}
 	if (pm != NULL && json_object_get_boolean(pm) &&
 	    !sup.conf->allow_exec_bits) {
-		call_reply(c,
-		    tool_error("preserve_mode: the operator does not allow "
-		               "execute bits on copied files (the server "
-		               "runs without --allow-exec-bits)"));
+		call_reply(
+		    c, tool_error("preserve_mode: the operator does not allow "
+		                  "execute bits on copied files (the server "
+		                  "runs without --allow-exec-bits)"));
 		return;
 	}
 	if (hostpolicy_empty(&sup.hosts)) {

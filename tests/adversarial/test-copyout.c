@@ -30,7 +30,8 @@ allowed(void)
 	if (g_dir[0] == '\0') {
 		snprintf(g_dir, sizeof g_dir, "/tmp/mcp-copyout-%d-XXXXXX",
 		    (int)getpid());
-		cr_assert(mkdtemp(g_dir) != NULL, "mkdtemp: %s", strerror(errno));
+		cr_assert(
+		    mkdtemp(g_dir) != NULL, "mkdtemp: %s", strerror(errno));
 	}
 	return g_dir;
 }
@@ -188,9 +189,9 @@ Test(copyout, links_fifos_and_devices_are_never_read, .timeout = 240,
 	/* In a tree: listed, not read. */
 	r = copy(s, cid, "/app/d", host("d"), "{\"max_bytes\":1048576}", NULL);
 	cr_expect(!h_is_error(r), "%s", h_text(r));
-	cr_expect(skipped(r, "zero") != NULL &&
-	              strcmp(h_str(skipped(r, "zero"), "reason"), "symlink") ==
-	                  0,
+	cr_expect(
+	    skipped(r, "zero") != NULL &&
+	        strcmp(h_str(skipped(r, "zero"), "reason"), "symlink") == 0,
 	    "d/zero: %s", json_object_to_json_string(r));
 	cr_expect(skipped(r, "pm") != NULL, "d/pm not listed");
 	cr_expect(skipped(r, "ff") != NULL &&
@@ -243,14 +244,15 @@ Test(copyout, growing_file_and_trees_over_the_cap, .timeout = 300,
 	    "/dev/zero >> grow; sleep 0.05; done'; exit 0");
 	do {
 		usleep(300000);
-		out = h_exec_ok(s, cid, "stat -c %s /app/grow 2>/dev/null || "
-		                        "echo 0");
+		out = h_exec_ok(s, cid,
+		    "stat -c %s /app/grow 2>/dev/null || "
+		    "echo 0");
 		bytes = atoll(out);
 		free(out);
 	} while (bytes < 3 * MiB);
 	/* max_bytes below what it holds: refused by max_bytes. */
-	r = copy(s, cid, "/app/grow", host("grow"), "{\"max_bytes\":1048576}",
-	    &ms);
+	r = copy(
+	    s, cid, "/app/grow", host("grow"), "{\"max_bytes\":1048576}", &ms);
 	cr_expect(h_is_error(r) && h_contains(h_text(r), "max_bytes"),
 	    "growing file, max_bytes 1 MiB: %s", h_text(r));
 	json_object_put(r);
@@ -258,8 +260,8 @@ Test(copyout, growing_file_and_trees_over_the_cap, .timeout = 300,
 	cr_expect_eq(entries, 0, "a partial file was left");
 	/* No max_bytes: the operator's cap (4 MiB) as it grows past it. */
 	do {
-		r = copy(s, cid, "/app/grow", host("grow"), "{\"overwrite\":true}",
-		    &ms);
+		r = copy(s, cid, "/app/grow", host("grow"),
+		    "{\"overwrite\":true}", &ms);
 		bytes = host_bytes(&entries);
 		cr_expect_leq(bytes, 4 * MiB, "%lld bytes on the host", bytes);
 		if (h_is_error(r)) {
@@ -326,9 +328,9 @@ Test(copyout, no_exec_bits_and_no_version_control, .timeout = 240,
 	    "cp run.sh /app/tool && chmod 755 /app/tool"));
 	r = copy(s, cid, "/app/r", host("r"), NULL, NULL);
 	cr_assert(!h_is_error(r), "%s", h_text(r));
-	cr_expect(skipped(r, ".git") != NULL &&
-	              strcmp(h_str(skipped(r, ".git"), "reason"),
-	                  "denied name") == 0,
+	cr_expect(
+	    skipped(r, ".git") != NULL &&
+	        strcmp(h_str(skipped(r, ".git"), "reason"), "denied name") == 0,
 	    ".git not listed: %s", json_object_to_json_string(r));
 	cr_expect(skipped(r, "sub/.hg") != NULL, "sub/.hg not listed");
 	cr_expect(skipped(r, ".envrc") != NULL, ".envrc not listed");
@@ -338,8 +340,8 @@ Test(copyout, no_exec_bits_and_no_version_control, .timeout = 240,
 	cr_expect_neq(lstat(host("r/sub/.hg"), &st), 0);
 	cr_expect_neq(lstat(host("r/.envrc"), &st), 0);
 	cr_expect_eq(lstat(host("r/run.sh"), &st), 0);
-	cr_expect_eq(st.st_mode & 07777, 0644, "run.sh is %o",
-	    st.st_mode & 07777);
+	cr_expect_eq(
+	    st.st_mode & 07777, 0644, "run.sh is %o", st.st_mode & 07777);
 	host_bytes(&entries);
 	cr_expect_eq(entries, 4, "r, r/sub, r/run.sh, r/data.txt");
 
@@ -368,8 +370,8 @@ Test(copyout, no_exec_bits_and_no_version_control, .timeout = 240,
 	cr_expect(!h_is_error(r), "%s", h_text(r));
 	json_object_put(r);
 	cr_expect_eq(lstat(host("tool3"), &st), 0);
-	cr_expect_eq(st.st_mode & 07777, 0755, "tool3 is %o",
-	    st.st_mode & 07777);
+	cr_expect_eq(
+	    st.st_mode & 07777, 0755, "tool3 is %o", st.st_mode & 07777);
 	end(s, cid);
 }
 
@@ -427,13 +429,13 @@ Test(copyout, failed_overwrite_keeps_the_original, .timeout = 240,
 	int entries, fd;
 
 	fd = open(host("keep.txt"), O_WRONLY | O_CREAT | O_EXCL, 0644);
-	cr_assert(fd != -1 && write(fd, orig, sizeof orig - 1) ==
-	                          (ssize_t)sizeof orig - 1);
+	cr_assert(fd != -1 &&
+	          write(fd, orig, sizeof orig - 1) == (ssize_t)sizeof orig - 1);
 	close(fd);
 	cr_assert_eq(mkdir(host("tree"), 0755), 0);
 	fd = open(host("tree/a.txt"), O_WRONLY | O_CREAT | O_EXCL, 0644);
-	cr_assert(fd != -1 && write(fd, orig, sizeof orig - 1) ==
-	                          (ssize_t)sizeof orig - 1);
+	cr_assert(fd != -1 &&
+	          write(fd, orig, sizeof orig - 1) == (ssize_t)sizeof orig - 1);
 	close(fd);
 
 	s = adv_start("--allow-dir", allowed(), NULL);
@@ -458,24 +460,23 @@ Test(copyout, failed_overwrite_keeps_the_original, .timeout = 240,
 	{
 		char buf[128] = {0};
 
-		cr_expect(read(fd, buf, sizeof buf) ==
-		              (ssize_t)sizeof orig - 1 &&
-		          strcmp(buf, orig) == 0,
+		cr_expect(
+		    read(fd, buf, sizeof buf) == (ssize_t)sizeof orig - 1 &&
+		        strcmp(buf, orig) == 0,
 		    "keep.txt changed: %s", buf);
 		close(fd);
 		fd = open(host("tree/a.txt"), O_RDONLY);
 		memset(buf, 0, sizeof buf);
-		cr_expect(read(fd, buf, sizeof buf) ==
-		              (ssize_t)sizeof orig - 1 &&
-		          strcmp(buf, orig) == 0,
+		cr_expect(
+		    read(fd, buf, sizeof buf) == (ssize_t)sizeof orig - 1 &&
+		        strcmp(buf, orig) == 0,
 		    "tree/a.txt changed: %s", buf);
 		close(fd);
 	}
 	end(s, cid);
 }
 
-Test(copyout, stalled_tar_fails_within_seconds, .timeout = 240,
-    .fini = cleanup)
+Test(copyout, stalled_tar_fails_within_seconds, .timeout = 240, .fini = cleanup)
 {
 	struct h_server *s;
 	json_object *r;
@@ -484,8 +485,8 @@ Test(copyout, stalled_tar_fails_within_seconds, .timeout = 240,
 	long id;
 	int entries;
 
-	s = adv_start("--allow-dir", allowed(), "--transfer-idle-timeout", "3",
-	    NULL);
+	s = adv_start(
+	    "--allow-dir", allowed(), "--transfer-idle-timeout", "3", NULL);
 	cid = h_create(s, NULL);
 	free(h_exec_ok(s, cid,
 	    "mkdir -p /app/t && head -c 30000000 /dev/urandom > /app/t/a && "
@@ -497,15 +498,15 @@ Test(copyout, stalled_tar_fails_within_seconds, .timeout = 240,
 	    "kill -STOP ${p#/proc/} 2>/dev/null; done; done'; exit 0");
 	usleep(500000);
 	r = copy(s, cid, "/app/t", host("t"), NULL, &ms);
-	cr_expect(h_is_error(r) &&
-	              h_contains(h_text(r), "--transfer-idle-timeout"),
+	cr_expect(
+	    h_is_error(r) && h_contains(h_text(r), "--transfer-idle-timeout"),
 	    "%s", h_text(r));
 	cr_expect_lt(ms, 15000, "the stalled copy took %lld ms", ms);
 	fprintf(stderr, "stalled tar (directory): failed after %lld ms\n", ms);
 	json_object_put(r);
 	r = copy(s, cid, "/app/t/a", host("a"), NULL, &ms);
-	cr_expect(h_is_error(r) &&
-	              h_contains(h_text(r), "--transfer-idle-timeout"),
+	cr_expect(
+	    h_is_error(r) && h_contains(h_text(r), "--transfer-idle-timeout"),
 	    "%s", h_text(r));
 	cr_expect_lt(ms, 15000, "the stalled copy took %lld ms", ms);
 	fprintf(stderr, "stalled tar (file): failed after %lld ms\n", ms);
@@ -560,8 +561,8 @@ Test(copyout, spool_directory_is_private, .timeout = 240, .fini = cleanup)
 	    "\"$XDG_RUNTIME_DIR\"/mcp-sandboxd/mcp-sandboxd-*; wait'",
 	    xdg, bin);
 	out = h_run(cmd, &status);
-	cr_expect_str_eq(out, "700\n700\n", "modes under XDG_RUNTIME_DIR: %s",
-	    out);
+	cr_expect_str_eq(
+	    out, "700\n700\n", "modes under XDG_RUNTIME_DIR: %s", out);
 	free(out);
 	snprintf(cmd, sizeof cmd, "%s/mcp-sandboxd", xdg);
 	cr_expect_eq(stat(cmd, &st), 0);

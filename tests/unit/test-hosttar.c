@@ -787,7 +787,8 @@ Test(tar_in, extracts_files_and_directories_byte_exact)
 		bytes[i] = (char)i; /* NUL ends the data: 1..255 */
 	cr_assert_eq(extract(s, 7, NULL, 0, &sum), 0, "%s", err);
 	assert_file("dest/proj/hello.txt", "hello, world\n", 0644);
-	/* No execute bit unless keep_exec: see keeps_exec_bits_only_when_asked */
+	/* No execute bit unless keep_exec: see keeps_exec_bits_only_when_asked
+	 */
 	assert_file("dest/proj/run.sh", "#!/bin/sh\n", 0644);
 	assert_file("dest/proj/empty", "", 0644);
 	assert_file("dest/proj/a/b/c/deep.txt", "deep\n", 0600);
@@ -921,8 +922,8 @@ Test(tar_in, never_writes_through_an_existing_symlink)
 	cr_assert_eq(lstat(tt_at("dest/filelink"), &st), 0);
 	cr_assert(S_ISREG(st.st_mode));
 	assert_file("dest/filelink", "evil\n", 0644);
-	cr_assert(listed(
-	    summary_list(sum, "skipped"), "dirlink", "symlink in path"));
+	cr_assert(
+	    listed(summary_list(sum, "skipped"), "dirlink", "symlink in path"));
 	json_object_put(sum);
 }
 
@@ -1208,8 +1209,7 @@ Test(tar_in, skips_version_control_and_denied_names)
 	    {"ok.txt", AE_IFREG, 0644, "ok\n", NULL, 0},
 	    {".git/", AE_IFDIR, 0755, NULL, NULL, 0},
 	    {".git/config", AE_IFREG, 0644, "[core]\n", NULL, 0},
-	    {".git/hooks/pre-commit", AE_IFREG, 0755, "#!/bin/sh\n", NULL,
-	        0},
+	    {".git/hooks/pre-commit", AE_IFREG, 0755, "#!/bin/sh\n", NULL, 0},
 	    {"sub/.hg/hgrc", AE_IFREG, 0644, "x", NULL, 0},
 	    {"sub/.svn", AE_IFREG, 0644, "x", NULL, 0},
 	    {"sub/.envrc", AE_IFREG, 0644, "x", NULL, 0},
@@ -1299,8 +1299,8 @@ Test(tar_in, one_file_mode_takes_one_regular_file)
 
 	o.single = "l";
 	cr_assert_eq(extract_opts(link, 1, NULL, &o, NULL), -1);
-	cr_assert_not_null(strstr(err, "not a regular file (a symlink)"), "%s",
-	    err);
+	cr_assert_not_null(
+	    strstr(err, "not a regular file (a symlink)"), "%s", err);
 	o.single = "f";
 	cr_assert_eq(extract_opts(fifo, 1, NULL, &o, NULL), -1);
 	cr_assert_not_null(strstr(err, "(a fifo)"), "%s", err);
@@ -1327,8 +1327,8 @@ Test(tar_in, names_the_byte_limit_and_writes_nothing_over_it)
 	cr_assert_eq(count_tree("dest"), 1, "nothing written");
 	o.single = "one";
 	cr_assert_eq(extract_opts(s + 1, 1, &lim, &o, NULL), -1);
-	cr_assert_not_null(strstr(err, "(max_bytes); stopped at one"), "%s",
-	    err);
+	cr_assert_not_null(
+	    strstr(err, "(max_bytes); stopped at one"), "%s", err);
 	cr_assert_eq(count_tree("dest"), 1, "nothing written");
 }
 
