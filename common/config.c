@@ -12,7 +12,15 @@
 #include "config.h"
 #include "xmalloc.h"
 
-enum opt_type { OPT_STR, OPT_LONG, OPT_DOUBLE, OPT_BOOL, OPT_LABEL, OPT_DIR };
+enum opt_type {
+	OPT_STR,
+	OPT_LONG,
+	OPT_DOUBLE,
+	OPT_BOOL,
+	OPT_LABEL,
+	OPT_DIR,
+	OPT_LIST /* a comma list; each use adds to it */
+};
 
 struct opt {
 	const char *name;
@@ -93,6 +101,27 @@ static const struct opt opts[] = {
     {"max-project-files", "MCP_SANDBOXD_MAX_PROJECT_FILES", OPT_LONG,
         O(project_files), "100000", 1, 1L << 30,
         "most entries a copy_project or directory copy may move"},
+    {"max-copy-out-mb", "MCP_SANDBOXD_MAX_COPY_OUT_MB", OPT_LONG,
+        O(copy_out_mb), "1024", 1, 1 << 22,
+        "most bytes one copy_file_from_sandbox may write on the host, a "
+        "file or a whole tree (MiB; max_bytes may ask for less)"},
+    {"allow-exec-bits", "MCP_SANDBOXD_ALLOW_EXEC_BITS", OPT_BOOL,
+        O(allow_exec_bits), "0", 0, 0,
+        "let copy_file_from_sandbox keep execute bits when a call asks "
+        "(preserve_mode); otherwise files come out without them"},
+    {"deny-copy-names", "MCP_SANDBOXD_DENY_COPY_NAMES", OPT_LIST,
+        O(deny_copy_names), NULL, 0, 0,
+        "names never written to the host by copy_file_from_sandbox, "
+        "besides .git, .hg and .svn (repeatable; comma list)"},
+    {"transfer-idle-timeout", "MCP_SANDBOXD_TRANSFER_IDLE_TIMEOUT", OPT_LONG,
+        O(transfer_idle), "30", 1, 3600,
+        "seconds a copy out of a sandbox may go without progress before "
+        "it fails"},
+    {"runtime-dir", "MCP_SANDBOXD_RUNTIME_DIR", OPT_STR, O(runtime_dir), NULL,
+        0, 0,
+        "private directory (0700) for spools and temporary trees (default "
+        "$XDG_RUNTIME_DIR/mcp-sandboxd, else /run/mcp-sandboxd, else a "
+        "new private directory)"},
     {"spool-mb", "MCP_SANDBOXD_SPOOL_MB", OPT_LONG, O(spool_mb), "512", 1,
         1 << 20, "disk for the full outputs of a sandbox's execs (MiB)"},
     {"max-sandboxes", "MCP_SANDBOXD_MAX_SANDBOXES", OPT_LONG, O(max_sandboxes),
@@ -197,6 +226,16 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 			return -1;
 		}
 		*(int *)((char *)c + o->off) = (int)l;
+		return 0;
+	case OPT_LIST:
+		sp = (char **)((char *)c + o->off);
+		if (*sp == NULL)
+			*sp = xstrdup(val);
+		else {
+			xasprintf(&dup, "%s,%s", *sp, val);
+			free(*sp);
+			*sp = dup;
+		}
 		return 0;
 	case OPT_LABEL:
 		dup = xstrdup(val);
@@ -369,6 +408,8 @@ config_free(struct config *c)
 	free(c->auth_token);
 	free(c->allowed_origins);
 	free(c->allowed_hosts);
+	free(c->deny_copy_names);
+	free(c->runtime_dir);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
 	for (i = 0; i < c->nallow_dirs; i++)

@@ -30,12 +30,17 @@ struct config {
 	long log_buffer_kb;
 	long spool_mb;
 	long project_mb, project_files;
+	long copy_out_mb; /* copy_file_from_sandbox: bytes on the host */
+	int allow_exec_bits; /* preserve_mode may keep execute bits */
+	char *deny_copy_names; /* comma list; NULL: only .git, .hg, .svn */
+	long transfer_idle; /* seconds without progress */
 
 	/* Server. */
 	long max_sandboxes;
 	long tools_page;
 	long max_line;
 	long max_json_depth;
+	char *runtime_dir; /* NULL: the default private directory */
 	char *labels[CONFIG_MAX_LABELS]; /* "key=value" added to containers */
 	int nlabels;
 	char *allow_dirs[CONFIG_MAX_DIRS]; /* host dirs for the file tools */

@@ -624,8 +624,16 @@ tar_out_free(struct tar_out *t)
 struct tar_in {
 	char *dest; /* canonical */
 	int destfd;
+	char *tmpname; /* the private directory in dest */
+	char *root; /* dest/tmpname: where the archive is extracted */
+	int rootfd;
 	struct tar_limits lim;
 	int overwrite;
+	int keep_exec;
+	char **deny; /* NULL-terminated, the built-in names first */
+	char *limit_name;
+	char *single;
+	char *skipped_below; /* a listed skip: what is below it is silent */
 	locale_t loc;
 
 	int own_umask; /* the thread's fs attributes are its own */
@@ -644,6 +652,7 @@ struct tar_in {
 	int rc;
 	char error[512];
 	uint64_t entries, seen; /* caps: everything in the archive */
+	uint64_t copied; /* content bytes written, counted as they come */
 	uint64_t files, bytes; /* written */
 	json_object *written;
 	uint64_t nwritten;
@@ -679,7 +688,7 @@ in_check_path(struct tar_in *t, const char *name, int isdir)
 	struct stat st;
 	const char *reason = NULL;
 	char *copy, *comp, *slash;
-	int dfd = t->destfd, next;
+	int dfd = t->rootfd, next;
 
 	copy = xstrdup(name);
 	for (comp = copy;; comp = slash + 1) {
@@ -714,11 +723,11 @@ in_check_path(struct tar_in *t, const char *name, int isdir)
 			    errno == ELOOP ? "symlink in path" : "unreadable";
 			break;
 		}
-		if (dfd != t->destfd)
+		if (dfd != t->rootfd)
 			close(dfd);
 		dfd = next;
 	}
-	if (dfd != t->destfd)
+	if (dfd != t->rootfd)
 		close(dfd);
 	free(copy);
 	return reason;
@@ -742,6 +751,17 @@ in_copy(struct tar_in *t, const char *name)
 			    name, archive_error_string(t->r));
 			return -1;
 		}
+		/* Counted here too: sizes in headers are the sandbox's. */
+		if (t->lim.max_bytes != 0 &&
+		    len > t->lim.max_bytes - t->copied) {
+			in_fail(t,
+			    "archive larger than %llu bytes (%s); stopped at "
+			    "%s",
+			    (unsigned long long)t->lim.max_bytes, t->limit_name,
+			    name);
+			return -1;
+		}
+		t->copied += len;
 		if (archive_write_data_block(t->w, buf, len, off) <
 		    ARCHIVE_WARN) {
 			in_fail(t, "%s: %s", name, archive_error_string(t->w));
@@ -773,9 +793,12 @@ in_header(struct tar_in *t, struct archive_entry *e, const char *name,
 	int r;
 
 	archive_entry_copy_pathname(e, path);
-	/* No set-id or sticky bit; the owner can always use what it got. */
+	/* No set-id or sticky bit, no execute bit on a file unless asked;
+	 * the owner can always use what it got. */
 	archive_entry_set_perm(
-	    e, (archive_entry_perm(e) & 0777) | (isdir ? 0700 : 0600));
+	    e, isdir ? (archive_entry_perm(e) & 0777) | 0700
+	             : (archive_entry_perm(e) & (t->keep_exec ? 0777 : 0666)) |
+	                   0600);
 	if (!t->own_umask)
 		pthread_mutex_lock(&umask_lock);
 	r = archive_write_header(t->w, e);
@@ -811,35 +834,37 @@ in_temp(struct tar_in *t, const char *path)
 	}
 }
 
-/* Moves a complete file into place, never over anything unless asked. */
+/*
+ * Moves a complete file from one directory to another, never over
+ * anything unless asked (then a symlink at to is replaced, not followed).
+ */
 static int
-in_rename(struct tar_in *t, const char *from, const char *to)
+in_rename(
+    struct tar_in *t, int fromfd, const char *from, int tofd, const char *to)
 {
-	/* rename() replaces a symlink at to, not its target. */
 	if (t->overwrite)
-		return rename(from, to);
-	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return renameat(fromfd, from, tofd, to);
+	if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno != EINVAL && errno != ENOSYS)
 		return -1;
 	/* A file system without RENAME_NOREPLACE: link() refuses too. */
-	if (link(from, to) == -1)
+	if (linkat(fromfd, from, tofd, to, 0) == -1)
 		return -1;
-	unlink(from);
+	unlinkat(fromfd, from, 0);
 	return 0;
 }
 
 /*
- * Extracts a regular file under a temporary name, renamed once complete:
- * an aborted transfer leaves neither a partial file under the real name
- * nor a replaced one. 0 done or listed as skipped, -1 fatal.
+ * Extracts a regular file into the private tree under a temporary name,
+ * renamed once complete. 0 done or listed as skipped, -1 fatal.
  */
 static int
 in_file(struct tar_in *t, struct archive_entry *e, const char *name,
-    const char *path, int64_t size)
+    const char *path)
 {
 	char *tmp;
-	int r, error;
+	int r;
 
 	tmp = in_temp(t, path);
 	if ((r = in_header(t, e, name, tmp, 0)) != 0) {
@@ -854,42 +879,142 @@ in_file(struct tar_in *t, struct archive_entry *e, const char *name,
 		in_fail(t, "%s: %s", name, archive_error_string(t->w));
 		return -1;
 	}
-	if (in_rename(t, tmp, path) == -1) {
-		error = errno;
-		unlink(tmp);
-		report_skip(t->skipped, &t->nskipped, name,
-		    error == EEXIST ? "exists" : "refused",
-		    error == EEXIST ? NULL : strerror(error));
-	} else
-		in_written(t, name, 0, size);
+	/* The private tree: a second entry of this name replaces the
+	 * first, as a tar would. */
+	if (rename(tmp, path) == -1) {
+		in_fail(t, "%s: %s", name, strerror(errno));
+		return -1;
+	}
 	free(t->partial);
 	free(t->partial_name);
 	t->partial = t->partial_name = NULL;
 	return 0;
 }
 
+/* Why a name must not reach the host as it is, or NULL. */
+static const char *
+name_hostile(const char *name, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t i;
+
+	if (len > 0 && p[0] == '-')
+		return "begins with '-'";
+	for (i = 0; i < len; i++) {
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			return "control character";
+		/* U+202A..U+202E, U+2066..U+2069: bidi embeddings, overrides
+		 * and isolates (a name that reads other than it is). */
+		if (p[i] == 0xe2 && i + 2 < len &&
+		    ((p[i + 1] == 0x80 && p[i + 2] >= 0xaa &&
+		         p[i + 2] <= 0xae) ||
+		        (p[i + 1] == 0x81 && p[i + 2] >= 0xa6 &&
+		            p[i + 2] <= 0xa9)))
+			return "bidi control character";
+	}
+	if (!utf8_valid(name, len))
+		return "invalid UTF-8";
+	return NULL;
+}
+
+/*
+ * Checks each component of a clean name: a denied or hostile one skips
+ * the entry (reason, *detail, and in *upto the length of the name up to
+ * that component). NULL: the name is fine.
+ */
+static const char *
+in_name_check(
+    struct tar_in *t, const char *name, const char **detail, size_t *upto)
+{
+	const char *p = name, *end, *why;
+	char **d;
+	size_t n;
+
+	for (;; p = end + 1) {
+		end = strchrnul(p, '/');
+		n = (size_t)(end - p);
+		*upto = (size_t)(end - name);
+		for (d = t->deny; *d != NULL; d++) {
+			if (strlen(*d) == n && memcmp(*d, p, n) == 0) {
+				*detail = *d;
+				return "denied name";
+			}
+		}
+		if ((why = name_hostile(p, n)) != NULL) {
+			*detail = why;
+			return "hostile name";
+		}
+		if (*end == '\0')
+			return NULL;
+	}
+}
+
+/* Is name below the last entry listed as skipped for its name? */
+static int
+in_below_skipped(struct tar_in *t, const char *name)
+{
+	size_t n;
+
+	if (t->skipped_below == NULL)
+		return 0;
+	n = strlen(t->skipped_below);
+	return strncmp(name, t->skipped_below, n) == 0 && name[n] == '/';
+}
+
 /*
  * Why an entry is not extracted (NULL: it is, "": silently), from its
- * type, its name and what is on disk. Sets the clean name and the path.
+ * type, its name and what is on disk. Sets the clean name, the path and
+ * for some reasons a detail.
  */
 static const char *
 in_classify(struct tar_in *t, struct archive_entry *e, const char *raw,
-    char **name, char **path)
+    char **name, char **path, const char **detail)
 {
-	const char *reason = NULL;
-	int type = archive_entry_filetype(e);
+	const char *reason = NULL, *p;
+	int type = archive_entry_filetype(e), depth = 0;
+	size_t upto;
 
 	*name = *path = NULL;
-	if (archive_entry_hardlink(e) != NULL)
-		return "hardlink";
-	if (type != AE_IFREG && type != AE_IFDIR)
-		return type_reason(type);
-	if ((*name = name_clean(raw, &reason)) == NULL)
-		return reason != NULL ? reason : "invalid name";
-	if (**name == '\0')
-		return type == AE_IFDIR ? "" : "invalid name"; /* "./" */
-	xasprintf(path, "%s%s%s", t->dest, strcmp(t->dest, "/") == 0 ? "" : "/",
-	    *name);
+	*detail = NULL;
+	if (t->single != NULL) {
+		/* The host chose the name; only the content comes from here. */
+		*name = xstrdup(t->single);
+		if (archive_entry_hardlink(e) != NULL || type != AE_IFREG) {
+			in_fail(t, "%s is not a regular file (a %s)", t->single,
+			    archive_entry_hardlink(e) != NULL
+			        ? "hardlink"
+			        : type_reason(type));
+			return "";
+		}
+		if (t->entries > 1) {
+			in_fail(t, "the sandbox sent more than one file");
+			return "";
+		}
+	} else {
+		if ((*name = name_clean(raw, &reason)) == NULL)
+			return reason != NULL ? reason : "invalid name";
+		if (in_below_skipped(t, *name))
+			return "";
+		if (archive_entry_hardlink(e) != NULL)
+			return "hardlink";
+		if (type != AE_IFREG && type != AE_IFDIR)
+			return type_reason(type);
+		if (**name == '\0')
+			return type == AE_IFDIR ? ""
+			                        : "invalid name"; /* "./" */
+		if ((reason = in_name_check(t, *name, detail, &upto)) != NULL) {
+			/* Listed once; what is below it goes silently. */
+			free(t->skipped_below);
+			t->skipped_below = xstrndup(*name, upto);
+			(*name)[upto] = '\0';
+			return reason;
+		}
+		for (p = *name; (p = strchr(p, '/')) != NULL; p++)
+			depth++;
+		if (depth >= TAR_MAX_DEPTH)
+			return "too deep";
+	}
+	xasprintf(path, "%s/%s", t->root, *name);
 	if (strlen(*path) + 64 >= PATH_MAX) /* room for in_temp() */
 		return "too long";
 	return in_check_path(t, *name, type == AE_IFDIR);
@@ -899,7 +1024,7 @@ in_classify(struct tar_in *t, struct archive_entry *e, const char *raw,
 static int
 in_entry(struct tar_in *t, struct archive_entry *e)
 {
-	const char *raw, *reason;
+	const char *raw, *reason, *detail;
 	char *name, *path;
 	la_int64_t size;
 	int r;
@@ -915,32 +1040,36 @@ in_entry(struct tar_in *t, struct archive_entry *e)
 		in_fail(t,
 		    "more than %llu files and directories (the limit); "
 		    "stopped at %s",
-		    (unsigned long long)t->lim.max_files, raw);
+		    (unsigned long long)t->lim.max_files,
+		    t->single != NULL ? t->single : raw);
 		return -1;
 	}
+	if (t->lim.max_files == 0)
+		t->entries++;
 	if (t->lim.max_bytes != 0 &&
 	    (uint64_t)size > t->lim.max_bytes - t->seen) {
-		in_fail(t,
-		    "archive larger than %llu bytes (the limit); stopped at %s",
-		    (unsigned long long)t->lim.max_bytes, raw);
+		in_fail(t, "archive larger than %llu bytes (%s); stopped at %s",
+		    (unsigned long long)t->lim.max_bytes, t->limit_name,
+		    t->single != NULL ? t->single : raw);
 		return -1;
 	}
 	t->seen += size;
 
-	reason = in_classify(t, e, raw, &name, &path);
-	if (reason != NULL) {
+	reason = in_classify(t, e, raw, &name, &path, &detail);
+	if (t->rc == -1)
+		r = -1;
+	else if (reason != NULL) {
 		if (*reason != '\0')
 			report_skip(t->skipped, &t->nskipped,
-			    name != NULL ? name : raw, reason, NULL);
+			    name != NULL ? name : raw, reason, detail);
 		r = 0;
 	} else if (archive_entry_filetype(e) == AE_IFREG)
-		r = in_file(t, e, name, path, size);
+		r = in_file(t, e, name, path);
 	else if ((r = in_header(t, e, name, path, 1)) == 0) {
 		if (archive_write_finish_entry(t->w) < ARCHIVE_WARN) {
 			in_fail(t, "%s: %s", name, archive_error_string(t->w));
 			r = -1;
-		} else
-			in_written(t, name, 1, 0);
+		}
 	} else if (r == 1)
 		r = 0;
 	free(name);
@@ -951,6 +1080,131 @@ in_entry(struct tar_in *t, struct archive_entry *e)
 		r = -1;
 	}
 	return r;
+}
+
+/* Removes name in dfd and what is below it, following no symlink. */
+static void
+in_remove(int dfd, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return;
+	if (depth < TAR_MAX_DEPTH + 2 &&
+	    (fd = openat(dfd, name,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		if ((d = fdopendir(fd)) == NULL)
+			close(fd);
+		else {
+			while ((de = readdir(d)) != NULL) {
+				if (strcmp(de->d_name, ".") != 0 &&
+				    strcmp(de->d_name, "..") != 0)
+					in_remove(
+					    dirfd(d), de->d_name, depth + 1);
+			}
+			closedir(d);
+		}
+	}
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* A skip found while merging; for a single file, the end. */
+static void
+in_merge_skip(
+    struct tar_in *t, const char *name, const char *reason, const char *detail)
+{
+	if (t->single != NULL)
+		in_fail(t, "%s %s%s%s", name,
+		    strcmp(reason, "exists") == 0
+		        ? "exists (set overwrite to replace it)"
+		        : "cannot be written",
+		    detail != NULL ? ": " : "", detail != NULL ? detail : "");
+	else
+		report_skip(t->skipped, &t->nskipped, name, reason, detail);
+}
+
+/*
+ * Moves what the private tree holds into the destination: files renamed
+ * into place, missing directories made, existing ones merged, nothing
+ * followed. What cannot move stays, to be removed with the tree.
+ */
+static void
+in_merge(struct tar_in *t, int sfd, int dfd, const char *prefix)
+{
+	struct stat ss, ds;
+	struct timespec ts[2];
+	struct dirent *de;
+	char *name;
+	int have, made, s2, d2, fd;
+	DIR *d;
+
+	if ((fd = dup(sfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		in_fail(t, "%s: %s", *prefix ? prefix : ".", strerror(errno));
+		return;
+	}
+	while (t->rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    fstatat(sfd, de->d_name, &ss, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    (!S_ISREG(ss.st_mode) && !S_ISDIR(ss.st_mode)))
+			continue;
+		if (*prefix == '\0' && t->single == NULL &&
+		    strcmp(de->d_name, t->tmpname) == 0)
+			continue; /* cannot be: the tree is not in itself */
+		xasprintf(
+		    &name, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name);
+		have = fstatat(dfd, de->d_name, &ds, AT_SYMLINK_NOFOLLOW) == 0;
+		if (S_ISREG(ss.st_mode)) {
+			if (have && S_ISDIR(ds.st_mode))
+				in_merge_skip(t, name, "exists", "a directory");
+			else if (have && !t->overwrite)
+				in_merge_skip(t, name, "exists", NULL);
+			else if (in_rename(
+			             t, sfd, de->d_name, dfd, de->d_name) == -1)
+				in_merge_skip(t, name,
+				    errno == EEXIST ? "exists" : "refused",
+				    errno == EEXIST ? NULL : strerror(errno));
+			else
+				in_written(t, name, 0, ss.st_size);
+		} else if (have && !S_ISDIR(ds.st_mode))
+			in_merge_skip(t, name,
+			    S_ISLNK(ds.st_mode) ? "symlink in path"
+			                        : "not a directory in path",
+			    NULL);
+		else {
+			made = !have &&
+			       mkdirat(dfd, de->d_name, ss.st_mode & 0777) == 0;
+			s2 = openat(sfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			d2 = openat(dfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (s2 == -1 || d2 == -1)
+				in_merge_skip(t, name,
+				    errno == ELOOP ? "symlink in path"
+				                   : "refused",
+				    errno == ELOOP ? NULL : strerror(errno));
+			else {
+				if (made)
+					in_written(t, name, 1, 0);
+				in_merge(t, s2, d2, name);
+				if (made) {
+					ts[0] = ss.st_atim;
+					ts[1] = ss.st_mtim;
+					futimens(d2, ts);
+				}
+			}
+			if (s2 != -1)
+				close(s2);
+			if (d2 != -1)
+				close(d2);
+		}
+		free(name);
+	}
+	closedir(d);
 }
 
 /* Reads what follows the trailer (a tar pads its last record). */
@@ -1017,6 +1271,12 @@ in_main(void *arg)
 		free(t->partial_name);
 		t->partial = t->partial_name = NULL;
 	}
+	if (t->rc == 0 && t->single != NULL && t->entries == 0)
+		in_fail(t, "the sandbox sent no file");
+	/* All or nothing: the tree moves in only after a clean end. */
+	if (t->rc == 0)
+		in_merge(t, t->rootfd, t->destfd, "");
+	in_remove(t->destfd, t->tmpname, 0);
 	archive_read_close(t->r);
 	close(t->in[0]); /* a writer still at it gets EPIPE */
 	t->in[0] = -1;
@@ -1027,6 +1287,39 @@ in_main(void *arg)
 	return NULL;
 }
 
+/* The private directory in dest the archive is extracted into. */
+static int
+in_mkroot(struct tar_in *t)
+{
+	unsigned long long r;
+	int i, fd;
+
+	for (i = 0; i < 100; i++) {
+		if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) == -1)
+			return -1;
+		if (read(fd, &r, sizeof r) != (ssize_t)sizeof r) {
+			close(fd);
+			errno = EIO;
+			return -1;
+		}
+		close(fd);
+		free(t->tmpname);
+		xasprintf(&t->tmpname, ".mcp-sandboxd-%016llx.tmp", r);
+		if (mkdirat(t->destfd, t->tmpname, 0700) == 0)
+			break;
+		if (errno != EEXIST)
+			return -1;
+	}
+	if ((t->rootfd = openat(t->destfd, t->tmpname,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		unlinkat(t->destfd, t->tmpname, AT_REMOVEDIR);
+		return -1;
+	}
+	xasprintf(&t->root, "%s%s%s", t->dest,
+	    strcmp(t->dest, "/") == 0 ? "" : "/", t->tmpname);
+	return 0;
+}
+
 /*
  * Starts extracting into dest, an existing host directory the caller
  * checked against the policy.
@@ -1035,20 +1328,50 @@ struct tar_in *
 tar_in_new(const char *dest, const struct tar_limits *lim, int overwrite,
     char *err, size_t errlen)
 {
+	struct tar_in_opts o;
+
+	memset(&o, 0, sizeof o);
+	o.overwrite = overwrite;
+	return tar_in_start(dest, lim, &o, err, errlen);
+}
+
+struct tar_in *
+tar_in_start(const char *dest, const struct tar_limits *lim,
+    const struct tar_in_opts *opts, char *err, size_t errlen)
+{
+	static const char *const builtin[] = {".git", ".hg", ".svn"};
 	struct tar_in *t;
 	sigset_t all, old;
-	int flags, error;
+	int flags, error, overwrite = opts->overwrite;
+	size_t n, i;
 
 	t = xcalloc(1, sizeof *t);
-	t->destfd = t->in[0] = t->in[1] = t->done[0] = t->done[1] = -1;
+	t->destfd = t->rootfd = t->in[0] = t->in[1] = t->done[0] = t->done[1] =
+	    -1;
 	if ((t->dest = realpath(dest, NULL)) == NULL ||
 	    (t->destfd = open(t->dest,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		seterr(err, errlen, "%s: %s", dest, strerror(errno));
 		goto fail;
 	}
+	if (in_mkroot(t) == -1) {
+		seterr(err, errlen, "cannot make a private directory in %s: %s",
+		    dest, strerror(errno));
+		goto fail;
+	}
 	if (lim != NULL)
 		t->lim = *lim;
+	t->keep_exec = opts->keep_exec;
+	t->limit_name =
+	    xstrdup(opts->limit_name != NULL ? opts->limit_name : "the limit");
+	t->single = opts->single != NULL ? xstrdup(opts->single) : NULL;
+	for (n = 0; opts->deny != NULL && opts->deny[n] != NULL; n++)
+		;
+	t->deny = xcalloc(n + 4, sizeof *t->deny);
+	for (i = 0; i < 3; i++)
+		t->deny[i] = xstrdup(builtin[i]);
+	for (i = 0; i < n; i++)
+		t->deny[3 + i] = xstrdup(opts->deny[i]);
 	t->overwrite = overwrite;
 	if (pipe2(t->in, O_CLOEXEC) == -1 ||
 	    pipe2(t->done, O_CLOEXEC | O_NONBLOCK) == -1 ||
@@ -1164,6 +1487,8 @@ tar_in_error(struct tar_in *t)
 void
 tar_in_free(struct tar_in *t)
 {
+	char **e;
+
 	if (t == NULL)
 		return;
 	if (t->running) {
@@ -1179,8 +1504,20 @@ tar_in_free(struct tar_in *t)
 		close(t->done[0]);
 	if (t->done[1] != -1)
 		close(t->done[1]);
+	if (t->rootfd != -1)
+		close(t->rootfd);
+	if (t->tmpname != NULL && !t->running && t->destfd != -1)
+		in_remove(t->destfd, t->tmpname, 0); /* never started */
 	if (t->destfd != -1)
 		close(t->destfd);
+	for (e = t->deny; e != NULL && *e != NULL; e++)
+		free(*e);
+	free(t->deny);
+	free(t->tmpname);
+	free(t->root);
+	free(t->limit_name);
+	free(t->single);
+	free(t->skipped_below);
 	if (t->r != NULL)
 		archive_read_free(t->r);
 	if (t->w != NULL)

@@ -48,16 +48,36 @@ void tar_out_free(struct tar_out *);
 
 /*
  * Consumer (sandbox -> host): the caller writes the stream into a
- * non-blocking pipe; a thread extracts it into a directory, regular files
- * and directories only, never through a symlink, never above the
- * directory. A file arrives under a temporary name and is renamed when
- * complete. Without overwrite an existing file is kept and listed as
- * skipped ("exists"); existing directories are merged. The thread ends
- * (done_fd readable) at an error or once the input is closed: after the
- * trailer it reads on to EOF, so close the input when the stream ends.
+ * non-blocking pipe; a thread extracts it, regular files and directories
+ * only, never through a symlink, never above the destination, into a
+ * private directory inside the destination. Only once the whole archive
+ * was read without an error is that tree merged into the destination
+ * (files renamed into place); after an error nothing was written and the
+ * private directory is removed. Without overwrite an existing file is
+ * kept and listed as skipped ("exists"); existing directories are merged.
+ * Files lose execute bits unless keep_exec; set-id and sticky bits always.
+ * Names that could fool a host tool (a leading '-', control characters,
+ * bidi controls, invalid UTF-8) and version control metadata (.git, .hg,
+ * .svn and the deny list) are skipped and listed, with what is below them.
+ * The thread ends (done_fd readable) at an error or once the input is
+ * closed: after the trailer it reads on to EOF, so close the input when
+ * the stream ends.
  */
 struct tar_in;
 
+struct tar_in_opts {
+	int overwrite; /* replace existing files */
+	int keep_exec; /* keep execute bits of files */
+	const char *const *deny; /* more base names never written, or NULL */
+	const char *limit_name; /* how errors name lim->max_bytes */
+	/* One regular file (the archive's only entry, whatever its name)
+	 * written as this name in the destination; NULL: a tree. */
+	const char *single;
+};
+
+struct tar_in *tar_in_start(const char *, const struct tar_limits *,
+    const struct tar_in_opts *, char *, size_t);
+/* tar_in_start() with only overwrite set. */
 struct tar_in *tar_in_new(
     const char *, const struct tar_limits *, int, char *, size_t);
 int tar_in_fd(struct tar_in *); /* write the archive here */

@@ -1,5 +1,6 @@
 /*
- * Exec output spools: <private dir>/<sandbox id>/<exec id>.{stdout,stderr}.
+ * Exec output spools: <private dir>/<sandbox id>/<exec id>.{stdout,stderr},
+ * the private dir (0700) of this instance in the server's runtime dir.
  * Writes are synchronous: local files take them at once, and a quota per
  * sandbox bounds them (past it the spool is marked incomplete).
  */
@@ -13,11 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "spool.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
+static char *spool_base; /* the private directory of every instance */
 static char *spool_root; /* private (0700) directory of this instance */
 
 struct spool_dir {
@@ -37,21 +40,81 @@ static const char *const stream_names[] = {"stdout", "stderr"};
 
 static void rm_tree(const char *);
 
-/* Make the private directory (in TMPDIR, else /tmp) for this instance. */
+/*
+ * dir as a private directory of ours: made (0700) if missing, else a real
+ * directory (no symlink) owned by us that nobody else may enter. 0, or -1
+ * with why in err.
+ */
+static int
+private_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		snprintf(err, errlen,
+		    "%s is not a private directory of this user (a directory "
+		    "of uid %d, mode 0700 or stricter, not a symlink)",
+		    dir, (int)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Make the private directory of this instance, in the runtime directory
+ * (--runtime-dir; else $XDG_RUNTIME_DIR/mcp-sandboxd, else
+ * /run/mcp-sandboxd; else a new private directory in TMPDIR or /tmp).
+ */
 int
 spool_init(const char *instance, const char *boot, unsigned long long start)
 {
-	const char *tmp = getenv("TMPDIR");
-	char *path, *p;
+	const char *tmp = getenv("TMPDIR"), *xdg = getenv("XDG_RUNTIME_DIR");
+	char err[512], *base = NULL, *path, *p;
 	FILE *f;
 
+	if (sup.conf != NULL && sup.conf->runtime_dir != NULL) {
+		if (private_dir(sup.conf->runtime_dir, err, sizeof err) == -1) {
+			log_warnx("--runtime-dir: %s", err);
+			return -1;
+		}
+		base = xstrdup(sup.conf->runtime_dir);
+	}
+	if (base == NULL && xdg != NULL && *xdg == '/') {
+		xasprintf(&base, "%s/mcp-sandboxd", xdg);
+		if (private_dir(base, err, sizeof err) == -1) {
+			log_info("runtime directory: %s", err);
+			free(base);
+			base = NULL;
+		}
+	}
+	if (base == NULL) {
+		base = xstrdup("/run/mcp-sandboxd");
+		if (private_dir(base, err, sizeof err) == -1) {
+			log_debug("runtime directory: %s", err);
+			free(base);
+			base = NULL;
+		}
+	}
 	if (tmp == NULL || *tmp != '/')
 		tmp = "/tmp";
-	xasprintf(&path, "%s/mcp-sandboxd-%.8s-XXXXXX", tmp, instance);
+	/* Else mkdtemp's own: 0700, made by us, a name nobody had. */
+	xasprintf(&path, "%s/mcp-sandboxd-%.8s-XXXXXX",
+	    base != NULL ? base : tmp, instance);
 	if (mkdtemp(path) == NULL) {
 		free(path);
+		free(base);
 		return -1;
 	}
+	spool_base = base != NULL ? base : xstrdup(tmp);
 	spool_root = path;
 	/* Who owns it, for a later instance's reaper (see spool_reap). */
 	xasprintf(&p, "%s/owner", path);
@@ -63,6 +126,13 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 	return 0;
 }
 
+/* The private directory of this instance (NULL before spool_init). */
+const char *
+spool_path(void)
+{
+	return spool_root;
+}
+
 /*
  * Remove the private directories of instances that died without cleaning
  * up (killed); ours, and those of live or unknown owners, stay.
@@ -70,25 +140,26 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 void
 spool_reap(void)
 {
-	const char *tmp = getenv("TMPDIR");
 	char boot[64], pid[32], start[32], *dir, *owner;
 	struct dirent *de;
+	struct stat st;
 	FILE *f;
 	DIR *d;
 	int n;
 
-	if (tmp == NULL || *tmp != '/')
-		tmp = "/tmp";
-	if ((d = opendir(tmp)) == NULL)
+	if (spool_base == NULL || (d = opendir(spool_base)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, "mcp-sandboxd-", 13) != 0)
 			continue;
-		xasprintf(&dir, "%s/%s", tmp, de->d_name);
+		xasprintf(&dir, "%s/%s", spool_base, de->d_name);
 		xasprintf(&owner, "%s/owner", dir);
 		n = 0;
+		/* Only directories of ours: in a shared TMPDIR another
+		 * user's are not for us to judge. */
 		if ((spool_root == NULL || strcmp(dir, spool_root) != 0) &&
-		    (f = fopen(owner, "r")) != NULL) {
+		    lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid() && (f = fopen(owner, "r")) != NULL) {
 			n = fscanf(f, "%63s %31s %31s", boot, pid, start);
 			fclose(f);
 		}
@@ -139,6 +210,8 @@ spool_cleanup(void)
 	rm_tree(spool_root);
 	free(spool_root);
 	spool_root = NULL;
+	free(spool_base);
+	spool_base = NULL;
 }
 
 /* The spools of one sandbox, at most quota bytes. */

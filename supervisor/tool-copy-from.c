@@ -28,11 +28,22 @@ static const char input_schema[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\"},"
     "\"container_src_path\":{\"type\":\"string\",\"description\":\"a "
-    "file or directory in the sandbox\"},"
+    "regular file or a directory in the sandbox (a symlink, a device or "
+    "a FIFO is refused)\"},"
     "\"local_dest_path\":{\"type\":\"string\",\"description\":\"where on "
     "the host, inside a directory the operator allowed (default: the "
     "first allowed directory and the source's name)\"},"
-    "\"overwrite\":{\"type\":\"boolean\",\"default\":false}},"
+    "\"overwrite\":{\"type\":\"boolean\",\"default\":false,"
+    "\"description\":\"replace existing files (only once the whole copy "
+    "arrived: a failed copy leaves them as they were)\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+    "\"most bytes to write on the host, the file or the whole tree "
+    "(default and ceiling: the operator's --max-copy-out-mb); past it "
+    "the call fails and nothing is written\"},"
+    "\"preserve_mode\":{\"type\":\"boolean\",\"default\":false,"
+    "\"description\":\"keep execute bits (only if the operator allows "
+    "it with --allow-exec-bits); otherwise files come out without "
+    "them\"}},"
     "\"required\":[\"container_id\",\"container_src_path\"],"
     "\"additionalProperties\":false}";
 
@@ -40,30 +51,46 @@ static const char output_schema[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
     "\"files\":{\"type\":\"integer\"},"
-    "\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
+    "\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"properties\":{\"path\":{\"type\":\"string\"},"
+    "\"reason\":{\"type\":\"string\"},\"detail\":{\"type\":\"string\"}}},"
+    "\"description\":\"entries not written and why: symlink, fifo, "
+    "device, hardlink, denied name (.git, .hg, .svn, --deny-copy-names), "
+    "hostile name (a leading '-', control or bidi characters, invalid "
+    "UTF-8), exists...\"}},"
     "\"required\":[\"path\",\"bytes\"]}";
 
-/* $1: "F" and the bytes of a file, or "D" and a tar of a directory. */
+/*
+ * $1: "F" and a tar of the file, or "D" and a tar of the directory. Tar,
+ * even for one file: it reads regular files only (a symlink, a FIFO or a
+ * device goes in as an entry, never read, and the host refuses it), opens
+ * them without following a symlink (GNU tar: O_NOFOLLOW) and sends no
+ * more than the size it found, whatever the file does meanwhile. No -h,
+ * no --dereference; the host checks every entry again and counts every
+ * byte, so none of this is trusted.
+ */
 static const char sender[] =
     "if [ -d \"$1\" ]; then h=; tar --help 2>&1 | grep -q hard-deref &&"
     " h=--hard-dereference; printf D && exec tar -cf - $h -C \"$1\" .;"
-    " elif [ -f \"$1\" ]; then printf F && exec cat -- \"$1\";"
-    " elif [ -e \"$1\" ]; then echo \"$1 is not a regular file or "
-    "directory\" >&2; else echo \"no such file or directory: $1\" >&2; "
-    "fi; exit 3";
+    " elif [ -e \"$1\" ] || [ -L \"$1\" ]; then printf F &&"
+    " exec tar -cf - -C \"$(dirname -- \"$1\")\" -- "
+    "\"$(basename -- \"$1\")\";"
+    " else echo \"no such file or directory: $1\" >&2; fi; exit 3";
 
 struct cfrom {
 	struct call *call;
 	struct xrun *run;
 	char *parent, *name, *dest;
-	int overwrite;
+	int overwrite, keep_exec;
+	char **deny; /* --deny-copy-names, NULL-terminated */
+	uint64_t limit; /* bytes written on the host */
+	const char *limit_name;
 	char mode; /* 'F', 'D', or 0 before the first byte */
-	int fd; /* F: the file being written */
-	int made; /* F: we created it (remove on failure) */
-	long long bytes;
-	struct tar_in *tin; /* D: the extractor */
-	struct evbuffer *held; /* D: bytes the pipe did not take yet */
-	struct event *ev_pipe, *ev_done;
+	int made; /* D: we made the destination directory */
+	long long bytes; /* of the stream */
+	struct tar_in *tin; /* the extractor */
+	struct evbuffer *held; /* bytes the pipe did not take yet */
+	struct event *ev_pipe, *ev_done, *ev_idle;
 	int run_done, tin_done;
 	json_object *result; /* the exec's, once ended */
 	char *error;
@@ -80,6 +107,34 @@ cfrom_fail(struct cfrom *f, const char *fmt, const char *detail)
 		xrun_cancel(f->run);
 }
 
+/* Progress: the idle deadline starts again. */
+static void
+cfrom_progress(struct cfrom *f)
+{
+	struct timeval tv = {sup.conf->transfer_idle, 0};
+
+	if (f->ev_idle != NULL)
+		evtimer_add(f->ev_idle, &tv);
+}
+
+static void
+cfrom_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cfrom *f = arg;
+	char *msg;
+
+	(void)fd;
+	(void)what;
+	xasprintf(&msg,
+	    "no progress for %ld s (--transfer-idle-timeout): the sandbox "
+	    "stopped sending, or the host stopped writing",
+	    sup.conf->transfer_idle);
+	cfrom_fail(f, "%s", msg);
+	free(msg);
+	if (f->tin != NULL)
+		tar_in_close_input(f->tin); /* the extractor stops */
+}
+
 /* Feed the extractor what it will take; give back credit for it. */
 static void
 cfrom_feed(struct cfrom *f)
@@ -88,23 +143,30 @@ cfrom_feed(struct cfrom *f)
 	ssize_t n;
 
 	while ((len = evbuffer_get_length(f->held)) > 0) {
-		n = write(tar_in_fd(f->tin),
-		    evbuffer_pullup(f->held, (ssize_t)len), len);
-		if (n == -1 && errno == EAGAIN) {
+		if (f->error != NULL || f->tin_done)
+			n = -1; /* dropped: nothing more is extracted */
+		else
+			n = write(tar_in_fd(f->tin),
+			    evbuffer_pullup(f->held, (ssize_t)len), len);
+		if (n == -1 && errno == EAGAIN && f->error == NULL &&
+		    !f->tin_done) {
 			event_add(f->ev_pipe, NULL);
 			return;
 		}
-		if (n <= 0) {
-			/* The extractor stopped (an error of its own). */
-			evbuffer_drain(f->held, len);
-			break;
-		}
+		if (n <= 0)
+			n = (ssize_t)len; /* the extractor stopped */
+		else
+			cfrom_progress(f);
 		evbuffer_drain(f->held, (size_t)n);
 		if (!f->run_done)
 			xrun_took(f->run, (size_t)n);
 	}
-	if (f->run_done && f->tin != NULL)
+	if (f->run_done || f->error != NULL) {
 		tar_in_close_input(f->tin);
+		/* All of it is in: what is left is the host's own work. */
+		if (f->ev_idle != NULL)
+			evtimer_del(f->ev_idle);
+	}
 }
 
 static void
@@ -123,23 +185,73 @@ cfrom_tin_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	f->tin_done = 1;
+	/* An error of the extractor (a limit, a bad archive) ends the run. */
+	if (tar_in_result(f->tin, NULL) == -1)
+		cfrom_fail(f, "%s", tar_in_error(f->tin));
+	cfrom_feed(f);
 	cfrom_finish(f);
 }
 
-static int
-cfrom_start_dir(struct cfrom *f)
+/* The deny list of the operator, NULL-terminated, or NULL. */
+static char **
+deny_names(void)
 {
+	char *dup, *p, *tok, **v;
+	size_t n = 0;
+
+	if (sup.conf->deny_copy_names == NULL)
+		return NULL;
+	dup = xstrdup(sup.conf->deny_copy_names);
+	v = xcalloc(strlen(dup) / 2 + 2, sizeof *v);
+	for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
+		if (*tok != '\0')
+			v[n++] = xstrdup(tok);
+	}
+	free(dup);
+	return v;
+}
+
+/* Starts the extractor for the first byte's mode. */
+static int
+cfrom_start(struct cfrom *f)
+{
+	struct tar_in_opts o;
 	struct tar_limits lim;
+	struct stat st;
+	uint64_t project;
 	char err[512];
 
-	if (mkdir(f->dest, 0755) == -1 && errno != EEXIST) {
-		cfrom_fail(f, "cannot make %s", f->dest);
-		return -1;
+	memset(&o, 0, sizeof o);
+	o.overwrite = f->overwrite;
+	o.keep_exec = f->keep_exec;
+	o.deny = (const char *const *)f->deny;
+	o.limit_name = f->limit_name;
+	lim.max_bytes = f->limit;
+	lim.max_files = 0;
+	if (f->mode == 'F') {
+		if (!f->overwrite && lstat(f->dest, &st) == 0) {
+			cfrom_fail(
+			    f, "%s", "it exists (set overwrite to replace it)");
+			return -1;
+		}
+		o.single = f->name;
+		f->tin = tar_in_start(f->parent, &lim, &o, err, sizeof err);
+	} else {
+		if (mkdir(f->dest, 0755) == 0)
+			f->made = 1;
+		else if (errno != EEXIST) {
+			cfrom_fail(f, "cannot make it: %s", strerror(errno));
+			return -1;
+		}
+		project = (uint64_t)sup.conf->project_mb * 1024 * 1024;
+		if (project < lim.max_bytes) {
+			lim.max_bytes = project;
+			o.limit_name = "--max-project-mb";
+		}
+		lim.max_files = (uint64_t)sup.conf->project_files;
+		f->tin = tar_in_start(f->dest, &lim, &o, err, sizeof err);
 	}
-	lim.max_bytes = (uint64_t)sup.conf->project_mb * 1024 * 1024;
-	lim.max_files = (uint64_t)sup.conf->project_files;
-	if ((f->tin = tar_in_new(
-	         f->dest, &lim, f->overwrite, err, sizeof err)) == NULL) {
+	if (f->tin == NULL) {
 		cfrom_fail(f, "%s", err);
 		return -1;
 	}
@@ -156,8 +268,6 @@ static int
 cfrom_sink(struct xrun *run, const char *p, size_t len, void *arg)
 {
 	struct cfrom *f = arg;
-	char err[512];
-	ssize_t n;
 
 	(void)run;
 	if (f->error != NULL)
@@ -165,37 +275,18 @@ cfrom_sink(struct xrun *run, const char *p, size_t len, void *arg)
 	if (f->mode == 0 && len > 0) {
 		f->mode = *p++;
 		len--;
-		if (f->mode == 'F') {
-			f->fd = hostpath_open_new(
-			    f->parent, f->name, f->overwrite, err, sizeof err);
-			if (f->fd == -1) {
-				cfrom_fail(f, "%s", err);
-				return 0;
-			}
-			f->made = 1;
-		} else if (f->mode != 'D' || cfrom_start_dir(f) == -1) {
+		if (f->mode != 'F' && f->mode != 'D') {
 			cfrom_fail(f, "%s",
 			    "unexpected answer from the "
 			    "sandbox");
 			return 0;
 		}
+		cfrom_progress(f);
+		if (cfrom_start(f) == -1)
+			return 0;
 	}
 	f->bytes += (long long)len;
-	if (f->mode == 'F') {
-		while (len > 0) {
-			if ((n = write(f->fd, p, len)) == -1) {
-				if (errno == EINTR)
-					continue;
-				cfrom_fail(f, "writing on the host failed: %s",
-				    strerror(errno));
-				return 0;
-			}
-			p += n;
-			len -= (size_t)n;
-		}
-		return 0;
-	}
-	/* D: through the pipe; credit comes back as the pipe takes it. */
+	/* Through the pipe; credit comes back as the pipe takes it. */
 	evbuffer_add(f->held, p, len);
 	cfrom_feed(f);
 	return 1;
@@ -227,22 +318,20 @@ static void
 cfrom_finish(struct cfrom *f)
 {
 	json_object *o, *sum = NULL, *v;
-	char *text;
+	char *text, **d;
+	size_t nskipped = 0;
 
 	if (!f->run_done || !f->tin_done)
 		return;
 	if (f->tin != NULL && tar_in_result(f->tin, &sum) == -1)
 		cfrom_fail(f, "%s", tar_in_error(f->tin));
-	if (f->fd > 0) {
-		close(f->fd);
-		f->fd = -1;
-		if (f->error != NULL && f->made)
-			unlink(f->dest);
-	}
+	if (f->error != NULL && f->made)
+		rmdir(f->dest); /* empty: nothing was merged into it */
 	if (f->error != NULL)
-		call_reply(f->call, tool_error("copy from the sandbox to %s "
-		                               "failed: %s",
-		                        f->dest, f->error));
+		call_reply(
+		    f->call, tool_error("copy from the sandbox to %s "
+		                        "failed: %s (nothing was written)",
+		                 f->dest, f->error));
 	else {
 		o = json_object_new_object();
 		json_object_object_add(
@@ -252,18 +341,25 @@ cfrom_finish(struct cfrom *f)
 		        sum != NULL &&
 		                json_object_object_get_ex(sum, "bytes", &v)
 		            ? json_object_get_int64(v)
-		            : f->bytes));
-		if (sum != NULL) {
+		            : 0));
+		if (sum != NULL && f->mode == 'D') {
 			json_object_object_get_ex(sum, "files", &v);
 			json_object_object_add(o, "files", json_object_get(v));
 			json_object_object_get_ex(sum, "skipped", &v);
+			nskipped = json_object_array_length(v);
 			json_object_object_add(
 			    o, "skipped", json_object_get(v));
 		}
-		xasprintf(&text, "Copied to %s (%s).", f->dest,
-		    f->mode == 'D' ? "a directory; entries other than regular "
-		                     "files and directories were skipped"
-		                   : "a file");
+		if (f->mode == 'D' && nskipped > 0)
+			xasprintf(&text,
+			    "Copied to %s (a directory); %zu entries were "
+			    "skipped (see skipped: links, special files, "
+			    "version control metadata, hostile names, existing "
+			    "files).",
+			    f->dest, nskipped);
+		else
+			xasprintf(&text, "Copied to %s (%s).", f->dest,
+			    f->mode == 'D' ? "a directory" : "a file");
 		call_reply(f->call, tool_result(o, text, 0));
 		free(text);
 	}
@@ -273,10 +369,15 @@ cfrom_finish(struct cfrom *f)
 		event_free(f->ev_pipe);
 	if (f->ev_done != NULL)
 		event_free(f->ev_done);
+	if (f->ev_idle != NULL)
+		event_free(f->ev_idle);
 	if (f->tin != NULL)
 		tar_in_free(f->tin);
 	if (f->held != NULL)
 		evbuffer_free(f->held);
+	for (d = f->deny; d != NULL && *d != NULL; d++)
+		free(*d);
+	free(f->deny);
 	free(f->parent);
 	free(f->name);
 	free(f->dest);
@@ -289,13 +390,15 @@ copy_from(struct call *c)
 {
 	const char *src, *dest, *args[2];
 	char err[512], *resolved, *slash, *tmp;
-	json_object *ow;
+	json_object *ow, *mb, *pm;
+	uint64_t cap;
 	struct xrun_opts o;
 	struct sandbox *sb;
 	struct cfrom *f;
 
 	if (!tool_args_known(c, "container_id", "container_src_path",
-	        "local_dest_path", "overwrite", NULL))
+	        "local_dest_path", "overwrite", "max_bytes", "preserve_mode",
+	        NULL))
 		return;
 	if (!arg_type_ok(c, "container_src_path", json_type_string, NULL) ||
 	    (src = arg_string(c, "container_src_path")) == NULL ||
@@ -306,6 +409,29 @@ copy_from(struct call *c)
 		    c, tool_error(
 		           "container_src_path is required; "
 		           "local_dest_path is a string, overwrite a boolean"));
+		return;
+	}
+	cap = (uint64_t)sup.conf->copy_out_mb * 1024 * 1024;
+	if (!arg_type_ok(c, "max_bytes", json_type_int, &mb) ||
+	    (mb != NULL && (json_object_get_int64(mb) < 1 ||
+	                       (uint64_t)json_object_get_int64(mb) > cap))) {
+		call_reply(
+		    c, tool_error("max_bytes is an integer from 1 to "
+		                  "%llu (the operator's "
+		                  "--max-copy-out-mb=%ld)",
+		           (unsigned long long)cap, sup.conf->copy_out_mb));
+		return;
+	}
+	if (!arg_type_ok(c, "preserve_mode", json_type_boolean, &pm)) {
+		call_reply(c, tool_error("preserve_mode is a boolean"));
+		return;
+	}
+	if (pm != NULL && json_object_get_boolean(pm) &&
+	    !sup.conf->allow_exec_bits) {
+		call_reply(
+		    c, tool_error("preserve_mode: the operator does not allow "
+		                  "execute bits on copied files (the server "
+		                  "runs without --allow-exec-bits)"));
 		return;
 	}
 	if (hostpolicy_empty(&sup.hosts)) {
@@ -334,9 +460,12 @@ copy_from(struct call *c)
 	}
 	f = xcalloc(1, sizeof *f);
 	f->call = c;
-	f->fd = -1;
 	f->dest = tmp;
 	f->overwrite = ow != NULL && json_object_get_boolean(ow);
+	f->keep_exec = pm != NULL && json_object_get_boolean(pm);
+	f->limit = mb != NULL ? (uint64_t)json_object_get_int64(mb) : cap;
+	f->limit_name = mb != NULL ? "max_bytes" : "--max-copy-out-mb";
+	f->deny = deny_names();
 	slash = strrchr(f->dest, '/');
 	f->parent = slash == f->dest
 	                ? xstrdup("/")
@@ -349,17 +478,25 @@ copy_from(struct call *c)
 	o.args = args;
 	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
 	o.stdout_sink = cfrom_sink;
+	f->ev_idle = evtimer_new(sup.base, cfrom_idle_cb, f);
+	cfrom_progress(f);
 	f->run = xrun_start(c, sb, &o, cfrom_run_done, f);
 }
 
 const struct tool tool_copy_file_from_sandbox = {
     .name = "copy_file_from_sandbox",
     .title = "Copy a file or directory out of a sandbox",
-    .description = "Copy a file (or a directory tree) from a sandbox to "
-                   "the host, inside a directory the operator allowed. Never "
-                   "follows a symlink at the destination, never replaces an "
-                   "existing file unless overwrite is true; from a directory "
-                   "only regular files and directories are taken.",
+    .description =
+        "Copy a file (or a directory tree) from a sandbox to the host, "
+        "inside a directory the operator allowed. Only regular files and "
+        "directories are taken, never through a symlink; at most max_bytes "
+        "(ceiling --max-copy-out-mb) are written, else the call fails and "
+        "nothing is written. Files come out without execute bits unless "
+        "preserve_mode (and the operator allows it); .git, .hg, .svn, the "
+        "operator's denied names and hostile names (leading '-', control "
+        "or bidi characters, invalid UTF-8) are skipped and listed. "
+        "Existing files are replaced only with overwrite, and only once "
+        "the whole copy arrived.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

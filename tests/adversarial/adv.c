@@ -59,7 +59,11 @@ adv_start(const char *first, ...)
 	 * engine, through scripts/dockerd-start) must not inherit it. */
 	saved = getenv("TMPDIR") != NULL ? strdup(getenv("TMPDIR")) : NULL;
 	setenv("TMPDIR", adv_tmpdir(), 1);
+	/* The server's private runtime directory (spools, temporary trees)
+	 * too, so that what is left there can be checked. */
+	setenv("MCP_SANDBOXD_RUNTIME_DIR", adv_tmpdir(), 1);
 	s = h_startv(args);
+	unsetenv("MCP_SANDBOXD_RUNTIME_DIR");
 	if (saved != NULL) {
 		setenv("TMPDIR", saved, 1);
 		free(saved);

@@ -3,7 +3,8 @@
  *
  * Every server started here carries the extra label ADV_LABEL (so the
  * final check can find anything the suite left behind) and a private
- * TMPDIR, so that its spool directory can be checked after it exits.
+ * TMPDIR and runtime directory (MCP_SANDBOXD_RUNTIME_DIR), so that its
+ * spool directory can be checked after it exits.
  */
 #ifndef ADV_H
 #define ADV_H

@@ -610,3 +610,21 @@ Test(config, usage_lists_every_variable)
 	cr_assert_not_null(strstr(text, "python:3.12-slim-bookworm"));
 	free(text);
 }
+
+Test(config, deny_copy_names_from_environment_and_repeated_flags)
+{
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_null(conf.deny_copy_names);
+	cr_assert_eq(conf.copy_out_mb, 1024);
+	cr_assert_eq(conf.allow_exec_bits, 0);
+	cr_assert_eq(conf.transfer_idle, 30);
+	cr_assert_null(conf.runtime_dir);
+	config_free(&conf);
+	setenv("MCP_SANDBOXD_DENY_COPY_NAMES", ".envrc,.idea", 1);
+	cr_assert_eq(PARSE("--deny-copy-names", "node_modules",
+	                 "--deny-copy-names=.vscode,.direnv"),
+	    0, "%s", errtext);
+	cr_assert_str_eq(
+	    conf.deny_copy_names, ".envrc,.idea,node_modules,.vscode,.direnv");
+	unsetenv("MCP_SANDBOXD_DENY_COPY_NAMES");
+}
