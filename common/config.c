@@ -80,8 +80,8 @@ static const struct opt opts[] = {
         "open-file limit inside sandboxes"},
     {"fsize-mb", "MCP_SANDBOXD_FSIZE_MB", OPT_LONG, O(fsize_mb), "128", 1,
         1 << 20, "largest file a sandbox may write (MiB)"},
-    {"allow-network", "MCP_SANDBOXD_ALLOW_NETWORK", OPT_LIST,
-        O(allow_networks), NULL, 0, 0,
+    {"allow-network", "MCP_SANDBOXD_ALLOW_NETWORK", OPT_LIST, O(allow_networks),
+        NULL, 0, 0,
         "Docker network clients may ask for besides none (repeatable or a "
         "comma list; default: none only; host and container:* never)"},
     {"allow-image", "MCP_SANDBOXD_ALLOW_IMAGES", OPT_LIST, O(allow_images),
@@ -256,7 +256,8 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 		for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
 			if (*tok == '\0')
 				continue;
-			if (strlen(tok) > 255 || strpbrk(tok, " \t\n\r") != NULL) {
+			if (strlen(tok) > 255 ||
+			    strpbrk(tok, " \t\n\r") != NULL) {
 				fprintf(err, "--%s: bad value \"%.80s\"\n",
 				    o->name, tok);
 				free(dup);
@@ -336,7 +337,8 @@ allow_network_check(struct config *c, FILE *err)
 
 	for (i = 0; i < c->allow_networks.n; i++) {
 		n = c->allow_networks.v[i];
-		if (strcmp(n, "host") == 0 || strncmp(n, "container:", 10) == 0) {
+		if (strcmp(n, "host") == 0 ||
+		    strncmp(n, "container:", 10) == 0) {
 			fprintf(err,
 			    "--allow-network: \"%s\" is never allowed: it "
 			    "shares a namespace with the host or a container\n",
@@ -424,7 +426,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 			errno = 0;
 			c->worker_uid = strtol(optarg, &end, 10);
 			if (errno != 0 || end == optarg || *end != '\0' ||
-			    c->worker_uid < 1 || c->worker_uid > UID_MAX_SANDBOX) {
+			    c->worker_uid < 1 ||
+			    c->worker_uid > UID_MAX_SANDBOX) {
 				fprintf(err, "--worker-uid: bad uid \"%s\"\n",
 				    optarg);
 				return -1;

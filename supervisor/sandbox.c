@@ -754,9 +754,8 @@ screate_admit(struct screate *s)
 static char *
 volume_path(const char *p)
 {
-	static const char *const banned[] = {
-	    "/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/sbin", "/lib",
-	    "/lib64", NULL};
+	static const char *const banned[] = {"/proc", "/sys", "/dev", "/etc",
+	    "/usr", "/bin", "/sbin", "/lib", "/lib64", NULL};
 	size_t n = strlen(p), i, b;
 	char *v;
 
@@ -808,8 +807,7 @@ screate_volumes(struct screate *s, json_object *image, char *why, size_t len)
 	{
 		(void)v;
 		if (++n > SANDBOX_MAX_VOLUMES) {
-			snprintf(why, len,
-			    "it declares more than %d VOLUMEs",
+			snprintf(why, len, "it declares more than %d VOLUMEs",
 			    SANDBOX_MAX_VOLUMES);
 			return -1;
 		}
@@ -874,8 +872,8 @@ screate_inspect(struct screate *s)
 	char *path;
 
 	xasprintf(&path, "/images/%s/json", s->sb->image);
-	s->req = docker_call(
-	    sup.docker, "GET", path, NULL, screate_inspected_cb, s);
+	s->req =
+	    docker_call(sup.docker, "GET", path, NULL, screate_inspected_cb, s);
 	free(path);
 }
 

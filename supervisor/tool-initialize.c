@@ -205,9 +205,10 @@ sandbox_initialize(struct call *c)
 			        "server: use \"none\"%s (the operator names the "
 			        "networks clients may use with --allow-network)",
 			        network,
-			        conf->allow_networks.n > 0 ? " or one the operator "
-			                                     "allowed"
-			                                   : ""));
+			        conf->allow_networks.n > 0
+			            ? " or one the operator "
+			              "allowed"
+			            : ""));
 			return;
 		}
 	}

@@ -55,8 +55,7 @@ tar_to_evbuffer(struct archive *a, void *arg, const void *p, size_t n)
 
 /* An archive of one regular file, owned by the sandbox user. */
 struct evbuffer *
-tar_one_file(
-    const char *name, const void *data, size_t len, int mode, long uid)
+tar_one_file(const char *name, const void *data, size_t len, int mode, long uid)
 {
 	struct archive *a;
 	struct archive_entry *e;

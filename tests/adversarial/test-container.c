@@ -66,7 +66,8 @@ run_code(struct h_server *s, const char *cid, const char *code)
 	json_object_object_add(a, "container_id", json_object_new_string(cid));
 	json_object_object_add(a, "code", json_object_new_string(code));
 	json_object_object_add(a, "language", json_object_new_string("python"));
-	json_object_object_add(a, "dependencies", json_object_new_string("none"));
+	json_object_object_add(
+	    a, "dependencies", json_object_new_string("none"));
 	return h_call_tool_obj(s, "execute_code", a, 60000);
 }
 
@@ -81,8 +82,8 @@ volume_image_remove(void)
 
 	if (volume_image[0] == '\0')
 		return;
-	snprintf(cmd, sizeof cmd, "docker rmi -f %s >/dev/null 2>&1",
-	    volume_image);
+	snprintf(
+	    cmd, sizeof cmd, "docker rmi -f %s >/dev/null 2>&1", volume_image);
 	free(h_run(cmd, NULL));
 	volume_image[0] = '\0';
 }
@@ -122,8 +123,7 @@ Test(container, image_volumes_become_capped_tmpfs, .timeout = 180,
 	after = volume_count();
 	in = h_docker_inspect(cid);
 	mounts = h_get(in, "Mounts");
-	for (i = 0; mounts != NULL && i < json_object_array_length(mounts);
-	     i++)
+	for (i = 0; mounts != NULL && i < json_object_array_length(mounts); i++)
 		cr_expect_str_neq(
 		    h_str(json_object_array_get_idx(mounts, i), "Type"),
 		    "volume", "a volume is mounted: %s",
@@ -136,8 +136,8 @@ Test(container, image_volumes_become_capped_tmpfs, .timeout = 180,
 	    after - before);
 	cr_expect(h_contains(h_str(in, "HostConfig.Tmpfs./data"), "size=4m"),
 	    "/data: %s", h_str(in, "HostConfig.Tmpfs./data"));
-	cr_expect(h_contains(h_str(in, "HostConfig.Tmpfs./var/cache/vol"),
-	              "noexec"),
+	cr_expect(
+	    h_contains(h_str(in, "HostConfig.Tmpfs./var/cache/vol"), "noexec"),
 	    "/var/cache/vol: %s", h_str(in, "HostConfig.Tmpfs./var/cache/vol"));
 	json_object_put(in);
 
@@ -222,8 +222,7 @@ mute_stop(struct mute *m)
 	close(m->fd);
 }
 
-Test(container, stalled_pull_is_bounded_and_holds_no_start_slot,
-    .timeout = 180)
+Test(container, stalled_pull_is_bounded_and_holds_no_start_slot, .timeout = 180)
 {
 	struct h_server *s;
 	struct mute m;
@@ -287,8 +286,8 @@ Test(container, images_outside_allow_image_are_refused, .timeout = 180)
 	json_object_put(r);
 	r = h_call_tool(
 	    s, "sandbox_initialize", "{\"image\":\"mcp-sandboxd-test/py\"}");
-	cr_expect(h_is_error(r) && h_contains(h_text(r), "--allow-image"),
-	    "%s", h_text(r));
+	cr_expect(h_is_error(r) && h_contains(h_text(r), "--allow-image"), "%s",
+	    h_text(r));
 	json_object_put(r);
 	/* create_run_close */
 	r = h_call_tool(s, "create_run_close",
@@ -326,8 +325,8 @@ Test(container, networks_only_those_named, .timeout = 120)
 	    "%s", h_text(r));
 	json_object_put(r);
 	r = h_call_tool(s, "sandbox_initialize", "{\"network\":\"host\"}");
-	cr_expect(h_is_error(r) && h_contains(h_text(r), "never"), "%s",
-	    h_text(r));
+	cr_expect(
+	    h_is_error(r) && h_contains(h_text(r), "never"), "%s", h_text(r));
 	json_object_put(r);
 	/* The named one passes the policy (the engine then has no such
 	 * network here). */
@@ -415,8 +414,7 @@ Test(container, inotify_exhaustion_stays_in_its_sandbox, .timeout = 180)
 	cr_assert(out != NULL, "%s", h_text(r));
 	n = atol(out);
 	cr_expect(n > 0 && n < 4000 && h_contains(out, " 24"),
-	    "sandbox a did not run out of inotify instances (EMFILE): %s",
-	    out);
+	    "sandbox a did not run out of inotify instances (EMFILE): %s", out);
 	json_object_put(r);
 	/* Sandbox b still gets one. */
 	out = h_exec_ok(s, b,
@@ -492,7 +490,8 @@ Test(container, ttl_holds_after_the_supervisor_is_killed, .timeout = 180)
 	/* Clean up: a new instance reaps what the dead one left. */
 	b = adv_start(NULL);
 	if (!h_wait_container_gone(cid, 15000)) {
-		snprintf(cmd, sizeof cmd, "docker rm -f %s >/dev/null 2>&1", cid);
+		snprintf(
+		    cmd, sizeof cmd, "docker rm -f %s >/dev/null 2>&1", cid);
 		free(h_run(cmd, NULL));
 		cr_expect(0, "the new instance did not remove %.12s", cid);
 	}

@@ -310,8 +310,9 @@ Test(hardening, docker_inspect, .timeout = 90)
 	cr_expect(array_has(h_get(h, "SecurityOpt"), "no-new-privileges"),
 	    "SecurityOpt %s",
 	    json_object_to_json_string(h_get(h, "SecurityOpt")));
-	cr_expect(h_contains(json_object_to_json_string(h_get(h, "SecurityOpt")),
-	              "seccomp="),
+	cr_expect(
+	    h_contains(json_object_to_json_string(h_get(h, "SecurityOpt")),
+	        "seccomp="),
 	    "no seccomp profile of the server's own");
 	u = find_ulimit(h_get(h, "Ulimits"), "nofile");
 	cr_expect(u != NULL, "no nofile ulimit");

@@ -168,8 +168,8 @@ Test(config, flags_override_environment)
 {
 	setenv("MCP_SANDBOXD_MEMORY_MB", "1024", 1);
 	setenv("MCP_SANDBOXD_IMAGE", "alpine:3.20", 1);
-	cr_assert_eq(PARSE("--memory-mb=2048", "--image", "debian:12"), 0,
-	    "%s", errtext);
+	cr_assert_eq(PARSE("--memory-mb=2048", "--image", "debian:12"), 0, "%s",
+	    errtext);
 	cr_assert_eq(conf.memory_mb, 2048);
 	cr_assert_str_eq(conf.default_image, "debian:12");
 }
@@ -370,8 +370,8 @@ Test(config, allow_network_names_networks)
 
 Test(config, allow_network_refuses_namespaces_and_the_old_bool)
 {
-	EXPECT_FAIL_MENTIONING(W("--allow-network", "host", "never"),
-	    "--allow-network=host");
+	EXPECT_FAIL_MENTIONING(
+	    W("--allow-network", "host", "never"), "--allow-network=host");
 	EXPECT_FAIL_MENTIONING(W("container:abc", "never"),
 	    "--allow-network=bridge,container:abc");
 	EXPECT_FAIL_MENTIONING(W("--allow-network", "network names", "true"),
