@@ -557,6 +557,14 @@ Test(config, mode_flags)
 
 	cr_assert_eq(PARSE("--worker=c1", "--worker=c2"), 0, "%s", errtext);
 	cr_assert_str_eq(conf.worker_container, "c2");
+	config_free(&conf);
+
+	cr_assert_eq(
+	    PARSE("--worker=c1", "--worker-uid", "100001"), 0, "%s", errtext);
+	cr_assert_eq(conf.worker_uid, 100001);
+	config_free(&conf);
+	EXPECT_FAIL_MENTIONING(W("--worker-uid"), "--worker-uid=0");
+	EXPECT_FAIL_MENTIONING(W("--worker-uid"), "--worker-uid=12x");
 }
 
 Test(config, free_clears_everything_and_is_idempotent)
