@@ -4,6 +4,7 @@
  * three can never disagree.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ struct opt {
 	const char *help;
 };
 
+#define UID_MAX_SANDBOX 2147483646L
 #define O(f) offsetof(struct config, f)
 static const struct opt opts[] = {
     {"image", "MCP_SANDBOXD_IMAGE", OPT_STR, O(default_image),
@@ -78,8 +80,25 @@ static const struct opt opts[] = {
         "open-file limit inside sandboxes"},
     {"fsize-mb", "MCP_SANDBOXD_FSIZE_MB", OPT_LONG, O(fsize_mb), "128", 1,
         1 << 20, "largest file a sandbox may write (MiB)"},
-    {"allow-network", "MCP_SANDBOXD_ALLOW_NETWORK", OPT_BOOL, O(allow_network),
-        "0", 0, 0, "let clients ask for a network other than none"},
+    {"allow-network", "MCP_SANDBOXD_ALLOW_NETWORK", OPT_LIST, O(allow_networks),
+        NULL, 0, 0,
+        "Docker network clients may ask for besides none (repeatable or a "
+        "comma list; default: none only; host and container:* never)"},
+    {"allow-image", "MCP_SANDBOXD_ALLOW_IMAGES", OPT_LIST, O(allow_images),
+        NULL, 0, 0,
+        "image reference pattern (glob, e.g. 'python:*') sandboxes may use "
+        "(repeatable or a comma list; default: any image)"},
+    {"pull-timeout", "MCP_SANDBOXD_PULL_TIMEOUT", OPT_LONG, O(pull_timeout),
+        "300", 1, 86400,
+        "seconds a missing image may take to pull before the call fails"},
+    {"volume-mb", "MCP_SANDBOXD_VOLUME_MB", OPT_LONG, O(volume_mb), "64", 1,
+        1 << 20,
+        "size of the tmpfs mounted at each VOLUME an image declares (MiB; "
+        "no anonymous volume is ever made)"},
+    {"uid-range", "MCP_SANDBOXD_UID_RANGE", OPT_STR, O(uid_range),
+        "100000-165535", 0, 0,
+        "FIRST-LAST: each sandbox runs as its own uid from this range "
+        "(never 0, 65533 or 65534)"},
     {"exec-timeout", "MCP_SANDBOXD_EXEC_TIMEOUT", OPT_LONG, O(exec_timeout),
         "60", 1, 1L << 31, "default timeout of a sandbox_exec call (seconds)"},
     {"max-exec-timeout", "MCP_SANDBOXD_MAX_EXEC_TIMEOUT", OPT_LONG,
@@ -175,6 +194,7 @@ static const struct opt opts[] = {
 static int
 opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 {
+	struct config_list *list;
 	char *end, *dup, *p, *tok, **sp;
 	long l;
 	double d;
@@ -227,16 +247,6 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 		}
 		*(int *)((char *)c + o->off) = (int)l;
 		return 0;
-	case OPT_LIST:
-		sp = (char **)((char *)c + o->off);
-		if (*sp == NULL)
-			*sp = xstrdup(val);
-		else {
-			xasprintf(&dup, "%s,%s", *sp, val);
-			free(*sp);
-			*sp = dup;
-		}
-		return 0;
 	case OPT_LABEL:
 		dup = xstrdup(val);
 		for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
@@ -258,6 +268,29 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 				return -1;
 			}
 			c->labels[c->nlabels++] = xstrdup(tok);
+		}
+		free(dup);
+		return 0;
+	case OPT_LIST:
+		list = (struct config_list *)((char *)c + o->off);
+		dup = xstrdup(val);
+		for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
+			if (*tok == '\0')
+				continue;
+			if (strlen(tok) > 255 ||
+			    strpbrk(tok, " \t\n\r") != NULL) {
+				fprintf(err, "--%s: bad value \"%.80s\"\n",
+				    o->name, tok);
+				free(dup);
+				return -1;
+			}
+			if (list->n == CONFIG_MAX_LIST) {
+				fprintf(err, "--%s: at most %d values\n",
+				    o->name, CONFIG_MAX_LIST);
+				free(dup);
+				return -1;
+			}
+			list->v[list->n++] = xstrdup(tok);
 		}
 		free(dup);
 		return 0;
@@ -283,6 +316,70 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 }
 
 /*
+ * --uid-range FIRST-LAST: sandbox uids, never root, never the keep-alive's
+ * 65533 nor the host's nobody (65534), whose per-user limits they would
+ * share.
+ */
+static int
+uid_range_parse(struct config *c, FILE *err)
+{
+	char *end, *p;
+
+	errno = 0;
+	c->uid_first = strtol(c->uid_range, &end, 10);
+	if (errno == 0 && end != c->uid_range && *end == '-') {
+		p = end + 1;
+		c->uid_last = strtol(p, &end, 10);
+		if (errno == 0 && end != p && *end == '\0' &&
+		    c->uid_first >= 1 && c->uid_first <= c->uid_last &&
+		    c->uid_last <= UID_MAX_SANDBOX &&
+		    !(c->uid_first <= 65534 && c->uid_last >= 65533))
+			return 0;
+	}
+	fprintf(err,
+	    "--uid-range: expected FIRST-LAST, 1 <= FIRST <= LAST <= %ld, "
+	    "without 65533 and 65534, got \"%s\"\n",
+	    (long)UID_MAX_SANDBOX, c->uid_range);
+	return -1;
+}
+
+/*
+ * --allow-network names networks: never the host's or another container's
+ * namespace, and not the on/off it once was (that would name a network
+ * "true" and allow nothing the operator meant).
+ */
+static int
+allow_network_check(struct config *c, FILE *err)
+{
+	static const char *const bools[] = {
+	    "1", "0", "true", "false", "yes", "no", NULL};
+	const char *n;
+	int i, j;
+
+	for (i = 0; i < c->allow_networks.n; i++) {
+		n = c->allow_networks.v[i];
+		if (strcmp(n, "host") == 0 ||
+		    strncmp(n, "container:", 10) == 0) {
+			fprintf(err,
+			    "--allow-network: \"%s\" is never allowed: it "
+			    "shares a namespace with the host or a container\n",
+			    n);
+			return -1;
+		}
+		for (j = 0; bools[j] != NULL; j++)
+			if (strcmp(n, bools[j]) == 0) {
+				fprintf(err,
+				    "--allow-network: expected Docker network "
+				    "names (e.g. --allow-network bridge), got "
+				    "\"%s\"\n",
+				    n);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+/*
  * Fill *c from defaults, the environment and argv, in that order.  Returns
  * 0, or -1 after writing what was wrong to err.
  */
@@ -292,6 +389,7 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	enum { N = sizeof opts / sizeof opts[0] };
 	struct option lopts[N + 6];
 	const char *v;
+	char *end;
 	size_t i;
 	int ch, idx;
 
@@ -316,7 +414,9 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	lopts[N + 2] =
 	    (struct option){"print-config", required_argument, NULL, 'P'};
 	lopts[N + 3] = (struct option){"worker", required_argument, NULL, 'W'};
-	lopts[N + 4] = (struct option){NULL, 0, NULL, 0};
+	lopts[N + 4] =
+	    (struct option){"worker-uid", required_argument, NULL, 'U'};
+	lopts[N + 5] = (struct option){NULL, 0, NULL, 0};
 
 	optind = 0; /* 0, not 1: a full reset of getopt's state */
 	opterr = 0;
@@ -342,6 +442,17 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		case 'W':
 			free(c->worker_container);
 			c->worker_container = xstrdup(optarg);
+			break;
+		case 'U':
+			errno = 0;
+			c->worker_uid = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    c->worker_uid < 1 ||
+			    c->worker_uid > UID_MAX_SANDBOX) {
+				fprintf(err, "--worker-uid: bad uid \"%s\"\n",
+				    optarg);
+				return -1;
+			}
 			break;
 		default:
 			/* Inside "-xh", argv[optind - 1] is not the bad one. */
@@ -379,6 +490,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		c->auth_token = xstrdup(v);
 		unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	}
+	if (uid_range_parse(c, err) == -1 || allow_network_check(c, err) == -1)
+		return -1;
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
 	    c->exec_timeout > c->max_exec_timeout) {
@@ -408,8 +521,11 @@ config_free(struct config *c)
 	free(c->auth_token);
 	free(c->allowed_origins);
 	free(c->allowed_hosts);
-	free(c->deny_copy_names);
 	free(c->runtime_dir);
+	free(c->uid_range);
+	config_list_free(&c->deny_copy_names);
+	config_list_free(&c->allow_networks);
+	config_list_free(&c->allow_images);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
 	for (i = 0; i < c->nallow_dirs; i++)
@@ -436,4 +552,39 @@ config_usage(FILE *f)
 		    opts[i].help, "", opts[i].env,
 		    opts[i].def ? ", default " : "",
 		    opts[i].def ? opts[i].def : "");
+}
+
+/* Frees the values of a list option. */
+void
+config_list_free(struct config_list *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	l->n = 0;
+}
+
+/* Whether the list holds this exact value. */
+int
+config_list_has(const struct config_list *l, const char *s)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether a glob of the list matches s ('*' crosses '/' and ':'). */
+int
+config_list_match(const struct config_list *l, const char *s)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (fnmatch(l->v[i], s, 0) == 0)
+			return 1;
+	return 0;
 }

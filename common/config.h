@@ -6,6 +6,13 @@
 
 #define CONFIG_MAX_LABELS 16
 #define CONFIG_MAX_DIRS 32
+#define CONFIG_MAX_LIST 32
+
+/* A repeatable option's values (the variable takes a comma list). */
+struct config_list {
+	char *v[CONFIG_MAX_LIST];
+	int n;
+};
 
 struct config {
 	char *default_image;
@@ -21,7 +28,12 @@ struct config {
 	long max_starts;
 	long workdir_mb, tmp_mb;
 	long nofile, fsize_mb;
-	int allow_network;
+	long volume_mb; /* tmpfs for each VOLUME an image declares */
+	struct config_list allow_networks; /* besides "none" */
+	struct config_list allow_images; /* globs; none: any image */
+	long pull_timeout; /* seconds */
+	char *uid_range; /* FIRST-LAST, parsed into uid_first, uid_last */
+	long uid_first, uid_last; /* each sandbox's own uid from here */
 
 	/* Per call. */
 	long exec_timeout, max_exec_timeout;
@@ -32,7 +44,7 @@ struct config {
 	long project_mb, project_files;
 	long copy_out_mb; /* copy_file_from_sandbox: bytes on the host */
 	int allow_exec_bits; /* preserve_mode may keep execute bits */
-	char *deny_copy_names; /* comma list; NULL: only .git, .hg, .svn */
+	struct config_list deny_copy_names; /* besides .git, .hg, .svn */
 	long transfer_idle; /* seconds without progress */
 
 	/* Server. */
@@ -62,10 +74,14 @@ struct config {
 	int help, version;
 	char *print_config;
 	char *worker_container; /* internal: run as a worker for this */
+	long worker_uid; /* internal: the sandbox's uid, for the worker */
 };
 
 int config_parse(struct config *, int, char **, FILE *);
 void config_free(struct config *);
 void config_usage(FILE *);
+void config_list_free(struct config_list *);
+int config_list_has(const struct config_list *, const char *);
+int config_list_match(const struct config_list *, const char *);
 
 #endif

@@ -191,6 +191,7 @@ struct tar_out {
 	uint64_t nskipped;
 	uint64_t files;
 	uint64_t bytes;
+	uint32_t owner; /* uid and gid of every entry */
 };
 
 static void out_fail(struct tar_out *, const char *, ...)
@@ -271,10 +272,12 @@ out_entry(struct tar_out *t, int fd, const struct stat *st, char *name)
 	archive_entry_set_size(t->entry, (la_int64_t)size);
 	archive_entry_set_mtime(
 	    t->entry, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
-	archive_entry_set_uid(t->entry, TAR_OWNER_ID);
-	archive_entry_set_gid(t->entry, TAR_OWNER_ID);
-	archive_entry_copy_uname(t->entry, TAR_OWNER_NAME);
-	archive_entry_copy_gname(t->entry, TAR_GROUP_NAME);
+	archive_entry_set_uid(t->entry, t->owner);
+	archive_entry_set_gid(t->entry, t->owner);
+	if (t->owner == TAR_OWNER_ID) {
+		archive_entry_copy_uname(t->entry, TAR_OWNER_NAME);
+		archive_entry_copy_gname(t->entry, TAR_GROUP_NAME);
+	}
 	/* ARCHIVE_WARN: a name that is not UTF-8 goes in as raw bytes. */
 	if (archive_write_header(t->a, t->entry) < ARCHIVE_WARN) {
 		out_fail(t, "%s: %s", name, archive_error_string(t->a));
@@ -482,6 +485,7 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	t = xcalloc(1, sizeof *t);
 	t->root_fd = fd;
 	t->fd = -1;
+	t->owner = TAR_OWNER_ID;
 	if (fstat(fd, &t->root_st) == -1 ||
 	    (!S_ISREG(t->root_st.st_mode) && !S_ISDIR(t->root_st.st_mode))) {
 		seterr(err, errlen, "%s is not a regular file or a directory",
@@ -580,6 +584,12 @@ uint64_t
 tar_out_bytes(struct tar_out *t)
 {
 	return t->bytes;
+}
+
+void
+tar_out_set_owner(struct tar_out *t, uint32_t uid)
+{
+	t->owner = uid;
 }
 
 void

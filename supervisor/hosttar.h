@@ -22,7 +22,7 @@ struct tar_limits {
 
 #define TAR_MAX_DEPTH 128 /* directories open at once while archiving */
 #define TAR_MAX_LISTED 1000 /* paths listed in a report; the rest counted */
-#define TAR_OWNER_ID 65534 /* uid/gid of every archived entry */
+#define TAR_OWNER_ID 65534 /* uid/gid of archived entries, by default */
 
 /*
  * Producer (host -> sandbox): a pax (ustar when it can) stream of one host
@@ -44,6 +44,8 @@ json_object *tar_out_skipped(struct tar_out *);
 uint64_t tar_out_nskipped(struct tar_out *); /* listed or not */
 uint64_t tar_out_files(struct tar_out *); /* entries, directories too */
 uint64_t tar_out_bytes(struct tar_out *); /* file content */
+/* The uid/gid of the entries still to come (the sandbox's user). */
+void tar_out_set_owner(struct tar_out *, uint32_t);
 void tar_out_free(struct tar_out *);
 
 /*

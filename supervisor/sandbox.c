@@ -2,10 +2,13 @@
  * The sandbox registry and container lifecycle: create (pulling a missing
  * image), start, hand to a new worker; stop and remove with volumes.
  */
+#include <sys/random.h>
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -17,8 +20,16 @@
 #include "xmalloc.h"
 
 #define SANDBOX_KEEPALIVE_USER "65533:65533"
-#define SANDBOX_EXEC_UID "65534"
 #define SANDBOX_STOP_GRACE 10
+/*
+ * The keep-alive ends this long after the sandbox's lifetime, so that a
+ * container outlives no dead supervisor by more; a live one removes it
+ * at its lifetime first.
+ */
+#define SANDBOX_KEEPALIVE_GRACE 5
+#define SANDBOX_MAX_VOLUMES 32 /* VOLUMEs of an image made into tmpfs */
+
+extern const char seccomp_profile[]; /* supervisor/seccomp.json */
 
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
 
@@ -376,13 +387,39 @@ struct screate {
 	struct timespec t0;
 	char *error;
 	size_t pull_len;
+	/* Until admitted: the image's inspection or pull in flight. */
+	struct docker_req *req;
+	struct event *pull_timer;
+	int preparing;
+	TAILQ_ENTRY(screate) pentry;
 };
+
+/* Creations still making sure of their image (no start slot yet). */
+static TAILQ_HEAD(, screate) preparing = TAILQ_HEAD_INITIALIZER(preparing);
 
 static void screate_leave(struct screate *);
 
 static void
+screate_unprepare(struct screate *s)
+{
+	if (s->req != NULL) {
+		docker_req_cancel(s->req);
+		s->req = NULL;
+	}
+	if (s->pull_timer != NULL) {
+		event_free(s->pull_timer);
+		s->pull_timer = NULL;
+	}
+	if (s->preparing) {
+		TAILQ_REMOVE(&preparing, s, pentry);
+		s->preparing = 0;
+	}
+}
+
+static void
 screate_free(struct screate *s)
 {
+	screate_unprepare(s);
 	screate_leave(s);
 	json_object_put(s->config);
 	free(s->path);
@@ -528,6 +565,7 @@ screate_worker_cb(struct sandbox *sb, const char *err)
 }
 
 static void screate_create(struct screate *);
+static void screate_admit(struct screate *);
 
 static int
 screate_pull_data(const char *p, size_t len, void *arg)
@@ -552,12 +590,19 @@ screate_pull_data(const char *p, size_t len, void *arg)
 	return 0;
 }
 
+static void screate_inspect(struct screate *);
+
 static void
 screate_pulled_cb(const struct docker_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 	char *e;
 
+	s->req = NULL;
+	if (s->pull_timer != NULL) {
+		event_free(s->pull_timer);
+		s->pull_timer = NULL;
+	}
 	if (sup.shutting_down) {
 		screate_fail(s, "sandbox for image \"%s\": %s",
 		    "the server is shutting down");
@@ -579,13 +624,35 @@ screate_pulled_cb(const struct docker_resp *resp, void *arg)
 		return;
 	}
 	log_info("pulled image %s", s->sb->image);
-	screate_create(s);
+	screate_inspect(s);
+}
+
+/* A pull that does not end in --pull-timeout fails (and is dropped). */
+static void
+screate_pull_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct screate *s = arg;
+	char why[128];
+
+	(void)fd;
+	(void)what;
+	log_warnx("pulling image %s: no end after %ld s; giving up",
+	    s->sb->image, sup.conf->pull_timeout);
+	snprintf(why, sizeof why,
+	    "the pull did not finish within %ld s (the server's "
+	    "--pull-timeout)",
+	    sup.conf->pull_timeout);
+	screate_fail(s,
+	    "image \"%s\" is not available locally and could not be "
+	    "pulled: %s",
+	    why);
 }
 
 static void
 screate_pull(struct screate *s)
 {
 	char *path, *img, *tag = NULL, *slash, *colon, *eimg, *etag;
+	struct timeval tv;
 
 	s->pulled = 1;
 	img = xstrdup(s->sb->image);
@@ -605,8 +672,12 @@ screate_pull(struct screate *s)
 		    &path, "/images/create?fromImage=%s&tag=%s", eimg, etag);
 	log_info("pulling image %s", s->sb->image);
 	mcp_log(s->call->sess, 6, "pulling image %s", s->sb->image);
-	docker_stream(sup.docker, "POST", path, NULL, screate_pull_data,
-	    screate_pulled_cb, s);
+	s->req = docker_stream(sup.docker, "POST", path, NULL,
+	    screate_pull_data, screate_pulled_cb, s);
+	s->pull_timer = evtimer_new(sup.base, screate_pull_timeout_cb, s);
+	tv.tv_sec = sup.conf->pull_timeout;
+	tv.tv_usec = 0;
+	evtimer_add(s->pull_timer, &tv);
 	free(path);
 	free(eimg);
 	free(etag);
@@ -620,10 +691,6 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 	json_object *id;
 	char *path;
 
-	if (resp->status == 404 && !s->pulled) {
-		screate_pull(s);
-		return;
-	}
 	if (resp->error != NULL || resp->json == NULL ||
 	    !json_object_object_get_ex(resp->json, "Id", &id)) {
 		screate_fail(s, "cannot create a sandbox from image \"%s\": %s",
@@ -680,11 +747,145 @@ screate_admit(struct screate *s)
 	screate_create(s);
 }
 
+/*
+ * A declared VOLUME path, made clean as the engine makes it (no trailing
+ * '/'), or NULL if it is not one a tmpfs may cover.
+ */
+static char *
+volume_path(const char *p)
+{
+	static const char *const banned[] = {"/proc", "/sys", "/dev", "/etc",
+	    "/usr", "/bin", "/sbin", "/lib", "/lib64", NULL};
+	size_t n = strlen(p), i, b;
+	char *v;
+
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	if (p[0] != '/' || n < 2 || n > 255)
+		return NULL;
+	v = xstrndup(p, n);
+	for (i = 0; v[i] != '\0'; i++)
+		if (v[i] == ',' || v[i] == ':' || iscntrl((unsigned char)v[i]))
+			goto bad;
+	if (strstr(v, "//") != NULL || strstr(v, "/./") != NULL ||
+	    strstr(v, "/../") != NULL ||
+	    (n >= 2 && strcmp(v + n - 2, "/.") == 0) ||
+	    (n >= 3 && strcmp(v + n - 3, "/..") == 0))
+		goto bad;
+	for (i = 0; banned[i] != NULL; i++) {
+		b = strlen(banned[i]);
+		if (strncmp(v, banned[i], b) == 0 &&
+		    (v[b] == '\0' || v[b] == '/'))
+			goto bad;
+	}
+	return v;
+bad:
+	free(v);
+	return NULL;
+}
+
+/*
+ * Each VOLUME the image declares becomes a capped tmpfs (--volume-mb), so
+ * that the engine makes no anonymous volume on the host's disk, outside
+ * every cap.  -1 with *why when the image cannot be used.
+ */
+static int
+screate_volumes(struct screate *s, json_object *image, char *why, size_t len)
+{
+	json_object *cfg, *vols, *host, *tmpfs;
+	char *path, *opts;
+	int n = 0;
+
+	if (!json_object_object_get_ex(image, "Config", &cfg) ||
+	    !json_object_object_get_ex(cfg, "Volumes", &vols) ||
+	    !json_object_is_type(vols, json_type_object))
+		return 0;
+	if (!json_object_object_get_ex(s->config, "HostConfig", &host) ||
+	    !json_object_object_get_ex(host, "Tmpfs", &tmpfs))
+		return -1;
+	json_object_object_foreach(vols, k, v)
+	{
+		(void)v;
+		if (++n > SANDBOX_MAX_VOLUMES) {
+			snprintf(why, len, "it declares more than %d VOLUMEs",
+			    SANDBOX_MAX_VOLUMES);
+			return -1;
+		}
+		if ((path = volume_path(k)) == NULL) {
+			snprintf(why, len,
+			    "it declares VOLUME \"%.100s\", which cannot "
+			    "be given a capped tmpfs",
+			    k);
+			return -1;
+		}
+		/* Already a tmpfs (the workdir, /tmp): nothing to add. */
+		if (!json_object_object_get_ex(tmpfs, path, NULL)) {
+			xasprintf(&opts,
+			    "rw,nosuid,nodev,noexec,size=%ldm,mode=1777",
+			    sup.conf->volume_mb);
+			json_object_object_add(
+			    tmpfs, path, json_object_new_string(opts));
+			free(opts);
+			log_debug("image %s: VOLUME %s as a tmpfs of %ld MiB",
+			    s->sb->image, path, sup.conf->volume_mb);
+		}
+		free(path);
+	}
+	return 0;
+}
+
+static void
+screate_inspected_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+	char why[256];
+
+	s->req = NULL;
+	if (sup.shutting_down) {
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
+		return;
+	}
+	if (resp->status == 404 && !s->pulled) {
+		screate_pull(s);
+		return;
+	}
+	if (resp->error != NULL || resp->json == NULL) {
+		screate_fail(s, "cannot use image \"%s\": %s",
+		    resp->error != NULL ? resp->error : "no image details");
+		return;
+	}
+	if (screate_volumes(s, resp->json, why, sizeof why) == -1) {
+		screate_fail(s, "cannot use image \"%s\": %s", why);
+		return;
+	}
+	/* The image is here: only now does the creation take a start slot,
+	 * so that a slow pull holds none that others need. */
+	screate_unprepare(s);
+	screate_admit(s);
+}
+
+/* Is the image here (pull it if not), and what does it declare? */
+static void
+screate_inspect(struct screate *s)
+{
+	char *path;
+
+	xasprintf(&path, "/images/%s/json", s->sb->image);
+	s->req =
+	    docker_call(sup.docker, "GET", path, NULL, screate_inspected_cb, s);
+	free(path);
+}
+
 /* The server stops: creations still waiting their turn fail. */
 static void
 screate_abort_queued(void)
 {
 	struct screate *s;
+
+	while ((s = TAILQ_FIRST(&preparing)) != NULL)
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
 
 	while ((s = TAILQ_FIRST(&start_queue)) != NULL)
 		screate_fail(s, "sandbox for image \"%s\": %s",
@@ -738,7 +939,13 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 	/* The keep-alive, as a user the sandbox user cannot signal. */
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_string("sleep"));
-	json_object_array_add(a, json_object_new_string("infinity"));
+	/* ... that ends by itself at the sandbox's lifetime (and the
+	 * container with it, under the init), even if no supervisor is
+	 * left to remove it. */
+	xasprintf(&s, "%lld",
+	    (long long)(sb->expires - sb->created) + SANDBOX_KEEPALIVE_GRACE);
+	json_object_array_add(a, json_object_new_string(s));
+	free(s);
 	json_object_object_add(o, "Entrypoint", a);
 	json_object_object_add(
 	    o, "User", json_object_new_string(SANDBOX_KEEPALIVE_USER));
@@ -786,6 +993,10 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 	json_object_object_add(h, "CapDrop", a);
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_string("no-new-privileges"));
+	/* The project's own profile, whatever the engine's default is. */
+	xasprintf(&s, "seccomp=%s", seccomp_profile);
+	json_object_array_add(a, json_object_new_string(s));
+	free(s);
 	json_object_object_add(h, "SecurityOpt", a);
 	json_object_object_add(h, "ReadonlyRootfs", json_object_new_boolean(1));
 	json_object_object_add(h, "Privileged", json_object_new_boolean(0));
@@ -795,8 +1006,9 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 	xasprintf(&s, "rw,nosuid,nodev,noexec,size=%ldm,mode=1777", c->tmp_mb);
 	json_object_object_add(t, "/tmp", json_object_new_string(s));
 	free(s);
-	xasprintf(&s, "rw,nosuid,nodev,exec,size=%ldm,uid=%s,gid=%s,mode=0755",
-	    c->workdir_mb, SANDBOX_EXEC_UID, SANDBOX_EXEC_UID);
+	xasprintf(&s,
+	    "rw,nosuid,nodev,exec,size=%ldm,uid=%ld,gid=%ld,mode=0755",
+	    c->workdir_mb, sb->uid, sb->uid);
 	json_object_object_add(t, sb->workdir, json_object_new_string(s));
 	free(s);
 	json_object_object_add(h, "Tmpfs", t);
@@ -821,6 +1033,87 @@ sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
 	json_object_object_add(h, "LogConfig", lc);
 	json_object_object_add(o, "HostConfig", h);
 	return o;
+}
+
+/*
+ * Whether sandboxes may use this image (--allow-image; default any); the
+ * reference must also be one the engine's API can take in a path.
+ */
+static int
+sandbox_image_allowed(const char *image, char *why, size_t len)
+{
+	const struct config_list *l = &sup.conf->allow_images;
+	const char *p, *slash;
+	char *tagged;
+	int ok;
+
+	for (p = image; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && strchr("._-:/@", *p) == NULL)
+			break;
+	if (*image == '\0' || *p != '\0' || strlen(image) > 255 ||
+	    *image == '/' || *image == '-' || strstr(image, "..") != NULL) {
+		snprintf(why, len,
+		    "image \"%.100s\" is not an image reference such as "
+		    "python:3.12-slim-bookworm",
+		    image);
+		return 0;
+	}
+	if (l->n == 0 || config_list_match(l, image))
+		return 1;
+	/* "python" is "python:latest" to the engine, so to the patterns. */
+	slash = strrchr(image, '/');
+	ok = 0;
+	if (strchr(image, '@') == NULL &&
+	    strchr(slash != NULL ? slash : image, ':') == NULL) {
+		xasprintf(&tagged, "%s:latest", image);
+		ok = config_list_match(l, tagged);
+		free(tagged);
+	}
+	if (!ok)
+		snprintf(why, len,
+		    "image \"%.100s\" is not allowed on this server: the "
+		    "operator allows only images matching --allow-image "
+		    "(%d pattern%s, e.g. \"%.60s\")",
+		    image, l->n, l->n == 1 ? "" : "s", l->v[0]);
+	return ok;
+}
+
+/*
+ * A uid of its own for a new sandbox, from --uid-range, so that per-user
+ * kernel limits (inotify instances, ...) are not shared between
+ * sandboxes.  Handed out round the range from a random start (another
+ * instance on the same host starts elsewhere), never one a sandbox of
+ * this server still has; -1 with *why if every one is taken.
+ */
+static long
+sandbox_uid_alloc(char *why, size_t len)
+{
+	static long next;
+	const struct config *c = sup.conf;
+	long span = c->uid_last - c->uid_first + 1, i, uid;
+	unsigned int r = 0;
+	struct sandbox *sb;
+
+	if (next < c->uid_first || next > c->uid_last) {
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			r = (unsigned int)getpid();
+		next = c->uid_first + (long)(r % (unsigned long)span);
+	}
+	for (i = 0; i < span; i++) {
+		uid = next;
+		next = next == c->uid_last ? c->uid_first : next + 1;
+		TAILQ_FOREACH(sb, &sandboxes, entry)
+		{
+			if (sb->uid == uid)
+				break;
+		}
+		if (sb == NULL)
+			return uid;
+	}
+	snprintf(why, len,
+	    "no free sandbox user: all %ld uids of --uid-range are in use",
+	    span);
+	return -1;
 }
 
 /*
@@ -849,9 +1142,20 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 {
 	struct screate *s;
 	struct sandbox *sb;
-	char *ename;
+	char *ename, why[512];
+	long uid;
 
+	if (!sandbox_image_allowed(image, why, sizeof why) ||
+	    (uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
+		stats.sandboxes_failed++;
+		if (cb != NULL)
+			cb(c, NULL, why, cbarg);
+		else
+			call_reply(c, tool_error("%s", why));
+		return;
+	}
 	sb = xcalloc(1, sizeof *sb);
+	sb->uid = uid;
 	sb->name = xstrdup(name != NULL ? name : "");
 	sb->image = xstrdup(image);
 	sb->workdir = xstrdup(workdir);
@@ -877,5 +1181,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 		free(ename);
 	} else
 		s->path = xstrdup("/containers/create");
-	screate_admit(s);
+	TAILQ_INSERT_TAIL(&preparing, s, pentry);
+	s->preparing = 1;
+	screate_inspect(s);
 }

@@ -116,6 +116,7 @@ struct sandbox {
 	char *image;
 	char *workdir;
 	struct limits lim;
+	long uid; /* its own user and group (--uid-range) */
 	time_t created, expires, last_used;
 	enum sandbox_state state;
 	long exec_count;
@@ -319,7 +320,7 @@ void upload_free(struct upload *);
 char *sandbox_path_split(const struct sandbox *, const char *, char **);
 
 /* tool-write-file.c */
-struct evbuffer *tar_one_file(const char *, const void *, size_t, int);
+struct evbuffer *tar_one_file(const char *, const void *, size_t, int, long);
 int valid_relative(const char *);
 
 /* coderun.c */

@@ -196,18 +196,15 @@ cfrom_tin_cb(evutil_socket_t fd, short what, void *arg)
 static char **
 deny_names(void)
 {
-	char *dup, *p, *tok, **v;
-	size_t n = 0;
+	const struct config_list *l = &sup.conf->deny_copy_names;
+	char **v;
+	int i;
 
-	if (sup.conf->deny_copy_names == NULL)
+	if (l->n == 0)
 		return NULL;
-	dup = xstrdup(sup.conf->deny_copy_names);
-	v = xcalloc(strlen(dup) / 2 + 2, sizeof *v);
-	for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
-		if (*tok != '\0')
-			v[n++] = xstrdup(tok);
-	}
-	free(dup);
+	v = xcalloc((size_t)l->n + 1, sizeof *v);
+	for (i = 0; i < l->n; i++)
+		v[i] = xstrdup(l->v[i]);
 	return v;
 }
 

@@ -189,21 +189,26 @@ sandbox_initialize(struct call *c)
 	if (network == NULL)
 		network = "none";
 	if (strcmp(network, "none") != 0) {
-		if (!conf->allow_network) {
-			call_reply(c,
-			    tool_error(
-			        "network \"%.40s\" is not "
-			        "allowed: sandboxes have no network on this server "
-			        "(the operator can allow it with --allow-network)",
-			        network));
-			return;
-		}
 		if (strcmp(network, "host") == 0 ||
 		    strncmp(network, "container:", 10) == 0) {
 			call_reply(
 			    c, tool_error("network \"%.40s\" is never "
 			                  "allowed: it shares a namespace",
 			           network));
+			return;
+		}
+		/* Only the networks the operator named, by exact name. */
+		if (!config_list_has(&conf->allow_networks, network)) {
+			call_reply(c,
+			    tool_error(
+			        "network \"%.40s\" is not allowed on this "
+			        "server: use \"none\"%s (the operator names the "
+			        "networks clients may use with --allow-network)",
+			        network,
+			        conf->allow_networks.n > 0
+			            ? " or one the operator "
+			              "allowed"
+			            : ""));
 			return;
 		}
 	}

@@ -55,7 +55,7 @@ tar_to_evbuffer(struct archive *a, void *arg, const void *p, size_t n)
 
 /* An archive of one regular file, owned by the sandbox user. */
 struct evbuffer *
-tar_one_file(const char *name, const void *data, size_t len, int mode)
+tar_one_file(const char *name, const void *data, size_t len, int mode, long uid)
 {
 	struct archive *a;
 	struct archive_entry *e;
@@ -72,8 +72,8 @@ tar_one_file(const char *name, const void *data, size_t len, int mode)
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, (mode_t)mode);
 	archive_entry_set_size(e, (la_int64_t)len);
-	archive_entry_set_uid(e, 65534);
-	archive_entry_set_gid(e, 65534);
+	archive_entry_set_uid(e, uid);
+	archive_entry_set_gid(e, uid);
 	archive_entry_set_mtime(e, time(NULL), 0);
 	if (archive_write_header(a, e) != ARCHIVE_OK ||
 	    (len > 0 && archive_write_data(a, data, len) != (la_ssize_t)len)) {
@@ -227,7 +227,7 @@ write_file(struct call *c)
 	w->bytes = len;
 	xasprintf(&w->path, "%s%s%s", dir,
 	    dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-	w->tar = tar_one_file(name, data, len, 0644);
+	w->tar = tar_one_file(name, data, len, 0644, sb->uid);
 	free(data);
 	if (w->tar == NULL) {
 		call_reply(c, tool_error("cannot pack the file"));

@@ -190,6 +190,7 @@ upload_host(struct call *c, struct sandbox *sb, const char *host,
 	}
 	if ((t = tar_out_new(
 	         &sup.hosts, host, name, &lim, exclude, err, errlen)) != NULL) {
+		tar_out_set_owner(t, (uint32_t)sb->uid);
 		xasprintf(where, "%s%s%s", dir,
 		    strcmp(dir, "/") == 0 ? "" : "/", name);
 		u = upload_start(c, sb, t, dir, name, one_file, done, arg);

@@ -327,7 +327,7 @@ wproc_spawn(
 	const struct config *c = sup.conf;
 	struct wproc *wp;
 	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
-	char cap[32], logkb[32];
+	char cap[32], logkb[32], uid[32];
 	int sv[2], null;
 	pid_t pid;
 
@@ -335,6 +335,7 @@ wproc_spawn(
 		return -1;
 	snprintf(cap, sizeof cap, "%ld", c->output_cap);
 	snprintf(logkb, sizeof logkb, "%ld", c->log_buffer_kb);
+	snprintf(uid, sizeof uid, "%ld", sb->uid);
 	switch ((pid = fork())) {
 	case -1:
 		close(sv[0]);
@@ -353,7 +354,7 @@ wproc_spawn(
 		execl(sup.self_exe, "mcp-sandboxd", "--worker", sb->id,
 		    "--docker-host", c->docker_host, "--log-level",
 		    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
-		    (char *)NULL);
+		    "--worker-uid", uid, (char *)NULL);
 		_exit(127);
 	}
 	close(sv[1]);

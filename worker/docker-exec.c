@@ -527,7 +527,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 			    cmd, json_object_new_string(json_object_get_string(
 			             json_object_array_get_idx(v, i))));
 	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(
+	    body, "User", json_object_new_string(w->exec_user));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(

@@ -109,7 +109,8 @@ killer_create(struct killer *k)
 		json_object_array_add(cmd,
 		    json_object_get(json_object_array_get_idx(k->tokens, i)));
 	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(
+	    body, "User", json_object_new_string(k->w->exec_user));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(

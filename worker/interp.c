@@ -734,7 +734,8 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 		json_object_array_add(cmd, json_object_new_string(lang));
 	}
 	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(
+	    body, "User", json_object_new_string(w->exec_user));
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));

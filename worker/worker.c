@@ -243,6 +243,12 @@ worker_main(const struct config *conf)
 	LIST_INIT(&w.killers);
 	w.conf = conf;
 	w.container = conf->worker_container;
+	/* Every sandbox has a uid of its own (--uid-range); the supervisor
+	 * names it.  A worker started without it cannot know it. */
+	if (conf->worker_uid < 1)
+		fatalx("no --worker-uid");
+	snprintf(w.exec_user, sizeof w.exec_user, "%ld:%ld", conf->worker_uid,
+	    conf->worker_uid);
 	if (curl_global_init(docker_global_flags(conf->docker_host)) != 0)
 		fatalx("curl_global_init");
 	if ((w.base = event_base_new()) == NULL)

@@ -19,6 +19,7 @@ struct worker {
 	struct bufferevent *bev; /* socketpair to the supervisor */
 	struct docker *docker;
 	char *container; /* full container id */
+	char exec_user[48]; /* "uid:gid" of the sandbox's own user */
 	const struct config *conf;
 	LIST_HEAD(, wexec) execs;
 	LIST_HEAD(, killer) killers;
@@ -40,7 +41,6 @@ void exec_kill_tokens(struct worker *, uint32_t, json_object *);
 void exec_abort_all(struct worker *);
 
 /* docker-kill.c */
-#define EXEC_USER "65534:65534"
 #define EXEC_TOKEN_ENV "MCP_SANDBOXD_EXEC"
 struct killer;
 struct killer *killer_run(struct worker *, const char *const *, size_t,

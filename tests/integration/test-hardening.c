@@ -40,21 +40,45 @@ expect_fails(struct h_server *s, const char *cid, const char *cmd)
 	json_object_put(r);
 }
 
+/* A uid of the sandbox: unprivileged, nonzero, not the keep-alive's
+ * (65533), and its group the same, with no other; the workdir its own. */
+static long
+sandbox_uid(struct h_server *s, const char *cid)
+{
+	char *out, want[32];
+	long uid;
+
+	out = h_exec_ok(s, cid, "id -u");
+	uid = atol(out);
+	free(out);
+	cr_expect(uid > 0 && uid != 65533, "the sandbox runs as uid %ld", uid);
+	snprintf(want, sizeof want, "%ld\n", uid);
+	out = h_exec_ok(s, cid, "id -g");
+	cr_expect_str_eq(out, want);
+	free(out);
+	out = h_exec_ok(s, cid, "id -G");
+	cr_expect_str_eq(out, want, "supplementary groups: %s", out);
+	free(out);
+	out = h_exec_ok(s, cid, "stat -c %u /app");
+	cr_expect_str_eq(out, want, "the workdir is owned by %s", out);
+	free(out);
+	return uid;
+}
+
 Test(hardening, unprivileged_user, .timeout = 90)
 {
 	struct h_server *s;
-	char *cid, *out;
+	char *cid, *cid2;
+	long uid, uid2;
 
 	s = setup(&cid, NULL, NULL);
-	out = h_exec_ok(s, cid, "id -u");
-	cr_expect_str_eq(out, "65534\n");
-	free(out);
-	out = h_exec_ok(s, cid, "id -g");
-	cr_expect_str_eq(out, "65534\n");
-	free(out);
-	out = h_exec_ok(s, cid, "id -G");
-	cr_expect_str_eq(out, "65534\n", "supplementary groups: %s", out);
-	free(out);
+	cid2 = h_create(s, NULL);
+	uid = sandbox_uid(s, cid);
+	uid2 = sandbox_uid(s, cid2);
+	/* Each sandbox its own uid: per-user kernel limits are not shared. */
+	cr_expect_neq(uid, uid2, "two sandboxes share uid %ld", uid);
+	h_stop(s, cid2);
+	free(cid2);
 	teardown(s, cid);
 }
 
@@ -286,6 +310,10 @@ Test(hardening, docker_inspect, .timeout = 90)
 	cr_expect(array_has(h_get(h, "SecurityOpt"), "no-new-privileges"),
 	    "SecurityOpt %s",
 	    json_object_to_json_string(h_get(h, "SecurityOpt")));
+	cr_expect(
+	    h_contains(json_object_to_json_string(h_get(h, "SecurityOpt")),
+	        "seccomp="),
+	    "no seccomp profile of the server's own");
 	u = find_ulimit(h_get(h, "Ulimits"), "nofile");
 	cr_expect(u != NULL, "no nofile ulimit");
 	if (u != NULL) {

@@ -113,7 +113,12 @@ Test(config, defaults)
 	cr_assert_eq(conf.tmp_mb, 64);
 	cr_assert_eq(conf.nofile, 1024);
 	cr_assert_eq(conf.fsize_mb, 128);
-	cr_assert_eq(conf.allow_network, 0);
+	cr_assert_eq(conf.allow_networks.n, 0);
+	cr_assert_eq(conf.allow_images.n, 0);
+	cr_assert_eq(conf.pull_timeout, 300);
+	cr_assert_eq(conf.volume_mb, 64);
+	cr_assert_eq(conf.uid_first, 100000);
+	cr_assert_eq(conf.uid_last, 165535);
 	cr_assert_eq(conf.exec_timeout, 60);
 	cr_assert_eq(conf.max_exec_timeout, 3600);
 	cr_assert_eq(conf.output_cap, 134217728);
@@ -134,7 +139,7 @@ Test(config, environment_overrides_defaults)
 	setenv("MCP_SANDBOXD_IMAGE", "alpine:3.20", 1);
 	setenv("DOCKER_HOST", "tcp://127.0.0.1:2375", 1);
 	setenv("MCP_SANDBOXD_CPUS", "0.5", 1);
-	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "yes", 1);
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "bridge,lab", 1);
 	setenv("MCP_SANDBOXD_LOG_LEVEL", "debug", 1);
 	setenv("MCP_SANDBOXD_MAX_JSON_DEPTH", "16", 1);
 	cr_assert_eq(PARSE0(), 0, "%s", errtext);
@@ -142,7 +147,8 @@ Test(config, environment_overrides_defaults)
 	cr_assert_str_eq(conf.default_image, "alpine:3.20");
 	cr_assert_str_eq(conf.docker_host, "tcp://127.0.0.1:2375");
 	cr_assert_float_eq(conf.cpus, 0.5, 1e-9);
-	cr_assert_eq(conf.allow_network, 1);
+	cr_assert_eq(conf.allow_networks.n, 2);
+	cr_assert_str_eq(conf.allow_networks.v[1], "lab");
 	cr_assert_str_eq(conf.log_level, "debug");
 	cr_assert_eq(conf.max_json_depth, 16);
 	/* Untouched options keep their defaults. */
@@ -162,13 +168,10 @@ Test(config, flags_override_environment)
 {
 	setenv("MCP_SANDBOXD_MEMORY_MB", "1024", 1);
 	setenv("MCP_SANDBOXD_IMAGE", "alpine:3.20", 1);
-	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "true", 1);
-	cr_assert_eq(PARSE("--memory-mb=2048", "--image", "debian:12",
-	                 "--allow-network=false"),
-	    0, "%s", errtext);
+	cr_assert_eq(PARSE("--memory-mb=2048", "--image", "debian:12"), 0, "%s",
+	    errtext);
 	cr_assert_eq(conf.memory_mb, 2048);
 	cr_assert_str_eq(conf.default_image, "debian:12");
-	cr_assert_eq(conf.allow_network, 0);
 }
 
 Test(config, equals_and_separate_value_forms)
@@ -350,52 +353,63 @@ Test(config, accepts_default_equal_to_ceiling_or_raised_ceiling)
 	cr_assert_eq(conf.memory_mb, 8192);
 }
 
-Test(config, bool_flag_without_value_is_true)
+Test(config, allow_network_names_networks)
 {
-	cr_assert_eq(PARSE("--allow-network"), 0, "%s", errtext);
-	cr_assert_eq(conf.allow_network, 1);
+	cr_assert_eq(PARSE("--allow-network", "bridge", "--allow-network=a,b"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.allow_networks.n, 3);
+	cr_assert(config_list_has(&conf.allow_networks, "bridge"));
+	cr_assert(config_list_has(&conf.allow_networks, "b"));
+	cr_assert_not(config_list_has(&conf.allow_networks, "bridg"));
+	cr_assert_not(config_list_has(&conf.allow_networks, "host"));
 	config_free(&conf);
-
-	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "0", 1);
-	cr_assert_eq(PARSE("--allow-network"), 0, "%s", errtext);
-	cr_assert_eq(conf.allow_network, 1);
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "lab", 1);
+	cr_assert_eq(PARSE("--allow-network=bridge"), 0, "%s", errtext);
+	cr_assert_eq(conf.allow_networks.n, 2);
 }
 
-Test(config, bool_flag_values)
-{
-	static const char *const yes[] = {
-	    "--allow-network=1", "--allow-network=true", "--allow-network=yes"};
-	static const char *const no[] = {
-	    "--allow-network=0", "--allow-network=false", "--allow-network=no"};
-	size_t i;
-
-	for (i = 0; i < 3; i++) {
-		cr_assert_eq(PARSE((char *)yes[i]), 0, "%s", errtext);
-		cr_assert_eq(conf.allow_network, 1, "%s", yes[i]);
-		config_free(&conf);
-		setenv("MCP_SANDBOXD_ALLOW_NETWORK", "1", 1);
-		cr_assert_eq(PARSE((char *)no[i]), 0, "%s", errtext);
-		cr_assert_eq(conf.allow_network, 0, "%s", no[i]);
-		config_free(&conf);
-		unsetenv("MCP_SANDBOXD_ALLOW_NETWORK");
-	}
-}
-
-Test(config, rejects_bad_bool_values)
+Test(config, allow_network_refuses_namespaces_and_the_old_bool)
 {
 	EXPECT_FAIL_MENTIONING(
-	    W("--allow-network", "maybe"), "--allow-network=maybe");
-	EXPECT_FAIL_MENTIONING(W("--allow-network"), "--allow-network=");
-	EXPECT_FAIL_MENTIONING(W("--allow-network"), "--allow-network=TRUE1");
-	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "perhaps", 1);
-	EXPECT_FAIL_MENTIONING(
-	    W("MCP_SANDBOXD_ALLOW_NETWORK", "perhaps"), "--memory-mb=600");
+	    W("--allow-network", "host", "never"), "--allow-network=host");
+	EXPECT_FAIL_MENTIONING(W("container:abc", "never"),
+	    "--allow-network=bridge,container:abc");
+	EXPECT_FAIL_MENTIONING(W("--allow-network", "network names", "true"),
+	    "--allow-network=true");
+	EXPECT_FAIL_MENTIONING(W("--allow-network"), "--allow-network=1");
+	/* No value: nothing to allow. */
+	EXPECT_FAIL_MENTIONING(W("--allow-network"), "--allow-network");
+	setenv("MCP_SANDBOXD_ALLOW_NETWORK", "yes", 1);
+	EXPECT_FAIL_MENTIONING(W("--allow-network", "yes"), "--memory-mb=600");
 }
 
-Test(config, bool_value_is_not_taken_from_the_next_argument)
+Test(config, allow_image_globs)
 {
-	/* "--allow-network false" must not silently mean true. */
-	EXPECT_FAIL_MENTIONING(W("false"), "--allow-network", "false");
+	cr_assert_eq(
+	    PARSE("--allow-image", "python:*", "--allow-image=*/node:22*"), 0,
+	    "%s", errtext);
+	cr_assert(config_list_match(&conf.allow_images, "python:3.12"));
+	cr_assert(
+	    config_list_match(&conf.allow_images, "docker.io/library/node:22"));
+	cr_assert_not(config_list_match(&conf.allow_images, "pythonx:1"));
+	cr_assert_not(config_list_match(&conf.allow_images, "evil/python:1"));
+}
+
+Test(config, uid_range)
+{
+	cr_assert_eq(PARSE("--uid-range=200000-200001"), 0, "%s", errtext);
+	cr_assert_eq(conf.uid_first, 200000);
+	cr_assert_eq(conf.uid_last, 200001);
+	config_free(&conf);
+	cr_assert_eq(PARSE("--uid-range=1000-1000"), 0, "%s", errtext);
+	config_free(&conf);
+	EXPECT_FAIL_MENTIONING(W("--uid-range", "0-10"), "--uid-range=0-10");
+	EXPECT_FAIL_MENTIONING(W("65533"), "--uid-range=60000-70000");
+	EXPECT_FAIL_MENTIONING(W("65534"), "--uid-range=65534-65534");
+	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=20-10");
+	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=100000");
+	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=1-x");
+	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=1-4294967295");
 }
 
 Test(config, labels_from_repeated_flag)
@@ -543,6 +557,14 @@ Test(config, mode_flags)
 
 	cr_assert_eq(PARSE("--worker=c1", "--worker=c2"), 0, "%s", errtext);
 	cr_assert_str_eq(conf.worker_container, "c2");
+	config_free(&conf);
+
+	cr_assert_eq(
+	    PARSE("--worker=c1", "--worker-uid", "100001"), 0, "%s", errtext);
+	cr_assert_eq(conf.worker_uid, 100001);
+	config_free(&conf);
+	EXPECT_FAIL_MENTIONING(W("--worker-uid"), "--worker-uid=0");
+	EXPECT_FAIL_MENTIONING(W("--worker-uid"), "--worker-uid=12x");
 }
 
 Test(config, free_clears_everything_and_is_idempotent)
@@ -614,7 +636,7 @@ Test(config, usage_lists_every_variable)
 Test(config, deny_copy_names_from_environment_and_repeated_flags)
 {
 	cr_assert_eq(PARSE0(), 0, "%s", errtext);
-	cr_assert_null(conf.deny_copy_names);
+	cr_assert_eq(conf.deny_copy_names.n, 0);
 	cr_assert_eq(conf.copy_out_mb, 1024);
 	cr_assert_eq(conf.allow_exec_bits, 0);
 	cr_assert_eq(conf.transfer_idle, 30);
@@ -624,7 +646,12 @@ Test(config, deny_copy_names_from_environment_and_repeated_flags)
 	cr_assert_eq(PARSE("--deny-copy-names", "node_modules",
 	                 "--deny-copy-names=.vscode,.direnv"),
 	    0, "%s", errtext);
-	cr_assert_str_eq(
-	    conf.deny_copy_names, ".envrc,.idea,node_modules,.vscode,.direnv");
+	cr_assert_eq(conf.deny_copy_names.n, 5);
+	cr_assert_str_eq(conf.deny_copy_names.v[0], ".envrc");
+	cr_assert_str_eq(conf.deny_copy_names.v[1], ".idea");
+	cr_assert_str_eq(conf.deny_copy_names.v[2], "node_modules");
+	cr_assert_str_eq(conf.deny_copy_names.v[3], ".vscode");
+	cr_assert_str_eq(conf.deny_copy_names.v[4], ".direnv");
+	config_free(&conf);
 	unsetenv("MCP_SANDBOXD_DENY_COPY_NAMES");
 }
