@@ -1700,3 +1700,143 @@ Test(http, get_stream_resumption, .timeout = 120)
 	free(sid);
 	srv_finish(s);
 }
+
+/* Lines of the file holding needle. */
+static int
+count_lines_with(const char *path, const char *needle)
+{
+	char line[1024];
+	FILE *f;
+	int n = 0;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strstr(line, needle) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * The server does no OAuth, and says so the way the MCP authorization
+ * specification lets a client understand: its discovery paths (and the
+ * OAuth endpoints clients assume without them) answer 404 without a token,
+ * and a 401 carries a Bearer challenge whose error_description names the
+ * token to send.  Failed logins are logged, at most one line per peer per
+ * 10 s, with a count and never with what was sent.
+ */
+Test(http, auth_challenge_and_no_oauth, .timeout = 90)
+{
+	static const char *const oauth_paths[] = {
+	    "/.well-known/oauth-protected-resource",
+	    "/.well-known/oauth-protected-resource/mcp",
+	    "/.well-known/oauth-authorization-server",
+	    "/.well-known/oauth-authorization-server/mcp",
+	    "/.well-known/openid-configuration",
+	    "/.well-known/openid-configuration/mcp",
+	    "/mcp/.well-known/openid-configuration", "/register", "/authorize",
+	    "/token", NULL};
+	char path[] = "/tmp/mcp-sandboxd-token-XXXXXX";
+	char logpath[] = "/tmp/mcp-sandboxd-log-XXXXXX";
+	char url[128];
+	const char *www;
+	struct resp *r;
+	struct srv *s;
+	int fd, logfd, saved, i;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "the-right-token\n", 16) == 16);
+	close(fd);
+	/* The server's stderr into a file, to read its log. */
+	logfd = mkstemp(logpath);
+	cr_assert(logfd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
+	s = srv_start("--auth-token-file", path, NULL);
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+	snprintf(s->token, sizeof s->token, "the-right-token");
+
+	for (i = 0; oauth_paths[i] != NULL; i++) {
+		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port,
+		    oauth_paths[i]);
+		r = http_full(s, i < 7 ? "GET" : "POST", url,
+		    (const char *[]){"Authorization:", NULL}, "{}", 2, 10000,
+		    0);
+		cr_expect_eq(r->status, 404, "%s without a token: %ld",
+		    oauth_paths[i], r->status);
+		cr_expect(resp_header(r, "WWW-Authenticate") == NULL);
+		cr_expect(r->body != NULL &&
+		              strstr(r->body, "does not do OAuth") != NULL &&
+		              strstr(r->body, "--auth-token-file") != NULL &&
+		              strstr(r->body, "Unauthorized") == NULL,
+		    "%s said: %s", oauth_paths[i], r->body ? r->body : "");
+		resp_free(r);
+	}
+
+	r = http_do(s, "POST",
+	    (const char *[]){ACCEPT_BOTH, CT_JSON,
+	        "Authorization: Bearer not-the-token", NULL},
+	    PING);
+	cr_expect_eq(r->status, 401);
+	www = resp_header(r, "WWW-Authenticate");
+	cr_expect(www != NULL &&
+	              strncmp(www,
+	                  "Bearer realm=\"mcp-sandboxd\", "
+	                  "error=\"invalid_token\", "
+	                  "error_description=\"",
+	                  64) == 0 &&
+	              strstr(www, "send Authorization: Bearer <token> with "
+	                          "the token configured with "
+	                          "--auth-token-file") != NULL,
+	    "WWW-Authenticate: %s", www ? www : "(none)");
+	cr_expect(r->body != NULL &&
+	              strstr(r->body, "send Authorization: Bearer <token> "
+	                              "with the token configured with "
+	                              "--auth-token-file") != NULL,
+	    "body: %s", r->body ? r->body : "");
+	resp_free(r);
+
+	r = http_full(s, "POST", s->url,
+	    (const char *[]){ACCEPT_BOTH, CT_JSON, "Authorization:", NULL},
+	    PING, strlen(PING), 10000, 0);
+	cr_expect_eq(r->status, 401);
+	www = resp_header(r, "WWW-Authenticate");
+	cr_expect(www != NULL && strstr(www, "error=\"invalid_request\"") &&
+	              strstr(www, "no bearer token was sent"),
+	    "WWW-Authenticate: %s", www ? www : "(none)");
+	resp_free(r);
+
+	/* 2 failures so far, 18 more: one log line in the first 10 s. */
+	for (i = 0; i < 18; i++)
+		cr_expect_eq(
+		    status_of(s, "POST",
+		        (const char *[]){ACCEPT_BOTH, CT_JSON,
+		            "Authorization: Bearer not-the-token", NULL},
+		        PING),
+		    401);
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0.1"),
+	    1, "one line for the first failures");
+	sleep(11);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON,
+	                     "Authorization: Bearer not-the-token", NULL},
+	                 PING),
+	    401);
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0.1"),
+	    2, "a second line after 10 s");
+	cr_expect_eq(count_lines_with(logpath, "(20 failures from it"), 1,
+	    "the second line counts the 20 failures since the first");
+	cr_expect_eq(count_lines_with(logpath, "not-the-token"), 0,
+	    "the token a client sent is never logged");
+	cr_expect_eq(count_lines_with(logpath, "the-right-token"), 0);
+	srv_finish(s);
+	unlink(path);
+	unlink(logpath);
+}
