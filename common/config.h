@@ -54,7 +54,7 @@ struct config {
 	long http_max_connections;
 
 	/* Modes. */
-	int help, version;
+	int help, version, help_man;
 	char *print_config;
 	char *worker_container; /* internal: run as a worker for this */
 };
@@ -62,5 +62,8 @@ struct config {
 int config_parse(struct config *, int, char **, FILE *);
 void config_free(struct config *);
 void config_usage(FILE *);
+char **config_argv(const struct config *, int *);
+void config_argv_free(char **);
+void config_man(FILE *, const char *);
 
 #endif
