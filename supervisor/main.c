@@ -164,6 +164,7 @@ main(int argc, char **argv)
 	}
 	if (conf.help_man) {
 		config_man(stdout, MCP_SANDBOXD_VERSION);
+		config_free(&conf);
 		return 0;
 	}
 	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) == -1)
