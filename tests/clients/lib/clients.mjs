@@ -98,9 +98,14 @@ export async function startHttpServer(tag, extra = []) {
     await new Promise((r) => setTimeout(r, 50));
   }
   srv.stop = async () => {
+    const stopAt = Date.now();
     if (!srv.exited) proc.kill('SIGTERM');
-    const how = await Promise.race([exited, new Promise((r) => setTimeout(() => r(null), 35000))]);
+    // The server removes its sandboxes first; it gives up after 30 s.
+    let timer;
+    const how = await Promise.race([exited, new Promise((r) => { timer = setTimeout(() => r(null), 35000); })]);
+    clearTimeout(timer);
     if (how === null) proc.kill('SIGKILL');
+    if (process.env.MCP_SANDBOXD_TEST_VERBOSE) process.stderr.write(`server stopped in ${Date.now() - stopAt} ms\n`);
     rmSync(dir, { recursive: true, force: true });
     assert.deepEqual(containersWithLabel(label), [], `containers left behind:\n${srv.stderr}`);
     return how;
