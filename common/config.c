@@ -482,7 +482,7 @@ config_argv(const struct config *c, int *argc)
 			break;
 		case OPT_DOUBLE:
 			argv_add(&v, argc, buf);
-			snprintf(buf, sizeof buf, "%g",
+			snprintf(buf, sizeof buf, "%.15g",
 			    *(const double *)((const char *)c + o->off));
 			argv_add(&v, argc, buf);
 			break;

@@ -108,6 +108,8 @@ export async function startHttpServer(tag, extra = []) {
     if (process.env.MCP_SANDBOXD_TEST_VERBOSE) process.stderr.write(`server stopped in ${Date.now() - stopAt} ms\n`);
     rmSync(dir, { recursive: true, force: true });
     assert.deepEqual(containersWithLabel(label), [], `containers left behind:\n${srv.stderr}`);
+    // 0 on SIGTERM; not 0 also when a sanitizer found something.
+    assert.deepEqual(how, { code: 0, signal: null }, `the server did not exit cleanly:\n${srv.stderr}`);
     return how;
   };
   return srv;

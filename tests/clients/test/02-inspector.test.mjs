@@ -32,6 +32,10 @@ describe('Inspector CLI', () => {
   const stdio = () => [INSPECTOR, '--cli',
     '-e', `MCP_SANDBOXD_IMAGE=${IMAGE}`, '-e', `MCP_SANDBOXD_PYTHON_IMAGE=${IMAGE}`,
     '-e', `MCP_SANDBOXD_LABELS=${srv.label}`, '-e', 'MCP_SANDBOXD_LOG_LEVEL=warn',
+    // The Inspector passes the server only a few variables of its own:
+    // the sanitizer options and DOCKER_HOST explicitly.
+    ...['ASAN_OPTIONS', 'LSAN_OPTIONS', 'UBSAN_OPTIONS', 'DOCKER_HOST']
+      .filter((v) => process.env[v] !== undefined).flatMap((v) => ['-e', `${v}=${process.env[v]}`]),
     BIN];
 
   for (const [name, target] of [['HTTP', http], ['stdio', stdio]]) {
