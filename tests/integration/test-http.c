@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1839,4 +1841,78 @@ Test(http, auth_challenge_and_no_oauth, .timeout = 90)
 	srv_finish(s);
 	unlink(path);
 	unlink(logpath);
+}
+
+/*
+ * --print-config, run as a user would: the claude entry carries the
+ * options given and the directory it ran in, absolute; the claude-http
+ * entry the URL of --listen and the token of --auth-token-file; a
+ * transport or token that cannot make an entry is refused.
+ */
+Test(http, print_config_entries, .timeout = 60)
+{
+	char dir[] = "/tmp/mcp-sandboxd-pc-XXXXXX", tok[64],
+	     cmd[PATH_MAX + 512];
+	char *out;
+	json_object *o;
+	int st, fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd,
+	    "cd %s && %s --image img:1 --pids 64 --print-config claude "
+	    "2>/dev/null",
+	    dir, getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &st);
+	cr_expect_eq(st, 0, "%s", out);
+	o = h_parse(out);
+	cr_assert_not_null(o, "not JSON: %s", out);
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.0"), "--image");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.1"), "img:1");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.2"), "--pids");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.3"), "64");
+	cr_expect_str_eq(
+	    h_str(o, "mcpServers.mcp-sandboxd.args.4"), "--allow-dir");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.5"), dir);
+	json_object_put(o);
+	free(out);
+
+	snprintf(tok, sizeof tok, "%s/token", dir);
+	fd = open(tok, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "tok-123\n", 8) == 8);
+	close(fd);
+	snprintf(cmd, sizeof cmd,
+	    "%s --transport http --listen 127.0.0.1:9123 --auth-token-file "
+	    "%s --print-config claude-http 2>/dev/null",
+	    getenv("MCP_SANDBOXD_BIN"), tok);
+	out = h_run(cmd, &st);
+	cr_expect_eq(st, 0, "%s", out);
+	o = h_parse(out);
+	cr_assert_not_null(o, "not JSON: %s", out);
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.command"), "npx");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.1"),
+	    "http://127.0.0.1:9123/mcp");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.3"),
+	    "Authorization:${AUTH_HEADER}");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.env.AUTH_HEADER"),
+	    "Bearer tok-123");
+	json_object_put(o);
+	free(out);
+
+	snprintf(cmd, sizeof cmd,
+	    "MCP_SANDBOXD_AUTH_TOKEN= %s --print-config claude-http 2>&1",
+	    getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &st);
+	cr_expect_neq(st, 0);
+	cr_expect(h_contains(out, "--auth-token-file"), "said: %s", out);
+	free(out);
+	snprintf(cmd, sizeof cmd,
+	    "%s --transport http --print-config claude 2>&1",
+	    getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &st);
+	cr_expect_neq(st, 0);
+	cr_expect(h_contains(out, "claude-http"), "said: %s", out);
+	free(out);
+	unlink(tok);
+	rmdir(dir);
 }
