@@ -48,6 +48,7 @@
 #define HTTP_ACCEPT_REST_MS 250
 #define HTTP_AUTH_PEERS 64 /* peers whose failed logins are counted */
 #define HTTP_AUTH_LOG_SECONDS 10
+#define HTTP_AUTH_LOG_LINES 20 /* lines per window, all peers together */
 
 /* A connection that has sent a request, and who wants to know its end. */
 struct hconn {
@@ -422,7 +423,10 @@ auth_token_source(void)
  * Failed authentications, logged with the peer's address (never what it
  * sent) at most once per peer per HTTP_AUTH_LOG_SECONDS; the line counts
  * the failures since the peer's last line.  A small table: when it is
- * full the peer seen longest ago gives its place.
+ * full the peer logged longest ago gives its place.  Peers that change
+ * address (a whole IPv6 prefix) cannot flood the log either: past
+ * HTTP_AUTH_LOG_LINES lines in a window the rest are only counted, and
+ * the count is logged when the next window opens.
  */
 struct auth_peer {
 	char addr[64];
@@ -430,6 +434,9 @@ struct auth_peer {
 	long failures; /* since then, not yet in a line */
 };
 static struct auth_peer auth_peers[HTTP_AUTH_PEERS];
+static time_t auth_window; /* start of the current window */
+static int auth_window_lines;
+static long auth_window_unlogged;
 
 static void
 auth_log_failure(struct evhttp_request *req, enum auth_result why)
@@ -466,6 +473,22 @@ auth_log_failure(struct evhttp_request *req, enum auth_result why)
 	p->failures++;
 	if (p->logged != 0 && now - p->logged < HTTP_AUTH_LOG_SECONDS)
 		return;
+	if (now - auth_window >= HTTP_AUTH_LOG_SECONDS) {
+		if (auth_window_unlogged > 0)
+			log_warnx("HTTP authentication: %ld failure line(s) "
+			          "held back (over %d lines in %d s; each "
+			          "peer's next line counts them)",
+			    auth_window_unlogged, HTTP_AUTH_LOG_LINES,
+			    HTTP_AUTH_LOG_SECONDS);
+		auth_window = now;
+		auth_window_lines = 0;
+		auth_window_unlogged = 0;
+	}
+	if (auth_window_lines >= HTTP_AUTH_LOG_LINES) {
+		auth_window_unlogged++;
+		return;
+	}
+	auth_window_lines++;
 	log_warnx("HTTP authentication failed from %s: %s (%ld failure%s "
 	          "from it since its last report; at most one line per "
 	          "%d s)",

@@ -1916,3 +1916,57 @@ Test(http, print_config_entries, .timeout = 60)
 	unlink(tok);
 	rmdir(dir);
 }
+
+/*
+ * Peers that change address (here 30 loopback addresses) cannot flood the
+ * log with failed logins: at most 20 lines in 10 s, the rest counted.
+ */
+Test(http, auth_failures_log_is_bounded_across_peers, .timeout = 90)
+{
+	char path[] = "/tmp/mcp-sandboxd-token-XXXXXX";
+	char logpath[] = "/tmp/mcp-sandboxd-log-XXXXXX";
+	char cmd[1024], *out;
+	struct srv *s;
+	int fd, logfd, saved, st;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "the-right-token\n", 16) == 16);
+	close(fd);
+	logfd = mkstemp(logpath);
+	cr_assert(logfd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
+	s = srv_start("--auth-token-file", path, NULL);
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+
+	snprintf(cmd, sizeof cmd,
+	    "n=0; for i in $(seq 2 31); do "
+	    "c=$(curl -s -o /dev/null -w '%%{http_code}' --interface 127.0.0.$i "
+	    "-X POST -H 'Authorization: Bearer no' http://127.0.0.1:%d/mcp); "
+	    "[ \"$c\" = 401 ] && n=$((n+1)); done; echo $n",
+	    s->port);
+	out = h_run(cmd, &st);
+	cr_expect_eq(atoi(out), 30, "401s from 30 addresses: %s", out);
+	free(out);
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0."),
+	    20, "20 lines at most in 10 s, all peers together");
+	sleep(11);
+	snprintf(cmd, sizeof cmd,
+	    "curl -s -o /dev/null --interface 127.0.0.40 -X POST "
+	    "http://127.0.0.1:%d/mcp",
+	    s->port);
+	free(h_run(cmd, &st));
+	cr_expect_eq(count_lines_with(logpath, "10 failure line(s) held back"),
+	    1, "the lines held back are counted");
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0.40"),
+	    1);
+	srv_finish(s);
+	unlink(path);
+	unlink(logpath);
+}
