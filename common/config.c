@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,7 +388,7 @@ int
 config_parse(struct config *c, int argc, char **argv, FILE *err)
 {
 	enum { N = sizeof opts / sizeof opts[0] };
-	struct option lopts[N + 6];
+	struct option lopts[N + 7];
 	const char *v;
 	char *end;
 	size_t i;
@@ -416,7 +417,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	lopts[N + 3] = (struct option){"worker", required_argument, NULL, 'W'};
 	lopts[N + 4] =
 	    (struct option){"worker-uid", required_argument, NULL, 'U'};
-	lopts[N + 5] = (struct option){NULL, 0, NULL, 0};
+	lopts[N + 5] = (struct option){"help-man", no_argument, NULL, 'M'};
+	lopts[N + 6] = (struct option){NULL, 0, NULL, 0};
 
 	optind = 0; /* 0, not 1: a full reset of getopt's state */
 	opterr = 0;
@@ -434,6 +436,9 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 			break;
 		case 'V':
 			c->version = 1;
+			break;
+		case 'M':
+			c->help_man = 1;
 			break;
 		case 'P':
 			free(c->print_config);
@@ -544,7 +549,14 @@ config_usage(FILE *f)
 	    "sandboxes.\n\n"
 	    "  -h, --help              this text\n"
 	    "  -V, --version           print the version\n"
-	    "  --print-config claude   print an mcpServers entry\n");
+	    "  --print-config claude   print an mcpServers entry that starts "
+	    "the server\n"
+	    "                          with the options given here\n"
+	    "  --print-config claude-http\n"
+	    "                          print an mcp-remote entry for this "
+	    "HTTP server\n"
+	    "                          (its token from --auth-token-file)\n"
+	    "  --help-man              print the manual page (roff)\n");
 	fprintf(f, "  (MCP_SANDBOXD_AUTH_TOKEN: the HTTP bearer token itself, "
 	           "an alternative to --auth-token-file)\n");
 	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
@@ -587,4 +599,265 @@ config_list_match(const struct config_list *l, const char *s)
 		if (fnmatch(l->v[i], s, 0) == 0)
 			return 1;
 	return 0;
+}
+
+/* Does the option's value differ from its default? */
+static int
+opt_changed(const struct config *c, const struct opt *o)
+{
+	const char *v;
+
+	switch (o->type) {
+	case OPT_STR:
+		v = *(char *const *)((const char *)c + o->off);
+		if (v == NULL)
+			return 0;
+		return o->def == NULL || strcmp(v, o->def) != 0;
+	case OPT_LONG:
+		return *(const long *)((const char *)c + o->off) !=
+		       strtol(o->def, NULL, 10);
+	case OPT_DOUBLE:
+		return *(const double *)((const char *)c + o->off) !=
+		       strtod(o->def, NULL);
+	case OPT_BOOL:
+		return *(const int *)((const char *)c + o->off) !=
+		       (strcmp(o->def, "1") == 0);
+	case OPT_LABEL:
+		return c->nlabels > 0;
+	case OPT_DIR:
+		return c->nallow_dirs > 0;
+	case OPT_LIST:
+		return ((const struct config_list *)((const char *)c + o->off))
+		           ->n > 0;
+	}
+	return 0;
+}
+
+static void
+argv_add(char ***v, int *n, const char *s)
+{
+	*v = xrealloc(*v, ((size_t)*n + 2) * sizeof **v);
+	(*v)[(*n)++] = xstrdup(s);
+	(*v)[*n] = NULL;
+}
+
+/*
+ * The command line that reproduces c: every option whose value is not
+ * its default (whether it came from argv or the environment), in the
+ * table's order, directories made absolute (a client may start the
+ * server anywhere, "/" included).  The token itself is never among
+ * them.  Returns a NULL-terminated vector, *argc its length;
+ * config_argv_free frees it.
+ */
+char **
+config_argv(const struct config *c, int *argc)
+{
+	char **v = NULL, buf[64], abs[PATH_MAX];
+	const struct config_list *list;
+	const struct opt *o;
+	size_t i;
+	int j;
+
+	*argc = 0;
+	v = xcalloc(1, sizeof *v);
+	for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		o = &opts[i];
+		if (!opt_changed(c, o))
+			continue;
+		snprintf(buf, sizeof buf, "--%s", o->name);
+		switch (o->type) {
+		case OPT_STR:
+			argv_add(&v, argc, buf);
+			argv_add(&v, argc,
+			    *(char *const *)((const char *)c + o->off));
+			break;
+		case OPT_LONG:
+			argv_add(&v, argc, buf);
+			snprintf(buf, sizeof buf, "%ld",
+			    *(const long *)((const char *)c + o->off));
+			argv_add(&v, argc, buf);
+			break;
+		case OPT_DOUBLE:
+			argv_add(&v, argc, buf);
+			snprintf(buf, sizeof buf, "%.15g",
+			    *(const double *)((const char *)c + o->off));
+			argv_add(&v, argc, buf);
+			break;
+		case OPT_BOOL:
+			if (*(const int *)((const char *)c + o->off))
+				argv_add(&v, argc, buf);
+			else {
+				snprintf(
+				    buf, sizeof buf, "--%s=false", o->name);
+				argv_add(&v, argc, buf);
+			}
+			break;
+		case OPT_LABEL:
+			for (j = 0; j < c->nlabels; j++) {
+				argv_add(&v, argc, buf);
+				argv_add(&v, argc, c->labels[j]);
+			}
+			break;
+		case OPT_DIR:
+			for (j = 0; j < c->nallow_dirs; j++) {
+				argv_add(&v, argc, buf);
+				argv_add(&v, argc,
+				    realpath(c->allow_dirs[j], abs) != NULL
+				        ? abs
+				        : c->allow_dirs[j]);
+			}
+			break;
+		case OPT_LIST:
+			list = (const struct config_list *)((const char *)c +
+			                                    o->off);
+			for (j = 0; j < list->n; j++) {
+				argv_add(&v, argc, buf);
+				argv_add(&v, argc, list->v[j]);
+			}
+			break;
+		}
+	}
+	return v;
+}
+
+void
+config_argv_free(char **v)
+{
+	char **p;
+
+	if (v == NULL)
+		return;
+	for (p = v; *p != NULL; p++)
+		free(*p);
+	free(v);
+}
+
+/* s for roff: a leading dot or quote escaped, backslashes and dashes.
+ */
+static void
+roff_text(FILE *f, const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", f);
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			fputs("\\e", f);
+		else if (*s == '-')
+			fputs("\\-", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/*
+ * The manual page (mdoc-free man(7) roff), from the same table as
+ * --help, so the two cannot disagree; the build runs it (--help-man)
+ * and installs the result as mcp-sandboxd.1.
+ */
+void
+config_man(FILE *f, const char *version)
+{
+	size_t i;
+
+	fprintf(f, ".\\\" Generated by mcp-sandboxd --help-man from the "
+	           "option table in common/config.c; do not edit.\n");
+	fprintf(f,
+	    ".TH MCP\\-SANDBOXD 1 \"\" \"mcp-sandboxd %s\" "
+	    "\"User Commands\"\n",
+	    version);
+	fputs(
+	    ".SH NAME\n"
+	    "mcp\\-sandboxd \\- an MCP server that runs code in Docker "
+	    "sandboxes\n"
+	    ".SH SYNOPSIS\n"
+	    ".B mcp\\-sandboxd\n"
+	    "[\\fIoptions\\fR]\n"
+	    ".SH DESCRIPTION\n"
+	    ".B mcp\\-sandboxd\n"
+	    "is a Model Context Protocol server, over standard input and "
+	    "output (stdio) or Streamable HTTP, whose tools create Docker "
+	    "containers, run commands and code in them, and copy files in "
+	    "and out.\n"
+	    "Each sandbox is hardened: an unprivileged user, no network, a "
+	    "read\\-only root, and limits on memory, CPU, processes and "
+	    "output.\n"
+	    ".PP\n"
+	    "Every option can also be set by the environment variable shown "
+	    "with it; the command line wins.\n"
+	    ".SH OPTIONS\n"
+	    ".TP\n"
+	    ".BR \\-h \", \" \\-\\-help\n"
+	    "Print the options and exit.\n"
+	    ".TP\n"
+	    ".BR \\-V \", \" \\-\\-version\n"
+	    "Print the version and exit.\n"
+	    ".TP\n"
+	    ".BI \\-\\-print\\-config \" client\"\n"
+	    "Print a client configuration entry that starts the server "
+	    "with the options given, and exit:\n"
+	    ".B claude\n"
+	    "(an mcpServers entry for stdio) or\n"
+	    ".B claude\\-http\n"
+	    "(an mcp\\-remote entry for a running HTTP server, with the token "
+	    "of \\-\\-auth\\-token\\-file).\n"
+	    ".TP\n"
+	    ".B \\-\\-help\\-man\n"
+	    "Print this manual page (roff) and exit.\n",
+	    f);
+	for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		fputs(".TP\n\\fB\\-\\-", f);
+		roff_text(f, opts[i].name);
+		fputs(opts[i].type == OPT_BOOL ? "\\fR[=\\fIbool\\fR]\n"
+		      : opts[i].type == OPT_LABEL
+		          ? "\\fR \\fIkey\\fR=\\fIvalue\\fR\n"
+		      : opts[i].type == OPT_DIR ? "\\fR \\fIdir\\fR\n"
+		                                : "\\fR \\fIvalue\\fR\n",
+		    f);
+		roff_text(f, opts[i].help);
+		fputs(".\n.br\nEnvironment: \\fB", f);
+		roff_text(f, opts[i].env);
+		fputs("\\fR", f);
+		if (opts[i].def != NULL) {
+			fputs("; default: \\fB", f);
+			roff_text(f, opts[i].def);
+			fputs("\\fR", f);
+		}
+		fputs(".\n", f);
+	}
+	fputs(".SH ENVIRONMENT\n"
+	      ".TP\n"
+	      ".B MCP_SANDBOXD_AUTH_TOKEN\n"
+	      "The bearer token HTTP clients must send, an alternative to "
+	      "\\-\\-auth\\-token\\-file (never a flag: the command line shows "
+	      "in ps).\n"
+	      ".SH FILES\n"
+	      ".TP\n"
+	      ".I /var/run/docker.sock\n"
+	      "The Docker engine's socket (see \\-\\-docker\\-host); its user "
+	      "must be allowed to use it (the docker group).\n"
+	      ".SH EXAMPLES\n"
+	      "A client configuration entry for Claude Desktop:\n"
+	      ".PP\n"
+	      ".RS\n"
+	      ".EX\n"
+	      "mcp\\-sandboxd \\-\\-allow\\-dir ~/project \\-\\-print\\-config "
+	      "claude\n"
+	      ".EE\n"
+	      ".RE\n"
+	      ".PP\n"
+	      "A Streamable HTTP server on loopback with a token:\n"
+	      ".PP\n"
+	      ".RS\n"
+	      ".EX\n"
+	      "mcp\\-sandboxd \\-\\-transport http \\-\\-auth\\-token\\-file "
+	      "~/.config/mcp\\-sandboxd/token\n"
+	      ".EE\n"
+	      ".RE\n"
+	      ".PP\n"
+	      "An example systemd unit for the HTTP transport is installed "
+	      "with the documentation (examples/mcp\\-sandboxd.service).\n"
+	      ".SH SEE ALSO\n"
+	      ".BR docker (1),\n"
+	      ".BR systemd.exec (5)\n",
+	    f);
 }

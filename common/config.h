@@ -71,7 +71,7 @@ struct config {
 	long http_max_connections;
 
 	/* Modes. */
-	int help, version;
+	int help, version, help_man;
 	char *print_config;
 	char *worker_container; /* internal: run as a worker for this */
 	long worker_uid; /* internal: the sandbox's uid, for the worker */
@@ -83,5 +83,8 @@ void config_usage(FILE *);
 void config_list_free(struct config_list *);
 int config_list_has(const struct config_list *, const char *);
 int config_list_match(const struct config_list *, const char *);
+char **config_argv(const struct config *, int *);
+void config_argv_free(char **);
+void config_man(FILE *, const char *);
 
 #endif

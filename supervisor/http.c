@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -45,6 +46,9 @@
 #define HTTP_TOKEN_MAX 4096
 #define HTTP_MAX_LIST 64
 #define HTTP_ACCEPT_REST_MS 250
+#define HTTP_AUTH_PEERS 64 /* peers whose failed logins are counted */
+#define HTTP_AUTH_LOG_SECONDS 10
+#define HTTP_AUTH_LOG_LINES 20 /* lines per window, all peers together */
 
 /* A connection that has sent a request, and who wants to know its end. */
 struct hconn {
@@ -377,22 +381,187 @@ content_type_json(struct evhttp_request *req)
 	return n == 16 && strncasecmp(v, "application/json", 16) == 0;
 }
 
+/* --- authentication --- */
+
+enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_NOT_BEARER, AUTH_WRONG };
+
 /* "Bearer <token>", the scheme in any case, compared in constant time. */
-static int
-auth_ok(struct evhttp_request *req)
+static enum auth_result
+auth_check(struct evhttp_request *req)
 {
 	const char *v;
 
 	if (token == NULL)
-		return 1;
+		return AUTH_OK;
 	v = evhttp_find_header(
 	    evhttp_request_get_input_headers(req), "Authorization");
-	if (v == NULL || strncasecmp(v, "Bearer ", 7) != 0)
-		return 0;
+	if (v == NULL)
+		return AUTH_MISSING;
+	if (strncasecmp(v, "Bearer ", 7) != 0)
+		return AUTH_NOT_BEARER;
 	v += 7;
 	while (*v == ' ')
 		v++;
-	return http_ct_equal(v, strlen(v), token, token_len);
+	return http_ct_equal(v, strlen(v), token, token_len) ? AUTH_OK
+	                                                     : AUTH_WRONG;
+}
+
+/*
+ * Where the operator configured the token, for the messages that tell a
+ * client what to send.  No quote or backslash: it goes into a quoted
+ * string of WWW-Authenticate (RFC 6750 error_description).
+ */
+static const char *
+auth_token_source(void)
+{
+	return sup.conf->auth_token_file != NULL
+	           ? "the token configured with --auth-token-file"
+	           : "the token configured in MCP_SANDBOXD_AUTH_TOKEN";
+}
+
+/*
+ * Failed authentications, logged with the peer's address (never what it
+ * sent) at most once per peer per HTTP_AUTH_LOG_SECONDS; the line counts
+ * the failures since the peer's last line.  A small table: when it is
+ * full the peer logged longest ago gives its place.  Peers that change
+ * address (a whole IPv6 prefix) cannot flood the log either: past
+ * HTTP_AUTH_LOG_LINES lines in a window the rest are only counted, and
+ * the count is logged when the next window opens.
+ */
+struct auth_peer {
+	char addr[64];
+	time_t logged; /* when its last line was written */
+	long failures; /* since then, not yet in a line */
+};
+static struct auth_peer auth_peers[HTTP_AUTH_PEERS];
+static time_t auth_window; /* start of the current window */
+static int auth_window_lines;
+static long auth_window_unlogged;
+
+static void
+auth_log_failure(struct evhttp_request *req, enum auth_result why)
+{
+	static const char *const reasons[] = {
+	    [AUTH_MISSING] = "no Authorization header",
+	    [AUTH_NOT_BEARER] = "not a Bearer token",
+	    [AUTH_WRONG] = "wrong bearer token",
+	};
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct auth_peer *p = NULL, *oldest = &auth_peers[0];
+	char *addr = NULL;
+	ev_uint16_t port;
+	time_t now = time(NULL);
+	size_t i;
+
+	if (evcon != NULL)
+		evhttp_connection_get_peer(evcon, &addr, &port);
+	for (i = 0; i < HTTP_AUTH_PEERS; i++) {
+		if (strcmp(auth_peers[i].addr,
+		        addr != NULL ? addr : "(unknown)") == 0) {
+			p = &auth_peers[i];
+			break;
+		}
+		if (auth_peers[i].logged < oldest->logged)
+			oldest = &auth_peers[i];
+	}
+	if (p == NULL) {
+		p = oldest;
+		memset(p, 0, sizeof *p);
+		snprintf(p->addr, sizeof p->addr, "%s",
+		    addr != NULL ? addr : "(unknown)");
+	}
+	p->failures++;
+	if (p->logged != 0 && now - p->logged < HTTP_AUTH_LOG_SECONDS)
+		return;
+	if (now - auth_window >= HTTP_AUTH_LOG_SECONDS) {
+		if (auth_window_unlogged > 0)
+			log_warnx("HTTP authentication: %ld failure line(s) "
+			          "held back (over %d lines in %d s; each "
+			          "peer's next line counts them)",
+			    auth_window_unlogged, HTTP_AUTH_LOG_LINES,
+			    HTTP_AUTH_LOG_SECONDS);
+		auth_window = now;
+		auth_window_lines = 0;
+		auth_window_unlogged = 0;
+	}
+	if (auth_window_lines >= HTTP_AUTH_LOG_LINES) {
+		auth_window_unlogged++;
+		return;
+	}
+	auth_window_lines++;
+	log_warnx("HTTP authentication failed from %s: %s (%ld failure%s "
+	          "from it since its last report; at most one line per "
+	          "%d s)",
+	    p->addr, reasons[why], p->failures, p->failures == 1 ? "" : "s",
+	    HTTP_AUTH_LOG_SECONDS);
+	p->logged = now;
+	p->failures = 0;
+}
+
+/*
+ * 401 in the words of RFC 6750 and the MCP authorization specification:
+ * a Bearer challenge with an error and a description of what to send.
+ * No resource_metadata: this server is no OAuth resource server, and its
+ * discovery paths answer 404 (http_not_found), so a client that looks
+ * for an authorization server finds none instead of starting a sign-in.
+ */
+static void
+auth_refuse(struct evhttp_request *req, enum auth_result why)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	char desc[256], hdr[400], msg[400];
+
+	auth_log_failure(req, why);
+	snprintf(desc, sizeof desc,
+	    "%s; send Authorization: Bearer <token> with %s (this server "
+	    "does not do OAuth)",
+	    why == AUTH_WRONG        ? "the bearer token is wrong"
+	    : why == AUTH_NOT_BEARER ? "the Authorization header is not a "
+	                               "Bearer token"
+	                             : "no bearer token was sent",
+	    auth_token_source());
+	snprintf(hdr, sizeof hdr,
+	    "Bearer realm=\"mcp-sandboxd\", error=\"%s\", "
+	    "error_description=\"%s\"",
+	    why == AUTH_WRONG ? "invalid_token" : "invalid_request", desc);
+	snprintf(msg, sizeof msg, "Unauthorized: %s", desc);
+	evhttp_add_header(out, "Connection", "close");
+	evhttp_add_header(out, "WWW-Authenticate", hdr);
+	http_reply_error(req, 401, NULL, HTTP_RPC_BAD_REQUEST, msg);
+}
+
+/*
+ * Every path but /mcp and /metrics answers 404 before the token is
+ * checked: above all the OAuth ones, the discovery documents (RFC 9728
+ * protected resource metadata, RFC 8414 authorization server metadata,
+ * OpenID configuration, with the /mcp suffix or inside /mcp/) and the
+ * endpoints clients assume without them (/register, /authorize,
+ * /token).  This server has none of them, and a 401 there would send a
+ * client into an OAuth sign-in that waits for a browser forever; a 404
+ * ends its discovery, and the description names what to send instead.
+ * The message avoids the word "Unauthorized", which some clients take
+ * as a reason to start a sign-in.
+ */
+static int
+http_not_found(struct evhttp_request *req, const char *path)
+{
+	char msg[300];
+
+	if (path != NULL &&
+	    (strcmp(path, "/mcp") == 0 || strcmp(path, "/metrics") == 0))
+		return 0;
+	if (token != NULL)
+		snprintf(msg, sizeof msg,
+		    "Not Found: the MCP endpoint is /mcp, and this server "
+		    "does not do OAuth; send Authorization: Bearer <token> "
+		    "with %s",
+		    auth_token_source());
+	else
+		snprintf(msg, sizeof msg,
+		    "Not Found: the MCP endpoint is /mcp (this server does "
+		    "not do OAuth and asks for no token)");
+	http_reply_error(req, 404, NULL, HTTP_RPC_BAD_REQUEST, msg);
+	return 1;
 }
 
 /* --- /metrics --- */
@@ -592,6 +761,7 @@ http_cb(struct evhttp_request *req, void *arg)
 	const struct evhttp_uri *uri;
 	const char *path, *v;
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	enum auth_result why;
 
 	(void)arg;
 	if (sup.shutting_down) {
@@ -626,18 +796,14 @@ http_cb(struct evhttp_request *req, void *arg)
 		if (http_cors(req, v, cmd))
 			return;
 	}
-	if (!auth_ok(req)) {
-		evhttp_add_header(out, "Connection", "close");
-		evhttp_add_header(out, "WWW-Authenticate",
-		    evhttp_find_header(in, "Authorization") != NULL
-		        ? "Bearer realm=\"mcp-sandboxd\", error=\"invalid_token\""
-		        : "Bearer realm=\"mcp-sandboxd\"");
-		http_reply_error(req, 401, NULL, HTTP_RPC_BAD_REQUEST,
-		    "Unauthorized: send Authorization: Bearer <token>");
-		return;
-	}
 	uri = evhttp_request_get_evhttp_uri(req);
 	path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	if (http_not_found(req, path))
+		return;
+	if ((why = auth_check(req)) != AUTH_OK) {
+		auth_refuse(req, why);
+		return;
+	}
 	if (path != NULL && strcmp(path, "/metrics") == 0) {
 		if (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD) {
 			http_metrics_reply(req);
@@ -645,11 +811,6 @@ http_cb(struct evhttp_request *req, void *arg)
 		}
 		evhttp_add_header(out, "Allow", "GET, HEAD");
 		http_reply(req, 405, NULL, NULL, 0);
-		return;
-	}
-	if (path == NULL || strcmp(path, "/mcp") != 0) {
-		http_reply_error(req, 404, NULL, HTTP_RPC_BAD_REQUEST,
-		    "Not Found: the MCP endpoint is /mcp");
 		return;
 	}
 	if (!version_ok(req)) {

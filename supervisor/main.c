@@ -119,29 +119,6 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-print_config(const char *client)
-{
-	json_object *o, *servers, *server;
-
-	if (strcmp(client, "claude") != 0) {
-		fprintf(stderr, "--print-config: only \"claude\" is known\n");
-		exit(2);
-	}
-	o = json_object_new_object();
-	servers = json_object_new_object();
-	server = json_object_new_object();
-	json_object_object_add(
-	    server, "command", json_object_new_string(sup.self_exe));
-	json_object_object_add(server, "args", json_object_new_array());
-	json_object_object_add(servers, "mcp-sandboxd", server);
-	json_object_object_add(o, "mcpServers", servers);
-	printf("%s\n",
-	    json_object_to_json_string_ext(
-	        o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-}
-
-static void
 make_instance_id(void)
 {
 	unsigned char r[16];
@@ -185,13 +162,19 @@ main(int argc, char **argv)
 		printf("mcp-sandboxd %s\n", MCP_SANDBOXD_VERSION);
 		return 0;
 	}
+	if (conf.help_man) {
+		config_man(stdout, MCP_SANDBOXD_VERSION);
+		config_free(&conf);
+		return 0;
+	}
 	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) == -1)
 		fatal("readlink /proc/self/exe");
 	exe[n] = '\0';
 	sup.self_exe = exe;
 	if (conf.print_config != NULL) {
-		print_config(conf.print_config);
-		return 0;
+		rv = print_config(&conf, conf.print_config, exe);
+		config_free(&conf);
+		return rv;
 	}
 
 	sup.conf = &conf;

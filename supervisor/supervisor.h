@@ -143,6 +143,9 @@ void mcp_log(struct session *, int, const char *, ...)
 struct call *call_new(struct session *, json_object *, const char *);
 void call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
+
+/* printconfig.c: --print-config */
+int print_config(const struct config *, const char *, const char *);
 /* Used by nothing in the server proper; the conformance fixtures use them. */
 void mcp_call_log(struct call *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));

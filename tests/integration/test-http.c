@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1699,4 +1701,272 @@ Test(http, get_stream_resumption, .timeout = 120)
 	free(cid);
 	free(sid);
 	srv_finish(s);
+}
+
+/* Lines of the file holding needle. */
+static int
+count_lines_with(const char *path, const char *needle)
+{
+	char line[1024];
+	FILE *f;
+	int n = 0;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strstr(line, needle) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * The server does no OAuth, and says so the way the MCP authorization
+ * specification lets a client understand: its discovery paths (and the
+ * OAuth endpoints clients assume without them) answer 404 without a token,
+ * and a 401 carries a Bearer challenge whose error_description names the
+ * token to send.  Failed logins are logged, at most one line per peer per
+ * 10 s, with a count and never with what was sent.
+ */
+Test(http, auth_challenge_and_no_oauth, .timeout = 90)
+{
+	static const char *const oauth_paths[] = {
+	    "/.well-known/oauth-protected-resource",
+	    "/.well-known/oauth-protected-resource/mcp",
+	    "/.well-known/oauth-authorization-server",
+	    "/.well-known/oauth-authorization-server/mcp",
+	    "/.well-known/openid-configuration",
+	    "/.well-known/openid-configuration/mcp",
+	    "/mcp/.well-known/openid-configuration", "/register", "/authorize",
+	    "/token", NULL};
+	char path[] = "/tmp/mcp-sandboxd-token-XXXXXX";
+	char logpath[] = "/tmp/mcp-sandboxd-log-XXXXXX";
+	char url[128];
+	const char *www;
+	struct resp *r;
+	struct srv *s;
+	int fd, logfd, saved, i;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "the-right-token\n", 16) == 16);
+	close(fd);
+	/* The server's stderr into a file, to read its log. */
+	logfd = mkstemp(logpath);
+	cr_assert(logfd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
+	s = srv_start("--auth-token-file", path, NULL);
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+	snprintf(s->token, sizeof s->token, "the-right-token");
+
+	for (i = 0; oauth_paths[i] != NULL; i++) {
+		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port,
+		    oauth_paths[i]);
+		r = http_full(s, i < 7 ? "GET" : "POST", url,
+		    (const char *[]){"Authorization:", NULL}, "{}", 2, 10000,
+		    0);
+		cr_expect_eq(r->status, 404, "%s without a token: %ld",
+		    oauth_paths[i], r->status);
+		cr_expect(resp_header(r, "WWW-Authenticate") == NULL);
+		cr_expect(r->body != NULL &&
+		              strstr(r->body, "does not do OAuth") != NULL &&
+		              strstr(r->body, "--auth-token-file") != NULL &&
+		              strstr(r->body, "Unauthorized") == NULL,
+		    "%s said: %s", oauth_paths[i], r->body ? r->body : "");
+		resp_free(r);
+	}
+
+	r = http_do(s, "POST",
+	    (const char *[]){ACCEPT_BOTH, CT_JSON,
+	        "Authorization: Bearer not-the-token", NULL},
+	    PING);
+	cr_expect_eq(r->status, 401);
+	www = resp_header(r, "WWW-Authenticate");
+	cr_expect(www != NULL &&
+	              strncmp(www,
+	                  "Bearer realm=\"mcp-sandboxd\", "
+	                  "error=\"invalid_token\", "
+	                  "error_description=\"",
+	                  64) == 0 &&
+	              strstr(www, "send Authorization: Bearer <token> with "
+	                          "the token configured with "
+	                          "--auth-token-file") != NULL,
+	    "WWW-Authenticate: %s", www ? www : "(none)");
+	cr_expect(r->body != NULL &&
+	              strstr(r->body, "send Authorization: Bearer <token> "
+	                              "with the token configured with "
+	                              "--auth-token-file") != NULL,
+	    "body: %s", r->body ? r->body : "");
+	resp_free(r);
+
+	r = http_full(s, "POST", s->url,
+	    (const char *[]){ACCEPT_BOTH, CT_JSON, "Authorization:", NULL},
+	    PING, strlen(PING), 10000, 0);
+	cr_expect_eq(r->status, 401);
+	www = resp_header(r, "WWW-Authenticate");
+	cr_expect(www != NULL && strstr(www, "error=\"invalid_request\"") &&
+	              strstr(www, "no bearer token was sent"),
+	    "WWW-Authenticate: %s", www ? www : "(none)");
+	resp_free(r);
+
+	/* 2 failures so far, 18 more: one log line in the first 10 s. */
+	for (i = 0; i < 18; i++)
+		cr_expect_eq(
+		    status_of(s, "POST",
+		        (const char *[]){ACCEPT_BOTH, CT_JSON,
+		            "Authorization: Bearer not-the-token", NULL},
+		        PING),
+		    401);
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0.1"),
+	    1, "one line for the first failures");
+	sleep(11);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON,
+	                     "Authorization: Bearer not-the-token", NULL},
+	                 PING),
+	    401);
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0.1"),
+	    2, "a second line after 10 s");
+	cr_expect_eq(count_lines_with(logpath, "(20 failures from it"), 1,
+	    "the second line counts the 20 failures since the first");
+	cr_expect_eq(count_lines_with(logpath, "not-the-token"), 0,
+	    "the token a client sent is never logged");
+	cr_expect_eq(count_lines_with(logpath, "the-right-token"), 0);
+	srv_finish(s);
+	unlink(path);
+	unlink(logpath);
+}
+
+/*
+ * --print-config, run as a user would: the claude entry carries the
+ * options given and the directory it ran in, absolute; the claude-http
+ * entry the URL of --listen and the token of --auth-token-file; a
+ * transport or token that cannot make an entry is refused.
+ */
+Test(http, print_config_entries, .timeout = 60)
+{
+	char dir[] = "/tmp/mcp-sandboxd-pc-XXXXXX", tok[64],
+	     cmd[PATH_MAX + 512];
+	char *out;
+	json_object *o;
+	int st, fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd,
+	    "cd %s && %s --image img:1 --pids 64 --print-config claude "
+	    "2>/dev/null",
+	    dir, getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &st);
+	cr_expect_eq(st, 0, "%s", out);
+	o = h_parse(out);
+	cr_assert_not_null(o, "not JSON: %s", out);
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.0"), "--image");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.1"), "img:1");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.2"), "--pids");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.3"), "64");
+	cr_expect_str_eq(
+	    h_str(o, "mcpServers.mcp-sandboxd.args.4"), "--allow-dir");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.5"), dir);
+	json_object_put(o);
+	free(out);
+
+	snprintf(tok, sizeof tok, "%s/token", dir);
+	fd = open(tok, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "tok-123\n", 8) == 8);
+	close(fd);
+	snprintf(cmd, sizeof cmd,
+	    "%s --transport http --listen 127.0.0.1:9123 --auth-token-file "
+	    "%s --print-config claude-http 2>/dev/null",
+	    getenv("MCP_SANDBOXD_BIN"), tok);
+	out = h_run(cmd, &st);
+	cr_expect_eq(st, 0, "%s", out);
+	o = h_parse(out);
+	cr_assert_not_null(o, "not JSON: %s", out);
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.command"), "npx");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.1"),
+	    "http://127.0.0.1:9123/mcp");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.args.3"),
+	    "Authorization:${AUTH_HEADER}");
+	cr_expect_str_eq(h_str(o, "mcpServers.mcp-sandboxd.env.AUTH_HEADER"),
+	    "Bearer tok-123");
+	json_object_put(o);
+	free(out);
+
+	snprintf(cmd, sizeof cmd,
+	    "MCP_SANDBOXD_AUTH_TOKEN= %s --print-config claude-http 2>&1",
+	    getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &st);
+	cr_expect_neq(st, 0);
+	cr_expect(h_contains(out, "--auth-token-file"), "said: %s", out);
+	free(out);
+	snprintf(cmd, sizeof cmd,
+	    "%s --transport http --print-config claude 2>&1",
+	    getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &st);
+	cr_expect_neq(st, 0);
+	cr_expect(h_contains(out, "claude-http"), "said: %s", out);
+	free(out);
+	unlink(tok);
+	rmdir(dir);
+}
+
+/*
+ * Peers that change address (here 30 loopback addresses) cannot flood the
+ * log with failed logins: at most 20 lines in 10 s, the rest counted.
+ */
+Test(http, auth_failures_log_is_bounded_across_peers, .timeout = 90)
+{
+	char path[] = "/tmp/mcp-sandboxd-token-XXXXXX";
+	char logpath[] = "/tmp/mcp-sandboxd-log-XXXXXX";
+	char cmd[1024], *out;
+	struct srv *s;
+	int fd, logfd, saved, st;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "the-right-token\n", 16) == 16);
+	close(fd);
+	logfd = mkstemp(logpath);
+	cr_assert(logfd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
+	s = srv_start("--auth-token-file", path, NULL);
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+
+	snprintf(cmd, sizeof cmd,
+	    "n=0; for i in $(seq 2 31); do "
+	    "c=$(curl -s -o /dev/null -w '%%{http_code}' --interface 127.0.0.$i "
+	    "-X POST -H 'Authorization: Bearer no' http://127.0.0.1:%d/mcp); "
+	    "[ \"$c\" = 401 ] && n=$((n+1)); done; echo $n",
+	    s->port);
+	out = h_run(cmd, &st);
+	cr_expect_eq(atoi(out), 30, "401s from 30 addresses: %s", out);
+	free(out);
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0."),
+	    20, "20 lines at most in 10 s, all peers together");
+	sleep(11);
+	snprintf(cmd, sizeof cmd,
+	    "curl -s -o /dev/null --interface 127.0.0.40 -X POST "
+	    "http://127.0.0.1:%d/mcp",
+	    s->port);
+	free(h_run(cmd, &st));
+	cr_expect_eq(count_lines_with(logpath, "10 failure line(s) held back"),
+	    1, "the lines held back are counted");
+	cr_expect_eq(count_lines_with(logpath, "authentication failed from "
+	                                       "127.0.0.40"),
+	    1);
+	srv_finish(s);
+	unlink(path);
+	unlink(logpath);
 }

@@ -1,7 +1,9 @@
 /* Unit tests of configuration parsing (common/config.c). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -654,4 +656,128 @@ Test(config, deny_copy_names_from_environment_and_repeated_flags)
 	cr_assert_str_eq(conf.deny_copy_names.v[4], ".direnv");
 	config_free(&conf);
 	unsetenv("MCP_SANDBOXD_DENY_COPY_NAMES");
+}
+
+/* The argument vector of config_argv as one space-separated string. */
+static char *
+argv_joined(void)
+{
+	char **v, *s = NULL;
+	size_t len = 0;
+	FILE *f;
+	int n, i;
+
+	v = config_argv(&conf, &n);
+	cr_assert_not_null(v);
+	cr_assert_null(v[n], "config_argv's vector is NULL-terminated");
+	f = open_memstream(&s, &len);
+	cr_assert_not_null(f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? " " : "", v[i]);
+	cr_assert_eq(fclose(f), 0);
+	config_argv_free(v);
+	return s;
+}
+
+Test(config, argv_of_defaults_is_empty)
+{
+	char *s;
+
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	s = argv_joined();
+	cr_expect_str_eq(s, "");
+	free(s);
+}
+
+/*
+ * --print-config reproduces the configuration: every option given that
+ * is not its default, from argv or the environment, directories absolute;
+ * never the token.
+ */
+Test(config, argv_reproduces_the_options_given)
+{
+	char cwd[4096], want[8192], *s;
+
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	setenv("MCP_SANDBOXD_MEMORY_MB", "1024", 1);
+	setenv("MCP_SANDBOXD_AUTH_TOKEN", "sekrit-token", 1);
+	cr_assert_eq(
+	    PARSE("--image", "img:1", "--cpus", "1.5", "--allow-network",
+	        "bridge", "--transport", "both", "--allow-dir", ".", "--label",
+	        "a=b", "--label", "c=d", "--max-line", "16777216"),
+	    0, "%s", errtext);
+	s = argv_joined();
+	snprintf(want, sizeof want,
+	    "--image img:1 --memory-mb 1024 --cpus 1.5 --allow-network bridge "
+	    "--transport both --allow-dir %s --label a=b --label c=d",
+	    cwd);
+	cr_expect_str_eq(s, want);
+	cr_expect_null(strstr(s, "sekrit"), "the token is never an argument");
+	free(s);
+}
+
+Test(config, argv_parses_back_to_the_same_configuration)
+{
+	char **v, **argv;
+	int n, i;
+
+	cr_assert_eq(
+	    PARSE("--ttl", "60", "--allow-exec-bits", "--allow-network=a,b",
+	        "--log-level", "debug", "--auth-token-file", "/etc/t",
+	        "--allowed-hosts", "example.org"),
+	    0, "%s", errtext);
+	v = config_argv(&conf, &n);
+	argv = calloc((size_t)n + 2, sizeof *argv);
+	cr_assert_not_null(argv);
+	argv[0] = "mcp-sandboxd";
+	for (i = 0; i < n; i++)
+		argv[i + 1] = v[i];
+	config_free(&conf);
+	cr_assert_eq(parse_argv(argv), 0, "%s", errtext);
+	cr_expect_eq(conf.ttl, 60);
+	cr_expect_eq(conf.allow_exec_bits, 1);
+	cr_expect_eq(conf.allow_networks.n, 2);
+	cr_expect_str_eq(conf.log_level, "debug");
+	cr_expect_str_eq(conf.auth_token_file, "/etc/t");
+	cr_expect_str_eq(conf.allowed_hosts, "example.org");
+	free(argv);
+	config_argv_free(v);
+}
+
+/* The man page comes from the table: every option and variable in it. */
+Test(config, man_page_lists_every_option_of_usage)
+{
+	char *usage = NULL, *man = NULL, *p, *q, name[64], roff[160];
+	size_t ulen = 0, mlen = 0, k, j;
+	FILE *f;
+	int n = 0;
+
+	f = open_memstream(&usage, &ulen);
+	config_usage(f);
+	cr_assert_eq(fclose(f), 0);
+	f = open_memstream(&man, &mlen);
+	config_man(f, "0.0.0");
+	cr_assert_eq(fclose(f), 0);
+	cr_expect_eq(strncmp(man, ".\\\"", 3), 0);
+	cr_expect_not_null(strstr(man, "\n.TH MCP\\-SANDBOXD 1 "));
+	for (p = usage; (p = strstr(p, "  --")) != NULL; p = q) {
+		p += 4;
+		for (q = p, k = 0; (isalnum((unsigned char)*q) || *q == '-') &&
+		                   k < sizeof name - 1;
+		     q++)
+			name[k++] = *q;
+		name[k] = '\0';
+		/* in roff every dash is \- */
+		strcpy(roff, "\\-\\-");
+		for (j = 0; name[j] != '\0'; j++)
+			strncat(roff,
+			    name[j] == '-' ? "\\-" : (char[]){name[j], 0},
+			    sizeof roff - strlen(roff) - 1);
+		cr_expect_not_null(
+		    strstr(man, roff), "the man page lacks --%s", name);
+		n++;
+	}
+	cr_expect_geq(n, 40, "only %d options in --help", n);
+	free(usage);
+	free(man);
 }

@@ -1,0 +1,234 @@
+/*
+ * --print-config: a client's configuration entry for this server, made
+ * from the options given, so that what the client starts (or reaches)
+ * is the server configured here.
+ *   claude       an mcpServers entry that starts this binary over stdio,
+ *                with every option that is not its default, directories
+ *                absolute (a client may start it from "/");
+ *   claude-http  an mcpServers entry for mcp-remote, the stdio-to-HTTP
+ *                bridge, in front of this server's Streamable HTTP
+ *                transport, with the token of --auth-token-file.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "config.h"
+#include "hostpath.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+#define PRINTCONFIG_TOKEN_MAX 4096
+
+static void
+entry_print(json_object *server)
+{
+	json_object *o, *servers;
+
+	o = json_object_new_object();
+	servers = json_object_new_object();
+	json_object_object_add(servers, "mcp-sandboxd", server);
+	json_object_object_add(o, "mcpServers", servers);
+	printf("%s\n",
+	    json_object_to_json_string_ext(
+	        o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static int
+print_claude(const struct config *c, const char *self_exe)
+{
+	struct hostpolicy hp;
+	json_object *server, *args;
+	char **v, err[512];
+	int n, i;
+
+	if (strcmp(c->transport, "http") == 0) {
+		fprintf(stderr,
+		    "--print-config claude: the client starts the server and "
+		    "talks to it over stdio; for --transport http use "
+		    "--print-config claude-http\n");
+		return 2;
+	}
+	server = json_object_new_object();
+	args = json_object_new_array();
+	json_object_object_add(
+	    server, "command", json_object_new_string(self_exe));
+	v = config_argv(c, &n);
+	for (i = 0; i < n; i++)
+		json_object_array_add(args, json_object_new_string(v[i]));
+	config_argv_free(v);
+	/*
+	 * No --allow-dir given: the directory the server would allow if
+	 * started here, written out, since the client starts it elsewhere.
+	 */
+	if (c->nallow_dirs == 0) {
+		if (hostpolicy_init(&hp, NULL, 0, NULL, err, sizeof err) ==
+		    -1) {
+			fprintf(stderr, "--print-config: %s\n", err);
+			json_object_put(args);
+			json_object_put(server);
+			return 2;
+		}
+		for (i = 0; i < hp.ndirs; i++) {
+			json_object_array_add(
+			    args, json_object_new_string("--allow-dir"));
+			json_object_array_add(
+			    args, json_object_new_string(hp.dirs[i]));
+		}
+		if (hostpolicy_empty(&hp))
+			fprintf(stderr,
+			    "--print-config: no host directory is allowed for "
+			    "the file tools (the current directory is / or a "
+			    "home directory); add --allow-dir DIR\n");
+		hostpolicy_free(&hp);
+	}
+	json_object_object_add(server, "args", args);
+	entry_print(server);
+	return 0;
+}
+
+/* The token as the server reads it: trailing white space dropped. */
+static char *
+token_read(const char *path)
+{
+	char buf[PRINTCONFIG_TOKEN_MAX + 2], *t;
+	size_t len = 0, i;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "--auth-token-file %s: %s\n", path,
+		    strerror(errno));
+		return NULL;
+	}
+	while (len < sizeof buf - 1 &&
+	       (n = read(fd, buf + len, sizeof buf - 1 - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fprintf(stderr, "--auth-token-file %s: %s\n", path,
+			    strerror(errno));
+			close(fd);
+			explicit_bzero(buf, sizeof buf);
+			return NULL;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	while (len > 0 && isspace((unsigned char)buf[len - 1]))
+		len--;
+	buf[len] = '\0';
+	for (i = 0; i < len; i++)
+		if (buf[i] <= ' ' || buf[i] >= 127)
+			break;
+	if (len == 0 || len > PRINTCONFIG_TOKEN_MAX || i < len) {
+		fprintf(stderr,
+		    "--auth-token-file %s: not a token (empty, over %d "
+		    "bytes, or not visible ASCII)\n",
+		    path, PRINTCONFIG_TOKEN_MAX);
+		explicit_bzero(buf, sizeof buf);
+		return NULL;
+	}
+	t = xstrdup(buf);
+	explicit_bzero(buf, sizeof buf);
+	return t;
+}
+
+/* http://HOST:PORT/mcp of --listen; a wildcard address by this host's name. */
+static int
+listen_url(const char *listen, char *url, size_t len)
+{
+	char host[256], *port;
+	size_t hlen;
+
+	if ((port = strrchr(listen, ':')) == NULL || port == listen ||
+	    port[1] == '\0')
+		return -1;
+	hlen = (size_t)(port - listen);
+	if (hlen >= sizeof host)
+		return -1;
+	memcpy(host, listen, hlen);
+	host[hlen] = '\0';
+	if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
+		if (gethostname(host, sizeof host) == -1)
+			return -1;
+		host[sizeof host - 1] = '\0';
+	}
+	if ((size_t)snprintf(url, len, "http://%s:%s/mcp", host, port + 1) >=
+	    len)
+		return -1;
+	return 0;
+}
+
+static int
+print_claude_http(const struct config *c)
+{
+	json_object *server, *args, *env;
+	char url[320], *token, *header;
+
+	if (listen_url(c->listen, url, sizeof url) == -1) {
+		fprintf(stderr, "--listen: expected ADDR:PORT, got \"%s\"\n",
+		    c->listen);
+		return 2;
+	}
+	if (c->auth_token_file != NULL)
+		token = token_read(c->auth_token_file);
+	else if (c->auth_token != NULL)
+		token = xstrdup(c->auth_token);
+	else {
+		fprintf(stderr,
+		    "--print-config claude-http: give the server's "
+		    "--auth-token-file, whose token the entry carries\n");
+		return 2;
+	}
+	if (token == NULL)
+		return 2;
+	server = json_object_new_object();
+	args = json_object_new_array();
+	env = json_object_new_object();
+	json_object_object_add(
+	    server, "command", json_object_new_string("npx"));
+	json_object_array_add(args, json_object_new_string("mcp-remote"));
+	json_object_array_add(args, json_object_new_string(url));
+	json_object_array_add(args, json_object_new_string("--header"));
+	/* No space in the argument: some clients split arguments on it
+	 * (mcp-remote's README); the variable holds "Bearer <token>". */
+	json_object_array_add(
+	    args, json_object_new_string("Authorization:${AUTH_HEADER}"));
+	xasprintf(&header, "Bearer %s", token);
+	json_object_object_add(
+	    env, "AUTH_HEADER", json_object_new_string(header));
+	explicit_bzero(header, strlen(header));
+	explicit_bzero(token, strlen(token));
+	free(header);
+	free(token);
+	json_object_object_add(server, "args", args);
+	json_object_object_add(server, "env", env);
+	entry_print(server);
+	fprintf(stderr, "--print-config: the entry holds the token; keep the "
+	                "client's configuration file private\n");
+	return 0;
+}
+
+/* The entry for client on stdout; the exit status. */
+int
+print_config(const struct config *c, const char *client, const char *self_exe)
+{
+	if (strcmp(client, "claude") == 0)
+		return print_claude(c, self_exe);
+	if (strcmp(client, "claude-http") == 0)
+		return print_claude_http(c);
+	fprintf(stderr,
+	    "--print-config: expected claude or claude-http, got "
+	    "\"%s\"\n",
+	    client);
+	return 2;
+}
