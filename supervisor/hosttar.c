@@ -1,4 +1,5 @@
 /* Tar streams on the host: archive a host tree, extract into one. */
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -1292,29 +1293,26 @@ static int
 in_mkroot(struct tar_in *t)
 {
 	unsigned long long r;
-	int i, fd;
+	int i, made = 0;
 
-	for (i = 0; i < 100; i++) {
-		if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) == -1)
+	for (i = 0; i < 100 && !made; i++) {
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 			return -1;
-		if (read(fd, &r, sizeof r) != (ssize_t)sizeof r) {
-			close(fd);
-			errno = EIO;
-			return -1;
-		}
-		close(fd);
 		free(t->tmpname);
 		xasprintf(&t->tmpname, ".mcp-sandboxd-%016llx.tmp", r);
 		if (mkdirat(t->destfd, t->tmpname, 0700) == 0)
+			made = 1;
+		else if (errno != EEXIST)
 			break;
-		if (errno != EEXIST)
-			return -1;
 	}
-	if ((t->rootfd = openat(t->destfd, t->tmpname,
-	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		unlinkat(t->destfd, t->tmpname, AT_REMOVEDIR);
+	if (!made) {
+		free(t->tmpname);
+		t->tmpname = NULL; /* not ours: never removed */
 		return -1;
 	}
+	if ((t->rootfd = openat(t->destfd, t->tmpname,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1; /* tar_in_free removes it */
 	xasprintf(&t->root, "%s%s%s", t->dest,
 	    strcmp(t->dest, "/") == 0 ? "" : "/", t->tmpname);
 	return 0;
