@@ -1153,9 +1153,6 @@ in_merge(struct tar_in *t, int sfd, int dfd, const char *prefix)
 		    fstatat(sfd, de->d_name, &ss, AT_SYMLINK_NOFOLLOW) == -1 ||
 		    (!S_ISREG(ss.st_mode) && !S_ISDIR(ss.st_mode)))
 			continue;
-		if (*prefix == '\0' && t->single == NULL &&
-		    strcmp(de->d_name, t->tmpname) == 0)
-			continue; /* cannot be: the tree is not in itself */
 		xasprintf(
 		    &name, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name);
 		have = fstatat(dfd, de->d_name, &ds, AT_SYMLINK_NOFOLLOW) == 0;
