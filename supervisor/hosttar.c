@@ -1,4 +1,5 @@
 /* Tar streams on the host: archive a host tree, extract into one. */
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -1162,9 +1163,6 @@ in_merge(struct tar_in *t, int sfd, int dfd, const char *prefix)
 		    fstatat(sfd, de->d_name, &ss, AT_SYMLINK_NOFOLLOW) == -1 ||
 		    (!S_ISREG(ss.st_mode) && !S_ISDIR(ss.st_mode)))
 			continue;
-		if (*prefix == '\0' && t->single == NULL &&
-		    strcmp(de->d_name, t->tmpname) == 0)
-			continue; /* cannot be: the tree is not in itself */
 		xasprintf(
 		    &name, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name);
 		have = fstatat(dfd, de->d_name, &ds, AT_SYMLINK_NOFOLLOW) == 0;
@@ -1302,29 +1300,26 @@ static int
 in_mkroot(struct tar_in *t)
 {
 	unsigned long long r;
-	int i, fd;
+	int i, made = 0;
 
-	for (i = 0; i < 100; i++) {
-		if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) == -1)
+	for (i = 0; i < 100 && !made; i++) {
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 			return -1;
-		if (read(fd, &r, sizeof r) != (ssize_t)sizeof r) {
-			close(fd);
-			errno = EIO;
-			return -1;
-		}
-		close(fd);
 		free(t->tmpname);
 		xasprintf(&t->tmpname, ".mcp-sandboxd-%016llx.tmp", r);
 		if (mkdirat(t->destfd, t->tmpname, 0700) == 0)
+			made = 1;
+		else if (errno != EEXIST)
 			break;
-		if (errno != EEXIST)
-			return -1;
 	}
-	if ((t->rootfd = openat(t->destfd, t->tmpname,
-	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		unlinkat(t->destfd, t->tmpname, AT_REMOVEDIR);
+	if (!made) {
+		free(t->tmpname);
+		t->tmpname = NULL; /* not ours: never removed */
 		return -1;
 	}
+	if ((t->rootfd = openat(t->destfd, t->tmpname,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1; /* tar_in_free removes it */
 	xasprintf(&t->root, "%s%s%s", t->dest,
 	    strcmp(t->dest, "/") == 0 ? "" : "/", t->tmpname);
 	return 0;

@@ -20,7 +20,7 @@ struct tar_limits {
 	uint64_t max_files;
 };
 
-#define TAR_MAX_DEPTH 128 /* directories open at once while archiving */
+#define TAR_MAX_DEPTH 128 /* directories deep: archived, extracted */
 #define TAR_MAX_LISTED 1000 /* paths listed in a report; the rest counted */
 #define TAR_OWNER_ID 65534 /* uid/gid of archived entries, by default */
 

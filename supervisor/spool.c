@@ -126,13 +126,6 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 	return 0;
 }
 
-/* The private directory of this instance (NULL before spool_init). */
-const char *
-spool_path(void)
-{
-	return spool_root;
-}
-
 /*
  * Remove the private directories of instances that died without cleaning
  * up (killed); ours, and those of live or unknown owners, stay.

@@ -14,7 +14,6 @@ struct spool;
 
 int spool_init(const char *, const char *, unsigned long long);
 void spool_reap(void);
-const char *spool_path(void);
 void spool_cleanup(void);
 
 struct spool_dir *spool_dir_new(const char *, long long);

@@ -1,10 +1,12 @@
 /*
  * copy_file_from_sandbox: a file or directory of a sandbox to the host.
- * A file arrives as its bytes and is written without following a symlink
- * at the destination and without replacing anything unless asked; a
- * directory arrives as a tar stream extracted by hosttar.c's secure
- * extractor (regular files and directories only, never outside the
- * destination).  Nothing from the sandbox is trusted.
+ * Either arrives as a tar stream extracted by hosttar.c's extractor
+ * (regular files and directories only, never outside the destination,
+ * never through a symlink, no execute bit unless allowed, no .git or
+ * hostile name), under a byte cap counted on the host, into a private
+ * directory moved into place only once all of it arrived: a failed copy
+ * writes nothing and replaces nothing. Nothing from the sandbox is
+ * trusted, and a stream that stops fails after --transfer-idle-timeout.
  */
 #include <sys/stat.h>
 
@@ -87,7 +89,6 @@ struct cfrom {
 	const char *limit_name;
 	char mode; /* 'F', 'D', or 0 before the first byte */
 	int made; /* D: we made the destination directory */
-	long long bytes; /* of the stream */
 	struct tar_in *tin; /* the extractor */
 	struct evbuffer *held; /* bytes the pipe did not take yet */
 	struct event *ev_pipe, *ev_done, *ev_idle;
@@ -282,7 +283,6 @@ cfrom_sink(struct xrun *run, const char *p, size_t len, void *arg)
 		if (cfrom_start(f) == -1)
 			return 0;
 	}
-	f->bytes += (long long)len;
 	/* Through the pipe; credit comes back as the pipe takes it. */
 	evbuffer_add(f->held, p, len);
 	cfrom_feed(f);
