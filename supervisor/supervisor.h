@@ -51,6 +51,7 @@ struct session {
 	void *transport; /* the transport's own state */
 	int initialized;
 	char version[16]; /* negotiated protocol version */
+	int rev; /* ... as an enum mcp_rev (revision.c) */
 	int log_level; /* notifications/message at or above */
 	int closing, gone;
 	json_object *subs; /* resource URIs subscribed to (a set) */
@@ -146,6 +147,13 @@ int mcp_client_has(struct session *, const char *);
 typedef void (*sreq_done)(struct call *, json_object *, json_object *);
 void mcp_call_request(struct call *, const char *, json_object *, sreq_done);
 void mcp_call_drop_stream(struct call *);
+
+/* revision.c: what each protocol revision may carry */
+enum mcp_rev { REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_N };
+#define REV_LATEST REV_2025_11_25
+int rev_of(const char *);
+const char *rev_name(int);
+void rev_fit(const struct session *, const char *, json_object *);
 
 /* prompts.c: prompts/list, prompts/get, completion/complete */
 struct prompt {
