@@ -6,6 +6,7 @@
 
 #define CONFIG_MAX_LABELS 16
 #define CONFIG_MAX_DIRS 32
+#define CONFIG_MAX_OPTS 128
 
 struct config {
 	char *default_image;
@@ -53,6 +54,10 @@ struct config {
 	long http_timeout; /* seconds */
 	long http_max_connections;
 
+	/* Which options the flags or the environment set (not defaults),
+	 * by their place in config.c's table: see config_given(). */
+	unsigned char given[CONFIG_MAX_OPTS];
+
 	/* Modes. */
 	int help, version;
 	char *print_config;
@@ -60,6 +65,7 @@ struct config {
 };
 
 int config_parse(struct config *, int, char **, FILE *);
+int config_given(const struct config *, const char *);
 void config_free(struct config *);
 void config_usage(FILE *);
 

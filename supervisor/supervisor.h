@@ -334,6 +334,7 @@ void coderun_cancel(struct coderun *);
 const char *code_manager(const char *);
 const char *code_installer(const char *);
 const char *code_image(const char *);
+const char *code_image_flag(const char *, const char **);
 int code_language_valid(const char *);
 int code_package_valid(const char *, const char *);
 
