@@ -326,6 +326,7 @@ coderun_go(struct coderun *cr)
 	struct xrun_opts o;
 	struct sandbox *sb;
 	json_object *r;
+	char *line = NULL;
 
 	if ((sb = sandbox_find(NULL, cr->sandbox)) == NULL ||
 	    sb->state != SB_READY || sb->worker == NULL) {
@@ -344,12 +345,16 @@ coderun_go(struct coderun *cr)
 	    strcmp(cr->language, "bash") == 0) {
 		o.command = strcmp(cr->language, "go") == 0 ? go_run : bash_run;
 		o.stdin_text = cr->code;
+		xasprintf(&line, "%s: %s code (%zu bytes)", cr->call->tool,
+		    cr->language, strlen(cr->code));
+		o.log_as = line;
 	} else {
 		o.command = cr->code;
 		o.language = cr->language;
 		o.session = cr->session;
 	}
 	cr->run = xrun_start(cr->call, sb, &o, coderun_ran, cr);
+	free(line);
 }
 
 static void
@@ -393,6 +398,7 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	const char **args;
 	struct coderun *cr;
 	struct xrun_opts o;
+	char *line;
 	size_t i, n;
 
 	cr = xcalloc(1, sizeof *cr);
@@ -424,9 +430,15 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	memset(&o, 0, sizeof o);
 	o.command = code_installer(manager);
 	o.args = args;
+	xasprintf(&line, "%s: installing %s dependencies: %s", c->tool,
+	    manager,
+	    json_object_to_json_string_ext(
+	        cr->packages, JSON_C_TO_STRING_PLAIN));
+	o.log_as = line;
 	o.timeout_ms = timeout_ms;
 	o.output_cap = sup.conf->output_cap;
 	cr->run = xrun_start(c, sb, &o, coderun_installed, cr);
+	free(line);
 	free(args);
 }
 

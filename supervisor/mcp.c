@@ -149,6 +149,30 @@ mcp_log(struct session *only, int level, const char *fmt, ...)
 	}
 }
 
+/*
+ * A notification without params (notifications/resources/list_changed)
+ * to one session if it is still there (only is not dereferenced: it may
+ * be gone), once it is initialized.
+ */
+void
+mcp_notify(const struct session *only, const char *method)
+{
+	struct session *sess;
+	json_object *n;
+
+	TAILQ_FOREACH(sess, &sessions, entry)
+	{
+		if (sess != only || !sess->initialized)
+			continue;
+		n = json_object_new_object();
+		json_object_object_add(
+		    n, "jsonrpc", json_object_new_string("2.0"));
+		json_object_object_add(
+		    n, "method", json_object_new_string(method));
+		mcp_send(sess, n);
+	}
+}
+
 /* A message (taken) that belongs to a call, on its stream if any. */
 static void
 mcp_send_for(struct call *c, json_object *msg)

@@ -117,6 +117,10 @@ static void
 sandbox_free(struct sandbox *sb)
 {
 	TAILQ_REMOVE(&sandboxes, sb, entry);
+	/* Its logs resource leaves the owner's resources/list (if it was
+	 * ever there: it was ready once, so it has a spool). */
+	if (sb->spool != NULL)
+		mcp_notify(sb->owner, "notifications/resources/list_changed");
 	if (sb->worker != NULL)
 		wproc_shutdown(sb->worker);
 	if (sb->expiry != NULL)
@@ -461,6 +465,8 @@ screate_ready(struct screate *s)
 		return;
 	}
 	sb->state = SB_READY;
+	/* Its logs resource joins the owner's resources/list. */
+	mcp_notify(sb->owner, "notifications/resources/list_changed");
 	stats.sandboxes_created++;
 	stats_observe(&stats.create_ms, elapsed_ms(&s->t0));
 	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);

@@ -140,6 +140,7 @@ void mcp_log(struct session *, int, const char *, ...)
 struct call *call_new(struct session *, json_object *, const char *);
 void call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
+void mcp_notify(const struct session *, const char *);
 /* Used by nothing in the server proper; the conformance fixtures use them. */
 void mcp_call_log(struct call *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
@@ -181,6 +182,11 @@ json_object *prompts_complete(
 struct xrun;
 struct xrun_opts {
 	const char *command; /* or the code, with language */
+	/* The activity log's line for a command of our own (a tool's helper
+	 * script): what the client asked for.  log_quiet: its standard
+	 * output is data (a listing, a file), logged by size only. */
+	const char *log_as;
+	int log_quiet;
 	const char *language; /* run in the language's session */
 	int session; /* ... that persists (else one call) */
 	const char *const *args; /* $1... of the command, NULL-terminated */

@@ -291,6 +291,7 @@ copy_from(struct call *c)
 	char err[512], *resolved, *slash, *tmp;
 	json_object *ow;
 	struct xrun_opts o;
+	char *line;
 	struct sandbox *sb;
 	struct cfrom *f;
 
@@ -347,9 +348,12 @@ copy_from(struct call *c)
 	memset(&o, 0, sizeof o);
 	o.command = sender;
 	o.args = args;
+	xasprintf(&line, "copy_file_from_sandbox %s", src);
+	o.log_as = line;
 	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
 	o.stdout_sink = cfrom_sink;
 	f->run = xrun_start(c, sb, &o, cfrom_run_done, f);
+	free(line);
 }
 
 const struct tool tool_copy_file_from_sandbox = {
