@@ -218,8 +218,8 @@ code_interpreter_missing(const char *language, json_object *r)
 		out = json_object_get_string(v);
 	if (json_object_object_get_ex(r, "stderr", &v))
 		err = json_object_get_string(v);
-	snprintf(needle, sizeof needle, "\"%s\": executable file not found",
-	    prog);
+	snprintf(
+	    needle, sizeof needle, "\"%s\": executable file not found", prog);
 	if (strstr(out, needle) != NULL || strstr(err, needle) != NULL)
 		return 1;
 	snprintf(needle, sizeof needle, "%s: not found", prog);
@@ -430,8 +430,7 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	memset(&o, 0, sizeof o);
 	o.command = code_installer(manager);
 	o.args = args;
-	xasprintf(&line, "%s: installing %s dependencies: %s", c->tool,
-	    manager,
+	xasprintf(&line, "%s: installing %s dependencies: %s", c->tool, manager,
 	    json_object_to_json_string_ext(
 	        cr->packages, JSON_C_TO_STRING_PLAIN));
 	o.log_as = line;
