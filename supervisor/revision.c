@@ -181,8 +181,20 @@ rev_fit(const struct session *sess, const char *method, json_object *result)
 		fit_each(result, "resources", rev);
 	else if (strcmp(method, "resources/templates/list") == 0)
 		fit_each(result, "resourceTemplates", rev);
-	else if (strcmp(method, "resources/read") == 0)
+	else if (strcmp(method, "resources/read") == 0) {
+		/* A page's offsets move to the result's _meta, which every
+		 * revision has. */
+		if (rev < REV_2025_06_18 &&
+		    json_object_object_get_ex(result, "contents", &v) &&
+		    json_object_is_type(v, json_type_array) &&
+		    json_object_array_length(v) == 1 &&
+		    json_object_object_get_ex(
+		        json_object_array_get_idx(v, 0), "_meta", &m) &&
+		    !json_object_object_get_ex(result, "_meta", NULL))
+			json_object_object_add(
+			    result, "_meta", json_object_get(m));
 		fit_each(result, "contents", rev);
+	}
 	else if (strcmp(method, "prompts/list") == 0)
 		fit_each(result, "prompts", rev);
 	else if (strcmp(method, "prompts/get") == 0 &&

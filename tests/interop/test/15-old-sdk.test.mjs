@@ -79,6 +79,11 @@ describe('SDK 1.11 (2025-03-26)', () => {
     assert.ok(uri, `the text names the full stdout: ${text.slice(-600)}`);
     const full = await client.readResource({ uri: uri[0] });
     assert.ok(full.contents[0].text.length >= 20000);
+    // The page's offsets are in the result's _meta (2025-03-26 has no
+    // _meta on resource contents).
+    assert.equal(full.contents[0]._meta, undefined);
+    assert.equal(full._meta?.offset, 0);
+    assert.ok(full._meta?.size >= 20000, JSON.stringify(full._meta));
 
     const st = await client.callTool({ name: 'get_sandbox_status', arguments: { container_id: id } });
     OldCallToolResultSchema.parse(st);
