@@ -194,8 +194,7 @@ rev_fit(const struct session *sess, const char *method, json_object *result)
 			json_object_object_add(
 			    result, "_meta", json_object_get(m));
 		fit_each(result, "contents", rev);
-	}
-	else if (strcmp(method, "prompts/list") == 0)
+	} else if (strcmp(method, "prompts/list") == 0)
 		fit_each(result, "prompts", rev);
 	else if (strcmp(method, "prompts/get") == 0 &&
 	         json_object_object_get_ex(result, "messages", &v) &&
