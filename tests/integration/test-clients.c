@@ -41,7 +41,7 @@ Test(clients, missing_engine_socket_is_named)
 	char *t;
 
 	s = h_start("--docker-host", "unix:///nonexistent", NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	t = init_error(s, "{}");
 	cr_expect(h_contains(t, "connect /nonexistent: no such file or "
 	                        "directory"),
@@ -95,7 +95,7 @@ Test(clients, refused_engine_socket_is_named)
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof sun), 0);
 	snprintf(host, sizeof host, "unix://%s", sun.sun_path);
 	s = h_start("--docker-host", host, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	t = init_error(s, "{}");
 	cr_expect(h_contains(t, "connect ") && h_contains(t, sun.sun_path) &&
 	              h_contains(t, ": connection refused"),
@@ -116,7 +116,7 @@ Test(clients, failed_pull_gives_engine_reason)
 	char *t;
 
 	s = h_start(NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	t = init_error(
 	    s, "{\"image\":\"mcp-sandboxd-test/no-such-image:nope\"}");
 	why = strstr(t, "could not be pulled: ");
@@ -151,7 +151,7 @@ Test(clients, configured_image_serves_fresh_code)
 	json_object *r;
 
 	s = h_start(NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	r = code(s, "{\"code\":\"print(6 * 7)\"}");
 	cr_expect(!h_is_error(r), "%s", h_text(r));
 	cr_expect(h_contains(h_str(r, "structuredContent.stdout"), "42"));
@@ -181,7 +181,7 @@ Test(clients, language_image_wins_for_its_language)
 
 	s = h_start("--image", "mcp-sandboxd-test/node:bookworm",
 	    "--python-image", H_IMAGE, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	r = code(s, "{\"code\":\"console.log(6 * 7)\",\"language\":"
 	            "\"javascript\"}");
 	cr_expect(!h_is_error(r), "%s", h_text(r));
@@ -202,7 +202,7 @@ Test(clients, missing_interpreter_is_named)
 	char *cid;
 
 	s = h_start(NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	cid = h_create(s, NULL);
 	a = json_object_new_object();
 	json_object_object_add(a, "container_id", json_object_new_string(cid));
@@ -255,7 +255,7 @@ Test(clients, activity_log_shows_tools_not_scripts)
 	char *cid, args[512], *log;
 
 	s = h_start(NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	cid = h_create(s, NULL);
 	snprintf(args, sizeof args,
 	    "{\"container_id\":\"%s\",\"file_name\":\"a.txt\","
@@ -371,7 +371,7 @@ Test(clients, first_exec_is_accounted)
 	int i;
 
 	s = h_start("--max-concurrent-starts", "8", NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	for (i = 0; i < RACERS; i++)
 		ids[i] = h_send_tool(s, "sandbox_initialize", NULL);
 	for (i = 0; i < RACERS; i++) {
