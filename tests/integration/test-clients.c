@@ -108,6 +108,50 @@ Test(clients, refused_engine_socket_is_named)
 	rmdir(dir);
 }
 
+/*
+ * A socket the server may not open (mode 000, the server not root): the
+ * system's "permission denied", not "not reachable ... port 80".  The
+ * server runs as uid 65534 through setpriv.
+ */
+Test(clients, forbidden_engine_socket_is_named)
+{
+	struct sockaddr_un sun;
+	const char *bin = getenv("MCP_SANDBOXD_BIN");
+	char dir[] = "/tmp/clients-sock-XXXXXX", cmd[4096], *out;
+	int fd, st;
+
+	cr_assert_not_null(bin);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s/d.sock", dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof sun), 0);
+	cr_assert_eq(chmod(sun.sun_path, 0), 0);
+	snprintf(cmd, sizeof cmd,
+	    "{ echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+	    "\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":"
+	    "{},\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}}';"
+	    " echo '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"sandbox_initialize\",\"arguments\":{}}}';"
+	    " sleep 2; } | setpriv --reuid 65534 --regid 65534 --clear-groups "
+	    "%s --docker-host unix://%s --log-level warn 2>&1",
+	    bin, sun.sun_path);
+	out = h_run(cmd, &st);
+	cr_assert_not_null(out);
+	cr_expect(h_contains(out, "\"id\":2") && h_contains(out, "connect ") &&
+	              h_contains(out, sun.sun_path) &&
+	              h_contains(out, ": permission denied"),
+	    "%s", out);
+	cr_expect(!h_contains(out, "port 80"), "%s", out);
+	free(out);
+	close(fd);
+	unlink(sun.sun_path);
+	rmdir(dir);
+}
+
 /* The engine's own reason, not "HTTP 500" nor a piece of JSON. */
 Test(clients, failed_pull_gives_engine_reason)
 {
