@@ -27,7 +27,9 @@ struct opt {
 #define O(f) offsetof(struct config, f)
 static const struct opt opts[] = {
     {"image", "MCP_SANDBOXD_IMAGE", OPT_STR, O(default_image),
-        "python:3.12-slim-bookworm", 0, 0, "default image of new sandboxes"},
+        "python:3.12-slim-bookworm", 0, 0,
+        "default image of new sandboxes; when given, also of fresh code "
+        "sandboxes of languages without an image of their own"},
     {"python-image", "MCP_SANDBOXD_PYTHON_IMAGE", OPT_STR, O(python_image),
         "python:3.12-slim-bookworm", 0, 0,
         "image of fresh sandboxes for Python code (when not given: --image "
