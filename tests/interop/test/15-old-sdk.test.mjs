@@ -43,6 +43,7 @@ describe('SDK 1.11 (2025-03-26)', () => {
     });
     transport.stderr?.on('data', (c) => {
       stderr += c;
+      if (process.env.MCP_SANDBOXD_TEST_VERBOSE) process.stderr.write(c);
     });
     client = new OldClient({ name: 'old-sdk', version: '0.0.0' });
     await client.connect(transport);
