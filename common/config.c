@@ -38,15 +38,21 @@ struct opt {
 #define O(f) offsetof(struct config, f)
 static const struct opt opts[] = {
     {"image", "MCP_SANDBOXD_IMAGE", OPT_STR, O(default_image),
-        "python:3.12-slim-bookworm", 0, 0, "default image of new sandboxes"},
+        "python:3.12-slim-bookworm", 0, 0,
+        "default image of new sandboxes; when given, also of fresh code "
+        "sandboxes of languages without an image of their own"},
     {"python-image", "MCP_SANDBOXD_PYTHON_IMAGE", OPT_STR, O(python_image),
         "python:3.12-slim-bookworm", 0, 0,
-        "image of fresh sandboxes for Python code"},
+        "image of fresh sandboxes for Python code (when not given: --image "
+        "if that is given, else this default)"},
     {"node-image", "MCP_SANDBOXD_NODE_IMAGE", OPT_STR, O(node_image),
         "node:22-bookworm-slim", 0, 0,
-        "image of fresh sandboxes for JavaScript and TypeScript code"},
+        "image of fresh sandboxes for JavaScript and TypeScript code (when "
+        "not given: --image if that is given, else this default)"},
     {"go-image", "MCP_SANDBOXD_GO_IMAGE", OPT_STR, O(go_image),
-        "golang:1.23-bookworm", 0, 0, "image of fresh sandboxes for Go code"},
+        "golang:1.23-bookworm", 0, 0,
+        "image of fresh sandboxes for Go code (when not given: --image if "
+        "that is given, else this default)"},
     {"docker-host", "DOCKER_HOST", OPT_STR, O(docker_host),
         "unix:///var/run/docker.sock", 0, 0,
         "Docker engine (unix:// or tcp://)"},
@@ -191,6 +197,8 @@ static const struct opt opts[] = {
         "the variable takes a comma-separated list)"},
 };
 #undef O
+_Static_assert(sizeof opts / sizeof opts[0] <= CONFIG_MAX_OPTS,
+    "struct config's given[] is too small for the option table");
 
 static int
 opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
@@ -403,11 +411,13 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		if (opts[i].def != NULL &&
 		    opt_set(c, &opts[i], opts[i].def, err) == -1)
 			return -1;
-		if ((v = getenv(opts[i].env)) != NULL && *v != '\0' &&
-		    opt_set(c, &opts[i], v, err) == -1) {
-			fprintf(
-			    err, "(from the environment: %s)\n", opts[i].env);
-			return -1;
+		if ((v = getenv(opts[i].env)) != NULL && *v != '\0') {
+			if (opt_set(c, &opts[i], v, err) == -1) {
+				fprintf(err, "(from the environment: %s)\n",
+				    opts[i].env);
+				return -1;
+			}
+			c->given[i] = 1;
 		}
 	}
 	lopts[N] = (struct option){"help", no_argument, NULL, 'h'};
@@ -430,6 +440,7 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 				v = "true";
 			if (opt_set(c, &opts[idx], v, err) == -1)
 				return -1;
+			c->given[idx] = 1;
 			break;
 		case 'h':
 			c->help = 1;
@@ -504,6 +515,18 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		             "above --max-memory-mb)\n");
 		return -1;
 	}
+	return 0;
+}
+
+/* Whether a flag or its variable set the option (else: its default). */
+int
+config_given(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		if (strcmp(opts[i].name, name) == 0)
+			return c->given[i];
 	return 0;
 }
 

@@ -13,6 +13,7 @@ struct config_list {
 	char *v[CONFIG_MAX_LIST];
 	int n;
 };
+#define CONFIG_MAX_OPTS 128
 
 struct config {
 	char *default_image;
@@ -70,6 +71,10 @@ struct config {
 	long http_timeout; /* seconds */
 	long http_max_connections;
 
+	/* Which options the flags or the environment set (not defaults),
+	 * by their place in config.c's table: see config_given(). */
+	unsigned char given[CONFIG_MAX_OPTS];
+
 	/* Modes. */
 	int help, version, help_man;
 	char *print_config;
@@ -78,6 +83,7 @@ struct config {
 };
 
 int config_parse(struct config *, int, char **, FILE *);
+int config_given(const struct config *, const char *);
 void config_free(struct config *);
 void config_usage(FILE *);
 void config_list_free(struct config_list *);

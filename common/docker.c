@@ -305,6 +305,50 @@ docker_ping_finish(
 	}
 }
 
+/*
+ * Why a request got no answer, naming the endpoint and the system's
+ * reason as the engine's own client does: "Docker engine not reachable:
+ * connect /var/run/docker.sock: no such file or directory".
+ */
+static char *
+docker_conn_error(struct docker_req *r, CURLcode code)
+{
+	const char *where, *why;
+	char oserr[128], *err, *p;
+	long os = 0;
+
+	where = r->d->unix_path;
+	if (where == NULL && (where = strstr(r->d->base_url, "://")) != NULL)
+		where += 3;
+	if (where == NULL)
+		where = r->d->base_url;
+	if (curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
+		os = 0;
+	if (os > 0) {
+		/* GNU strerror_r may return a static string instead. */
+		why = strerror_r((int)os, oserr, sizeof oserr);
+		snprintf(oserr, sizeof oserr, "%s", why);
+		if (oserr[0] >= 'A' && oserr[0] <= 'Z' &&
+		    (oserr[1] < 'A' || oserr[1] > 'Z'))
+			oserr[0] = (char)(oserr[0] - 'A' + 'a');
+		why = oserr;
+	} else
+		why =
+		    r->errbuf[0] != '\0' ? r->errbuf : curl_easy_strerror(code);
+	if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
+		xasprintf(&err, "Docker engine not reachable: connect %s: %s",
+		    where, why);
+	else if (code == CURLE_OPERATION_TIMEDOUT)
+		xasprintf(
+		    &err, "Docker engine not reachable: %s: %s", where, why);
+	else
+		xasprintf(&err, "Docker request to %s failed: %s", where, why);
+	/* One line: curl's buffer may end in a newline. */
+	if ((p = strchr(err, '\n')) != NULL)
+		*p = '\0';
+	return err;
+}
+
 static void
 docker_finish(struct docker_req *r, CURLcode code)
 {
@@ -325,16 +369,7 @@ docker_finish(struct docker_req *r, CURLcode code)
 	    strncmp(ct, "application/json", 16) == 0)
 		resp.json = json_tokener_parse(r->body);
 	if (code != CURLE_OK) {
-		if (code == CURLE_COULDNT_CONNECT ||
-		    code == CURLE_OPERATION_TIMEDOUT ||
-		    code == CURLE_COULDNT_RESOLVE_HOST)
-			xasprintf(&err, "Docker engine not reachable (%s)",
-			    r->errbuf[0] ? r->errbuf
-			                 : curl_easy_strerror(code));
-		else
-			xasprintf(&err, "Docker request failed (%s)",
-			    r->errbuf[0] ? r->errbuf
-			                 : curl_easy_strerror(code));
+		err = docker_conn_error(r, code);
 		resp.status = 0;
 	} else if (resp.status >= 300) {
 		if (resp.json != NULL &&

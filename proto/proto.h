@@ -70,7 +70,9 @@ enum proto_type {
  *		token (string: marks the command's processes for a kill),
  *		log_stdout (bool, default true; false: standard output is
  *		data, such as a tar stream, and only its size goes to the
- *		activity log).
+ *		activity log), log_as (string: what the activity log shows
+ *		instead of the command, which is the server's own helper
+ *		script; "read_file /app/x").
  *		Output flows as PROTO_DATA on stream == reqid.
  *		Result: exit_code (int, -1 when unknown), signal (int),
  *		timed_out, truncated, oom_killed, cancelled (bool),

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "deps.h"
+#include "log.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -87,19 +88,47 @@ code_language_valid(const char *l)
 	       strcmp(l, "bash") == 0;
 }
 
-/* The image a fresh sandbox for a language starts from. */
+/*
+ * The flag that sets the image of fresh sandboxes for a language, and
+ * what it holds (NULL: bash, which any image with a shell serves).
+ */
+const char *
+code_image_flag(const char *language, const char **image)
+{
+	const struct config *c = sup.conf;
+
+	*image = NULL;
+	if (strcmp(language, "python") == 0)
+		*image = c->python_image;
+	else if (strcmp(language, "javascript") == 0 ||
+	         strcmp(language, "typescript") == 0)
+		*image = c->node_image;
+	else if (strcmp(language, "go") == 0)
+		*image = c->go_image;
+	else
+		return NULL;
+	return *image == c->python_image ? "python-image"
+	       : *image == c->node_image ? "node-image"
+	                                 : "go-image";
+}
+
+/*
+ * The image a fresh sandbox for a language starts from: the language's
+ * own image when the operator gave one (--python-image, --node-image,
+ * --go-image), else the operator's --image when that was given, else the
+ * language's built-in default.  So one configured image serves every
+ * language unless a language is given one of its own.
+ */
 const char *
 code_image(const char *language)
 {
 	const struct config *c = sup.conf;
+	const char *flag, *img;
 
-	if (strcmp(language, "python") == 0)
-		return c->python_image;
-	if (strcmp(language, "javascript") == 0 ||
-	    strcmp(language, "typescript") == 0)
-		return c->node_image;
-	if (strcmp(language, "go") == 0)
-		return c->go_image;
+	if ((flag = code_image_flag(language, &img)) == NULL)
+		return c->default_image;
+	if (config_given(c, flag) || !config_given(c, "image"))
+		return img;
 	return c->default_image;
 }
 
@@ -153,6 +182,90 @@ now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The program that runs a language's code in the sandbox. */
+static const char *
+code_interpreter(const char *language)
+{
+	if (strcmp(language, "python") == 0)
+		return "python3";
+	if (strcmp(language, "go") == 0)
+		return "go";
+	if (strcmp(language, "bash") == 0)
+		return NULL; /* sh stands in for it */
+	return "node";
+}
+
+/*
+ * Whether a run failed because the image lacks the interpreter: the
+ * engine could not start it (a session's exec: 126 or 127 with the
+ * runtime's "executable file not found"), or the shell did not find it
+ * (Go: 127, "go: not found").
+ */
+static int
+code_interpreter_missing(const char *language, json_object *r)
+{
+	const char *prog = code_interpreter(language), *out = "", *err = "";
+	json_object *v;
+	char needle[32];
+	int code;
+
+	if (prog == NULL || !json_object_object_get_ex(r, "exit_code", &v))
+		return 0;
+	code = json_object_get_int(v);
+	if (code != 126 && code != 127)
+		return 0;
+	if (json_object_object_get_ex(r, "stdout", &v))
+		out = json_object_get_string(v);
+	if (json_object_object_get_ex(r, "stderr", &v))
+		err = json_object_get_string(v);
+	snprintf(
+	    needle, sizeof needle, "\"%s\": executable file not found", prog);
+	if (strstr(out, needle) != NULL || strstr(err, needle) != NULL)
+		return 1;
+	snprintf(needle, sizeof needle, "%s: not found", prog);
+	return strcmp(language, "go") == 0 && strstr(err, needle) != NULL;
+}
+
+/* Says which image lacks the interpreter and which flag sets one. */
+static void
+code_interpreter_error(struct coderun *cr, json_object *o)
+{
+	static const struct {
+		const char *flag, *env;
+	} vars[] = {
+	    {"python-image", "MCP_SANDBOXD_PYTHON_IMAGE"},
+	    {"node-image", "MCP_SANDBOXD_NODE_IMAGE"},
+	    {"go-image", "MCP_SANDBOXD_GO_IMAGE"},
+	};
+	const char *flag, *img, *env = "";
+	struct sandbox *sb;
+	char *msg;
+	size_t i;
+
+	flag = code_image_flag(cr->language, &img);
+	for (i = 0; i < sizeof vars / sizeof vars[0]; i++)
+		if (strcmp(vars[i].flag, flag) == 0)
+			env = vars[i].env;
+	sb = sandbox_find(NULL, cr->sandbox);
+	xasprintf(&msg,
+	    "the %s interpreter (%s) is not in the image \"%s\": run %s "
+	    "code in a sandbox made from an image that has %s "
+	    "(sandbox_initialize's or create_run_close's image). Fresh "
+	    "sandboxes for %s use \"%s\", set with --%s (%s), else with "
+	    "--image.",
+	    cr->language, code_interpreter(cr->language),
+	    sb != NULL ? sb->image : "?", cr->language,
+	    code_interpreter(cr->language), cr->language,
+	    code_image(cr->language), flag, env);
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	/* No session ever ran: none was lost. */
+	if (json_object_object_get_ex(o, "session_lost", NULL))
+		json_object_object_add(
+		    o, "session_lost", json_object_new_boolean(0));
+	log_info("%.12s: %s", cr->sandbox, msg);
+	free(msg);
+}
+
 static void
 coderun_finish(struct coderun *cr, json_object *r)
 {
@@ -183,6 +296,8 @@ coderun_finish(struct coderun *cr, json_object *r)
 		json_object_object_add(o, "stderr", json_object_new_string(""));
 	if (!json_object_object_get_ex(o, "exit_code", NULL))
 		json_object_object_add(o, "exit_code", json_object_new_int(-1));
+	if (r != NULL && code_interpreter_missing(cr->language, r))
+		code_interpreter_error(cr, o);
 	if (cr->slot != NULL)
 		*cr->slot = NULL;
 	cr->done(o, cr->arg);
@@ -211,6 +326,7 @@ coderun_go(struct coderun *cr)
 	struct xrun_opts o;
 	struct sandbox *sb;
 	json_object *r;
+	char *line = NULL;
 
 	if ((sb = sandbox_find(NULL, cr->sandbox)) == NULL ||
 	    sb->state != SB_READY || sb->worker == NULL) {
@@ -229,12 +345,16 @@ coderun_go(struct coderun *cr)
 	    strcmp(cr->language, "bash") == 0) {
 		o.command = strcmp(cr->language, "go") == 0 ? go_run : bash_run;
 		o.stdin_text = cr->code;
+		xasprintf(&line, "%s: %s code (%zu bytes)", cr->call->tool,
+		    cr->language, strlen(cr->code));
+		o.log_as = line;
 	} else {
 		o.command = cr->code;
 		o.language = cr->language;
 		o.session = cr->session;
 	}
 	cr->run = xrun_start(cr->call, sb, &o, coderun_ran, cr);
+	free(line);
 }
 
 static void
@@ -278,6 +398,7 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	const char **args;
 	struct coderun *cr;
 	struct xrun_opts o;
+	char *line;
 	size_t i, n;
 
 	cr = xcalloc(1, sizeof *cr);
@@ -309,9 +430,14 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	memset(&o, 0, sizeof o);
 	o.command = code_installer(manager);
 	o.args = args;
+	xasprintf(&line, "%s: installing %s dependencies: %s", c->tool, manager,
+	    json_object_to_json_string_ext(
+	        cr->packages, JSON_C_TO_STRING_PLAIN));
+	o.log_as = line;
 	o.timeout_ms = timeout_ms;
 	o.output_cap = sup.conf->output_cap;
 	cr->run = xrun_start(c, sb, &o, coderun_installed, cr);
+	free(line);
 	free(args);
 }
 

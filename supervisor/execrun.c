@@ -234,8 +234,12 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	if (o->stdin_stream || x->stdin_text != NULL)
 		json_object_object_add(
 		    op, "stdin_stream", json_object_new_boolean(1));
-	/* Output that goes to a sink is data, not text for the log. */
-	if (o->stdout_sink != NULL)
+	if (o->log_as != NULL)
+		json_object_object_add(
+		    op, "log_as", json_object_new_string(o->log_as));
+	/* Output that goes to a sink, or of our own script, is data, not
+	 * text for the log. */
+	if (o->stdout_sink != NULL || o->log_quiet)
 		json_object_object_add(
 		    op, "log_stdout", json_object_new_boolean(0));
 	json_object_object_add(op, "workdir",

@@ -19,9 +19,6 @@
 #include "version.h"
 #include "xmalloc.h"
 
-static const char *const mcp_versions[] = {
-    "2025-11-25", "2025-06-18", "2025-03-26"};
-
 /* A request of the server to the client, awaiting its answer. */
 struct sreq {
 	struct call *call; /* the tools/call it serves */
@@ -48,6 +45,7 @@ session_new(void (*send)(struct session *, json_object *), void *transport)
 	sess->send = send;
 	sess->transport = transport;
 	sess->log_level = 5; /* notice */
+	sess->rev = REV_LATEST;
 	sess->subs = json_object_new_object();
 	TAILQ_INIT(&sess->calls);
 	TAILQ_INIT(&sess->sreqs);
@@ -157,6 +155,30 @@ mcp_log(struct session *only, int level, const char *fmt, ...)
 		    level > sess->log_level)
 			continue;
 		mcp_send(sess, log_message(level, buf));
+	}
+}
+
+/*
+ * A notification without params (notifications/resources/list_changed)
+ * to one session if it is still there (only is not dereferenced: it may
+ * be gone), once it is initialized.
+ */
+void
+mcp_notify(const struct session *only, const char *method)
+{
+	struct session *sess;
+	json_object *n;
+
+	TAILQ_FOREACH(sess, &sessions, entry)
+	{
+		if (sess != only || !sess->initialized)
+			continue;
+		n = json_object_new_object();
+		json_object_object_add(
+		    n, "jsonrpc", json_object_new_string("2.0"));
+		json_object_object_add(
+		    n, "method", json_object_new_string(method));
+		mcp_send(sess, n);
 	}
 }
 
@@ -271,7 +293,6 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 {
 	json_object *v, *r, *caps, *o, *info;
 	const char *want = NULL;
-	size_t i;
 
 	if (params == NULL || !json_object_is_type(params, json_type_object) ||
 	    !json_object_object_get_ex(params, "protocolVersion", &v) ||
@@ -288,11 +309,10 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 		sess->client_caps = json_object_get(v);
 	/* The client's version if we speak it, else our latest. */
 	(void)id;
-	snprintf(sess->version, sizeof sess->version, "%s", mcp_versions[0]);
-	for (i = 0; i < sizeof mcp_versions / sizeof mcp_versions[0]; i++)
-		if (strcmp(want, mcp_versions[i]) == 0)
-			snprintf(sess->version, sizeof sess->version, "%s",
-			    mcp_versions[i]);
+	if ((sess->rev = rev_of(want)) == -1)
+		sess->rev = REV_LATEST;
+	snprintf(
+	    sess->version, sizeof sess->version, "%s", rev_name(sess->rev));
 	sess->initialized = 1;
 
 	r = json_object_new_object();
@@ -305,7 +325,8 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 	json_object_object_add(caps, "logging", json_object_new_object());
 	o = json_object_new_object();
 	json_object_object_add(o, "subscribe", json_object_new_boolean(1));
-	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
+	/* Each sandbox's log comes and goes with it (resources.c). */
+	json_object_object_add(o, "listChanged", json_object_new_boolean(1));
 	json_object_object_add(caps, "resources", o);
 	if (prompts_count() > 0) { /* none in the server proper */
 		o = json_object_new_object();
@@ -474,9 +495,10 @@ void
 call_reply(struct call *c, json_object *result)
 {
 	progress_end(c);
-	if (!c->cancelled)
+	if (!c->cancelled) {
+		rev_fit(c->sess, "tools/call", result);
 		mcp_send(c->sess, rpc_result(c->id, result));
-	else
+	} else
 		json_object_put(result);
 	call_free(c);
 }
@@ -585,9 +607,10 @@ mcp_handle_line(struct session *sess, const char *line, size_t len)
 			break;
 		}
 	}
-	if (result != NULL)
+	if (result != NULL) {
+		rev_fit(sess, m.method, result);
 		mcp_send(sess, rpc_result(m.id, result));
-	else if (code != 0)
+	} else if (code != 0)
 		mcp_send(sess, rpc_error(m.id, code, why));
 	json_object_put(obj);
 }

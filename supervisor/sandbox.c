@@ -128,6 +128,10 @@ static void
 sandbox_free(struct sandbox *sb)
 {
 	TAILQ_REMOVE(&sandboxes, sb, entry);
+	/* Its logs resource leaves the owner's resources/list (if it was
+	 * ever there: it was ready once, so it has a spool). */
+	if (sb->spool != NULL)
+		mcp_notify(sb->owner, "notifications/resources/list_changed");
 	if (sb->worker != NULL)
 		wproc_shutdown(sb->worker);
 	if (sb->expiry != NULL)
@@ -377,7 +381,7 @@ struct screate {
 	json_object *config;
 	char *path; /* /containers/create?name=... */
 	int pulled;
-	char pull_tail[512]; /* the end of the pull's progress stream */
+	char pull_tail[2048]; /* the end of the pull's answer */
 	int pending; /* of the container start and the worker */
 	int queued, admitted;
 	/* Instead of answering the call: the caller's continuation. */
@@ -433,6 +437,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 	char *msg = sanitize_docker_error(detail);
 
 	stats.sandboxes_failed++;
+	log_warnx("sandbox for image %s failed: %s", s->sb->image, msg);
 	if (s->cb != NULL) {
 		char *full;
 
@@ -497,6 +502,8 @@ screate_ready(struct screate *s)
 		return;
 	}
 	sb->state = SB_READY;
+	/* Its logs resource joins the owner's resources/list. */
+	mcp_notify(sb->owner, "notifications/resources/list_changed");
 	stats.sandboxes_created++;
 	stats_observe(&stats.create_ms, elapsed_ms(&s->t0));
 	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
@@ -591,12 +598,46 @@ screate_pull_data(const char *p, size_t len, void *arg)
 }
 
 static void screate_inspect(struct screate *);
+/*
+ * The engine's own reason a pull failed, from the end of its answer: the
+ * last JSON line's "error" (a stream that began), else its "message" (a
+ * refusal at once).  A copy, or NULL.
+ */
+static char *
+pull_reason(const char *tail)
+{
+	json_object *o, *v;
+	const char *line, *end;
+	char *why = NULL, *buf;
+
+	end = tail + strlen(tail);
+	while (why == NULL && end > tail) {
+		while (end > tail && (end[-1] == '\n' || end[-1] == '\r'))
+			end--;
+		for (line = end; line > tail && line[-1] != '\n'; line--)
+			;
+		if (line == end)
+			break;
+		buf = xstrndup(line, (size_t)(end - line));
+		if ((o = json_tokener_parse(buf)) != NULL &&
+		    json_object_is_type(o, json_type_object) &&
+		    ((json_object_object_get_ex(o, "error", &v) &&
+		         json_object_is_type(v, json_type_string)) ||
+		        (json_object_object_get_ex(o, "message", &v) &&
+		            json_object_is_type(v, json_type_string))))
+			why = xstrdup(json_object_get_string(v));
+		json_object_put(o);
+		free(buf);
+		end = line;
+	}
+	return why;
+}
 
 static void
 screate_pulled_cb(const struct docker_resp *resp, void *arg)
 {
 	struct screate *s = arg;
-	char *e;
+	char *why;
 
 	s->req = NULL;
 	if (s->pull_timer != NULL) {
@@ -608,19 +649,19 @@ screate_pulled_cb(const struct docker_resp *resp, void *arg)
 		    "the server is shutting down");
 		return;
 	}
-	if (resp->error != NULL) {
+	/*
+	 * A refused pull answers 500 with the reason as the body; a pull
+	 * that failed later answers 200 with the reason in the stream.
+	 */
+	if (resp->error != NULL || strstr(s->pull_tail, "\"error\"") != NULL) {
+		why = pull_reason(s->pull_tail);
 		screate_fail(s,
 		    "image \"%s\" is not available locally and "
-		    "could not be pulled (is a registry reachable?): %s",
-		    resp->error);
-		return;
-	}
-	/* A failed pull still answers 200; the error is in the stream. */
-	if ((e = strstr(s->pull_tail, "\"error\"")) != NULL) {
-		screate_fail(s,
-		    "image \"%s\" is not available locally and "
-		    "could not be pulled (is a registry reachable?): %s",
-		    e);
+		    "could not be pulled: %s",
+		    why != NULL           ? why
+		    : resp->error != NULL ? resp->error
+		                          : "the engine gave no reason");
+		free(why);
 		return;
 	}
 	log_info("pulled image %s", s->sb->image);

@@ -51,6 +51,7 @@ struct session {
 	void *transport; /* the transport's own state */
 	int initialized;
 	char version[16]; /* negotiated protocol version */
+	int rev; /* ... as an enum mcp_rev (revision.c) */
 	int log_level; /* notifications/message at or above */
 	int closing, gone;
 	json_object *subs; /* resource URIs subscribed to (a set) */
@@ -146,6 +147,7 @@ void mcp_shutdown_calls(void);
 
 /* printconfig.c: --print-config */
 int print_config(const struct config *, const char *, const char *);
+void mcp_notify(const struct session *, const char *);
 /* Used by nothing in the server proper; the conformance fixtures use them. */
 void mcp_call_log(struct call *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
@@ -153,6 +155,13 @@ int mcp_client_has(struct session *, const char *);
 typedef void (*sreq_done)(struct call *, json_object *, json_object *);
 void mcp_call_request(struct call *, const char *, json_object *, sreq_done);
 void mcp_call_drop_stream(struct call *);
+
+/* revision.c: what each protocol revision may carry */
+enum mcp_rev { REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_N };
+#define REV_LATEST REV_2025_11_25
+int rev_of(const char *);
+const char *rev_name(int);
+void rev_fit(const struct session *, const char *, json_object *);
 
 /* prompts.c: prompts/list, prompts/get, completion/complete */
 struct prompt {
@@ -180,6 +189,11 @@ json_object *prompts_complete(
 struct xrun;
 struct xrun_opts {
 	const char *command; /* or the code, with language */
+	/* The activity log's line for a command of our own (a tool's helper
+	 * script): what the client asked for.  log_quiet: its standard
+	 * output is data (a listing, a file), logged by size only. */
+	const char *log_as;
+	int log_quiet;
 	const char *language; /* run in the language's session */
 	int session; /* ... that persists (else one call) */
 	const char *const *args; /* $1... of the command, NULL-terminated */
@@ -335,6 +349,7 @@ void coderun_cancel(struct coderun *);
 const char *code_manager(const char *);
 const char *code_installer(const char *);
 const char *code_image(const char *);
+const char *code_image_flag(const char *, const char **);
 int code_language_valid(const char *);
 int code_package_valid(const char *, const char *);
 

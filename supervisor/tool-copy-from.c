@@ -390,6 +390,7 @@ copy_from(struct call *c)
 	json_object *ow, *mb, *pm;
 	uint64_t cap;
 	struct xrun_opts o;
+	char *line;
 	struct sandbox *sb;
 	struct cfrom *f;
 
@@ -473,11 +474,14 @@ copy_from(struct call *c)
 	memset(&o, 0, sizeof o);
 	o.command = sender;
 	o.args = args;
+	xasprintf(&line, "copy_file_from_sandbox %s", src);
+	o.log_as = line;
 	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
 	o.stdout_sink = cfrom_sink;
 	f->ev_idle = evtimer_new(sup.base, cfrom_idle_cb, f);
 	cfrom_progress(f);
 	f->run = xrun_start(c, sb, &o, cfrom_run_done, f);
+	free(line);
 }
 
 const struct tool tool_copy_file_from_sandbox = {

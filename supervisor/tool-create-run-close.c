@@ -28,6 +28,7 @@ struct crc {
 	char *code, *language, *sandbox;
 	json_object *packages;
 	long long timeout_ms;
+	int own_image; /* the client named it */
 	struct coderun *run;
 	json_object *result;
 };
@@ -85,9 +86,23 @@ crc_created(struct call *c, struct sandbox *sb, const char *err, void *arg)
 
 	(void)c;
 	if (sb == NULL) {
-		call_reply(x->call, tool_error("cannot make a sandbox for the "
-		                               "code: %s",
-		                        err));
+		const char *flag = NULL, *img;
+
+		/* Name the flag that chose the image, if one did. */
+		if (!x->own_image &&
+		    ((flag = code_image_flag(x->language, &img)) == NULL ||
+		        (!config_given(sup.conf, flag) &&
+		            config_given(sup.conf, "image"))))
+			flag = "image";
+		if (flag != NULL)
+			call_reply(x->call,
+			    tool_error("cannot make a sandbox for the %s code "
+			               "(its image is set with --%s): %s",
+			        x->language, flag, err));
+		else
+			call_reply(x->call,
+			    tool_error(
+			        "cannot make a sandbox for the code: %s", err));
 		crc_free(x);
 		return;
 	}
@@ -123,6 +138,7 @@ create_run_close_start(struct call *c, const char *code, const char *language,
 	x->language = xstrdup(language);
 	x->packages = json_object_get(packages);
 	x->timeout_ms = timeout_ms;
+	x->own_image = image != NULL;
 	c->state = x;
 	c->cancel = crc_cancel;
 	sandbox_create_cb(c, image != NULL ? image : code_image(language), NULL,

@@ -112,6 +112,7 @@ inst_run(struct inst *in, struct sandbox *sb)
 {
 	const char **args;
 	struct xrun_opts o;
+	char *line;
 	size_t i, n = json_object_array_length(in->packages);
 
 	args = xcalloc(n + 1, sizeof *args);
@@ -121,9 +122,14 @@ inst_run(struct inst *in, struct sandbox *sb)
 	memset(&o, 0, sizeof o);
 	o.command = code_installer(in->manager);
 	o.args = args;
+	xasprintf(&line, "install_package %s: %s", in->manager,
+	    json_object_to_json_string_ext(
+	        in->packages, JSON_C_TO_STRING_PLAIN));
+	o.log_as = line;
 	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
 	o.output_cap = sup.conf->output_cap;
 	xrun_start(in->call, sb, &o, inst_done, in);
+	free(line);
 	free(args);
 }
 
@@ -226,6 +232,8 @@ install_package(struct call *c)
 	}
 	memset(&o, 0, sizeof o);
 	o.command = installer_auto;
+	o.log_as = "install_package: which package manager the image has";
+	o.log_quiet = 1;
 	o.timeout_ms = 30000;
 	xrun_start(c, sb, &o, inst_detected, in);
 }

@@ -150,6 +150,7 @@ list_files(struct call *c)
 	const char *path, *args[3];
 	json_object *rec;
 	struct xrun_opts o;
+	char *line;
 	struct sandbox *sb;
 	struct lfiles *l;
 
@@ -179,9 +180,13 @@ list_files(struct call *c)
 	memset(&o, 0, sizeof o);
 	o.command = lister;
 	o.args = args;
+	xasprintf(&line, "list_files %s%s", l->path,
+	    args[1][0] == '1' ? " (recursive)" : "");
+	o.log_as = line;
 	o.timeout_ms = sup.conf->exec_timeout * 1000;
 	o.stdout_sink = lfiles_sink;
 	xrun_start(c, sb, &o, lfiles_done, l);
+	free(line);
 }
 
 const struct tool tool_list_files = {

@@ -135,6 +135,7 @@ read_file(struct call *c)
 	const char *path, *enc, *args[4];
 	json_object *v;
 	struct xrun_opts o;
+	char *line;
 	struct sandbox *sb;
 	struct rfile *r;
 	char off[32], len[32];
@@ -189,9 +190,12 @@ read_file(struct call *c)
 	memset(&o, 0, sizeof o);
 	o.command = reader;
 	o.args = args;
+	xasprintf(&line, "read_file %s", r->path);
+	o.log_as = line;
 	o.timeout_ms = sup.conf->exec_timeout * 1000;
 	o.stdout_sink = rfile_sink;
 	xrun_start(c, sb, &o, rfile_done, r);
+	free(line);
 }
 
 const struct tool tool_read_file = {

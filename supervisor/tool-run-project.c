@@ -314,6 +314,7 @@ rproj_prepare(struct rproj *p)
 {
 	const char *args[4];
 	struct xrun_opts o;
+	char *line;
 	struct sandbox *sb;
 
 	if ((sb = sandbox_find(NULL, p->sandbox)) == NULL) {
@@ -329,9 +330,13 @@ rproj_prepare(struct rproj *p)
 	memset(&o, 0, sizeof o);
 	o.command = prepare;
 	o.args = args;
+	xasprintf(&line, "run_project %s: installing its dependencies (%s)",
+	    args[0], args[1]);
+	o.log_as = line;
 	o.timeout_ms = p->timeout_ms;
 	o.output_cap = sup.conf->output_cap;
 	p->run = xrun_start(p->call, sb, &o, rproj_prepared, p);
+	free(line);
 }
 
 static void

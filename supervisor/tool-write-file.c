@@ -170,6 +170,7 @@ write_file(struct call *c)
 	const char *name, *dir, *enc, *args[3];
 	json_object *content;
 	struct xrun_opts o;
+	char *line;
 	struct sandbox *sb;
 	struct wfile *w;
 	size_t len;
@@ -241,10 +242,13 @@ write_file(struct call *c)
 	memset(&o, 0, sizeof o);
 	o.command = upload_file_script;
 	o.args = args;
+	xasprintf(&line, "write_file %s (%zu bytes)", w->path, w->bytes);
+	o.log_as = line;
 	o.timeout_ms = sup.conf->exec_timeout * 1000;
 	o.stdin_stream = 1;
 	o.on_credit = wfile_pump;
 	w->run = xrun_start(c, sb, &o, wfile_done, w);
+	free(line);
 	wfile_pump(w->run, w);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 #include "supervisor.h"
 #include "utf8.h"
@@ -266,22 +267,46 @@ arg_type_ok(struct call *c, const char *key, json_type t, json_object **out)
 	return 1;
 }
 
+/* Whether p points into a mention of sock (of length n) in s. */
+static int
+within(const char *s, const char *p, const char *sock, size_t n)
+{
+	const char *q;
+
+	for (q = s; n > 0 && (q = strstr(q, sock)) != NULL && q <= p; q++)
+		if (p < q + n)
+			return 1;
+	return 0;
+}
+
 /*
  * Docker's messages can name host paths (volumes, the daemon's root);
  * keep the first line and cut anything that looks like an absolute path
- * of the host.
+ * of the host.  The engine's socket (DOCKER_HOST), which the operator
+ * named and a connection error must name, is not one of them.
  */
 char *
 sanitize_docker_error(const char *msg)
 {
-	char *s, *p;
+	static const char *const marks[] = {"/var/lib/", "/run/", "/home/"};
+	const char *sock = "";
+	char *s, *p, *cut = NULL;
+	size_t i;
 
 	s = xstrdup(msg != NULL ? msg : "unknown Docker error");
 	if ((p = strchr(s, '\n')) != NULL)
 		*p = '\0';
-	if ((p = strstr(s, "/var/lib/")) != NULL ||
-	    (p = strstr(s, "/run/")) != NULL ||
-	    (p = strstr(s, "/home/")) != NULL)
-		strcpy(p, "<host path>");
+	if (sup.conf != NULL && sup.conf->docker_host != NULL &&
+	    strncmp(sup.conf->docker_host, "unix://", 7) == 0)
+		sock = sup.conf->docker_host + 7;
+	for (i = 0; i < sizeof marks / sizeof marks[0]; i++)
+		for (p = s; (p = strstr(p, marks[i])) != NULL; p++)
+			if (!within(s, p, sock, strlen(sock))) {
+				if (cut == NULL || p < cut)
+					cut = p;
+				break;
+			}
+	if (cut != NULL)
+		strcpy(cut, "<host path>");
 	return s;
 }

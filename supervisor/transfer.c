@@ -119,6 +119,7 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 {
 	const char *args[3] = {dir, name, NULL};
 	struct xrun_opts o;
+	char *line;
 	struct upload *u;
 
 	u = xcalloc(1, sizeof *u);
@@ -129,10 +130,16 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 	memset(&o, 0, sizeof o);
 	o.command = one_file ? upload_file_script : untar;
 	o.args = args;
+	/* The host side is not the sandbox's business: its path only. */
+	xasprintf(&line, "%s into %s%s%s", c->tool, dir,
+	    name != NULL && dir[strlen(dir) - 1] != '/' ? "/" : "",
+	    name != NULL ? name : "");
+	o.log_as = line;
 	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
 	o.stdin_stream = 1;
 	o.on_credit = upload_pump;
 	u->run = xrun_start(c, sb, &o, upload_done, u);
+	free(line);
 	upload_pump(u->run, u);
 	return u;
 }

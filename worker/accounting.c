@@ -13,6 +13,13 @@
  * v2 (Linux 6.12 and later) gives each open memory.peak a mark of its
  * own.  Where a mark cannot be reset, a run reports the peak only when
  * the mark rose while it ran (then it is exact), else leaves it out.
+ *
+ * The cgroup is looked up when the first run needs it, not when the worker
+ * starts: the worker starts while its container does, and a container not
+ * yet running has no process to find the group from.  Until the engine
+ * shows a running container the lookup is retried, with a growing delay
+ * and a bounded number of tries; a group this host cannot see (an engine
+ * elsewhere) is given up at once, for the worker's life.
  */
 #include <sys/queue.h>
 
@@ -21,13 +28,40 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "cgroup.h"
 #include "docker.h"
 #include "log.h"
 #include "worker.h"
 #include "xmalloc.h"
 
-enum acct_state { ACCT_LOOKING, ACCT_READY, ACCT_NONE };
+/*
+ * Where /proc is: "" here; a unit test builds this file with
+ * -DACCT_PROC_ROOT=<the root of a fake tree>.
+ */
+#ifdef ACCT_PROC_ROOT
+extern char ACCT_PROC_ROOT[];
+#else
+#define ACCT_PROC_ROOT ""
+#endif
+
+/*
+ * Inspections of the container before accounting is given up: about ten
+ * seconds of a container that does not run (a unit test shortens them).
+ */
+#define ACCT_MAX_TRIES 10
+#ifndef ACCT_RETRY_MS
+#define ACCT_RETRY_MS 50 /* the first delay, doubled up to the next */
+#define ACCT_RETRY_MAX_MS 2000
+#endif
+
+enum acct_state {
+	ACCT_UNKNOWN, /* not looked up yet: the first run will */
+	ACCT_LOOKING, /* an inspection in flight or a retry pending */
+	ACCT_READY,
+	ACCT_NONE /* impossible here, for good */
+};
 
 struct acct {
 	int listed; /* among the runs in progress */
@@ -41,6 +75,8 @@ struct acct {
 static struct {
 	struct worker *w;
 	struct docker_req *req;
+	struct event *retry;
+	int tries; /* inspections so far */
 	enum acct_state state;
 	int resets; /* v1: the mark can be reset */
 	struct cgroup cg;
@@ -93,12 +129,49 @@ acct_measure(struct acct *a)
 		cgroup_mem_peak(&ac.cg, &a->mark0);
 }
 
+static void acct_lookup(void);
+
+/* The container does not run yet: look again soon, a bounded number of
+ * times. */
+static void
+acct_later(const char *why)
+{
+	struct timeval tv;
+	long ms = ACCT_RETRY_MS;
+	int i;
+
+	if (ac.tries >= ACCT_MAX_TRIES) {
+		ac.state = ACCT_NONE;
+		log_info("%s: no accounting for this sandbox: %s after %d "
+		         "looks",
+		    __func__, why, ac.tries);
+		return;
+	}
+	for (i = 1; i < ac.tries && ms < ACCT_RETRY_MAX_MS; i++)
+		ms *= 2;
+	if (ms > ACCT_RETRY_MAX_MS)
+		ms = ACCT_RETRY_MAX_MS;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	log_debug("%s: %s; looking again in %ld ms", __func__, why, ms);
+	evtimer_add(ac.retry, &tv);
+}
+
+static void
+acct_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	acct_lookup();
+}
+
 static void
 acct_inspected_cb(const struct docker_resp *resp, void *arg)
 {
 	json_object *state, *pid;
 	struct acct *a;
-	char path[64];
+	char path[PATH_MAX + 64], mounts[PATH_MAX + 64];
 
 	(void)arg;
 	ac.req = NULL;
@@ -106,14 +179,18 @@ acct_inspected_cb(const struct docker_resp *resp, void *arg)
 	    !json_object_object_get_ex(resp->json, "State", &state) ||
 	    !json_object_object_get_ex(state, "Pid", &pid) ||
 	    json_object_get_int64(pid) <= 0) {
-		ac.state = ACCT_NONE;
-		log_debug("%s: no running container to account", __func__);
+		/* Not running yet (or the engine did not answer). */
+		acct_later(resp->error != NULL
+		               ? resp->error
+		               : "the container has no process");
 		return;
 	}
-	snprintf(path, sizeof path, "/proc/%lld/cgroup",
+	snprintf(path, sizeof path, "%s/proc/%lld/cgroup", ACCT_PROC_ROOT,
 	    (long long)json_object_get_int64(pid));
-	if (cgroup_find(&ac.cg, path, "/proc/self/mountinfo", "",
-	        ac.w->container) == -1) {
+	snprintf(
+	    mounts, sizeof mounts, "%s/proc/self/mountinfo", ACCT_PROC_ROOT);
+	if (cgroup_find(
+	        &ac.cg, path, mounts, ACCT_PROC_ROOT, ac.w->container) == -1) {
 		ac.state = ACCT_NONE;
 		log_debug("%s: the container's cgroup is not visible here "
 		          "(an engine on another host?)",
@@ -129,21 +206,32 @@ acct_inspected_cb(const struct docker_resp *resp, void *arg)
 		acct_measure(a);
 }
 
-/* Looks up the container's cgroup; runs that start meanwhile wait. */
-void
-acct_start(struct worker *w)
+/* Asks the engine for the container's process. */
+static void
+acct_lookup(void)
 {
 	char *esc, *path;
 
-	ac.w = w;
 	ac.state = ACCT_LOOKING;
-	LIST_INIT(&ac.runs);
-	esc = docker_escape(w->container);
+	ac.tries++;
+	esc = docker_escape(ac.w->container);
 	xasprintf(&path, "/containers/%s/json", esc);
-	ac.req =
-	    docker_call(w->docker, "GET", path, NULL, acct_inspected_cb, NULL);
+	ac.req = docker_call(
+	    ac.w->docker, "GET", path, NULL, acct_inspected_cb, NULL);
 	free(path);
 	free(esc);
+}
+
+/* Accounting for a worker's container; the cgroup is found on first use. */
+void
+acct_start(struct worker *w)
+{
+	ac.w = w;
+	ac.state = ACCT_UNKNOWN;
+	ac.tries = 0;
+	LIST_INIT(&ac.runs);
+	if ((ac.retry = evtimer_new(w->base, acct_retry_cb, NULL)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
 }
 
 /* The worker is going away; runs stay their owners' to end. */
@@ -153,6 +241,9 @@ acct_stop(void)
 	if (ac.req != NULL)
 		docker_req_cancel(ac.req);
 	ac.req = NULL;
+	if (ac.retry != NULL)
+		event_free(ac.retry);
+	ac.retry = NULL;
 	ac.state = ACCT_NONE;
 }
 
@@ -169,6 +260,9 @@ acct_begin(void)
 			acct_measure(a);
 		LIST_INSERT_HEAD(&ac.runs, a, entry);
 		a->listed = 1;
+		/* Measured once the lookup this starts is done. */
+		if (ac.state == ACCT_UNKNOWN)
+			acct_lookup();
 	}
 	return a;
 }

@@ -465,7 +465,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 {
 	struct wexec *x;
 	json_object *body, *cmd, *env, *v;
-	const char *command, *workdir;
+	const char *command, *workdir, *log_as;
 	struct timeval tv;
 	long long timeout;
 	char *path, *esc, *kv;
@@ -502,7 +502,11 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	}
 	snprintf(x->tag[0], sizeof x->tag[0], "exec %.8s", x->token);
 	snprintf(x->tag[1], sizeof x->tag[1], "exec %.8s stderr", x->token);
-	logs_addf(x->tag[0], "$ %s", command);
+	/* Our own helper scripts are logged as what the client asked. */
+	if ((log_as = json_str(call, "log_as")) != NULL)
+		logs_addf(x->tag[0], "%s", log_as);
+	else
+		logs_addf(x->tag[0], "$ %s", command);
 	x->cap = json_int(call, "output_cap", w->conf->output_cap);
 	x->log_stdout = !json_object_object_get_ex(call, "log_stdout", &v) ||
 	                json_object_get_boolean(v);

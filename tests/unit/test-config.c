@@ -781,3 +781,17 @@ Test(config, man_page_lists_every_option_of_usage)
 	free(usage);
 	free(man);
 }
+
+/* Which options the operator set, as opposed to their defaults. */
+Test(config, given_tells_set_from_default)
+{
+	setenv("MCP_SANDBOXD_NODE_IMAGE", "node:x", 1);
+	cr_assert_eq(PARSE("--image", "debian:12"), 0, "%s", errtext);
+	cr_expect(config_given(&conf, "image"));
+	cr_expect(config_given(&conf, "node-image"));
+	cr_expect(!config_given(&conf, "python-image"));
+	cr_expect(!config_given(&conf, "memory-mb"));
+	cr_expect(!config_given(&conf, "no-such-option"));
+	/* The default stays the value of what was not given. */
+	cr_expect_str_eq(conf.python_image, "python:3.12-slim-bookworm");
+}
