@@ -246,6 +246,7 @@ main(int argc, char **argv)
 		;
 	stdio_stop();
 	http_stop();
+	defer_flush();
 	spool_cleanup();
 	docker_free(sup.docker);
 	event_free(ev_term);
