@@ -47,7 +47,9 @@ stdio_lines(struct evbuffer *in)
 	size_t len;
 	char *line;
 
-	while (!sup.shutting_down && stdio_sess != NULL) {
+	/* While shutting down too: a call sent just before the signal is
+	 * answered (mcp.c refuses new work then), not left without one. */
+	while (stdio_sess != NULL) {
 		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 		if (eol.pos == -1) {
 			len = evbuffer_get_length(in);
