@@ -61,7 +61,7 @@ op_args(enum op op, const char *cid, const char *name, const char **tool)
 		return a;
 	case OP_EXEC:
 		*tool = "sandbox_exec";
-		json_object_object_add(a, "command",
+		json_object_object_add(a, "commands",
 		    json_object_new_string("sleep 2; echo done"));
 		break;
 	case OP_TRANSFER:
@@ -106,13 +106,18 @@ send_ops(struct h_server *s, const char *cid, const char *name, long *ids)
 	}
 }
 
-/* No answer may say "(null)": a NULL name or id was formatted. */
+/* No answer may say "(null)" (a NULL name or id was formatted), and
+ * none may refuse the arguments: the operation really was in flight. */
 static void
 check_no_null(json_object *resp)
 {
 	const char *t = json_object_to_json_string(resp);
 
 	cr_expect(!h_contains(t, "(null)"), "an answer says (null): %.300s", t);
+	cr_expect(!h_contains(t, "unknown argument") &&
+	              !h_contains(t, "is required") &&
+	              !h_contains(t, "must be"),
+	    "the test sent bad arguments: %.300s", t);
 }
 
 /* Wait for the answer of each id; how many came. */
@@ -491,4 +496,51 @@ Test(lifecycle, http_delete_during_every_operation, .timeout = 600)
 	kill(s->pid, SIGTERM);
 	cr_expect_eq(h_wait_exit(s, 45000), 0);
 	adv_finish(s);
+}
+
+/* Shutdown under a flood of execs on several sandboxes: every call is
+ * answered, and no container with the instance's label is left. */
+Test(lifecycle, sigterm_under_exec_flood, .timeout = 600)
+{
+	static const int at_ms[] = {0, 300, 1500};
+	struct h_server *s;
+	json_object *a, *r;
+	long ids[3 * 25];
+	char *cid[3];
+	int round, i, k, n, got, rc;
+
+	for (round = 0; round < 3; round++) {
+		s = adv_start(NULL);
+		for (i = 0; i < 3; i++)
+			cid[i] = h_create(s, NULL);
+		for (n = k = 0; k < 25; k++)
+			for (i = 0; i < 3; i++) {
+				a = json_object_new_object();
+				json_object_object_add(a, "container_id",
+				    json_object_new_string(cid[i]));
+				json_object_object_add(a, "commands",
+				    json_object_new_string(
+				        "sleep 1; echo flood"));
+				ids[n++] = h_send_tool(s, "sandbox_exec", a);
+			}
+		usleep((useconds_t)at_ms[round] * 1000);
+		kill(s->pid, SIGTERM);
+		for (i = got = 0; i < n; i++)
+			if ((r = h_wait_id(s, ids[i], 60000)) != NULL) {
+				got++;
+				json_object_put(r);
+			}
+		rc = h_wait_exit(s, 60000);
+		fprintf(stderr,
+		    "SIGTERM %d ms into %d execs on 3 sandboxes: %d answered, "
+		    "exit %d, %d container(s) left\n",
+		    at_ms[round], n, got, rc, h_docker_count(s->label));
+		cr_expect_eq(got, n);
+		for (i = 0; i < 3; i++) {
+			cr_expect(!h_container_exists(cid[i]),
+			    "container %.12s left after shutdown", cid[i]);
+			free(cid[i]);
+		}
+		adv_finish(s); /* exit 0, no labelled container */
+	}
 }
