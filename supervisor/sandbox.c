@@ -87,9 +87,8 @@ defer_free(void (*fn)(void *), void *arg)
 	d->fn = fn;
 	d->arg = arg;
 	TAILQ_INSERT_TAIL(&deferreds, d, entry);
-	if (ev_deferred == NULL &&
-	    (ev_deferred = event_new(sup.base, -1, 0, deferred_cb, NULL)) ==
-	        NULL)
+	if (ev_deferred == NULL && (ev_deferred = event_new(sup.base, -1, 0,
+	                                deferred_cb, NULL)) == NULL)
 		fatalx("%s: event_new", __func__);
 	event_active(ev_deferred, EV_TIMEOUT, 0);
 }
@@ -190,7 +189,8 @@ sandbox_adopt(struct session *sess, const char *id)
 		if (sb->owner == NULL && sb->id != NULL &&
 		    strcmp(sb->id, id) == 0) {
 			sb->owner = sess;
-			log_info("sandbox %.12s (detached) adopted by session %u",
+			log_info(
+			    "sandbox %.12s (detached) adopted by session %u",
 			    sb->id, sess->id);
 			return sb;
 		}
@@ -420,7 +420,8 @@ sandbox_destroy_owned(struct session *sess, void (*done)(void *), void *arg)
 	o->pending = 1;
 	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
 		next = TAILQ_NEXT(sb, entry);
-		if (sb->owner != sess)
+		/* (The registry holds no dead one; said for the analyzer.) */
+		if (sb->owner != sess || sb->dead)
 			continue;
 		if (sb->detach && sb->state == SB_READY) {
 			/* It outlives the session, up to its lifetime. */

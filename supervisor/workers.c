@@ -178,9 +178,9 @@ wproc_lost(struct wproc *wp, const char *why)
 			    __func__, sb->id);
 			if (sb->owner != NULL)
 				mcp_log(sb->owner, 3,
-			    "sandbox %s failed (its worker kept "
-			    "crashing) and was removed",
-			    sb->name);
+				    "sandbox %s failed (its worker kept "
+				    "crashing) and was removed",
+				    sb->name);
 			sandbox_destroy(sb, NULL, NULL);
 		}
 	}

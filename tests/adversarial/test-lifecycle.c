@@ -29,8 +29,8 @@ static const int delays_ms[] = {0, 5, 50, 200};
 #define NDELAYS ((int)(sizeof delays_ms / sizeof delays_ms[0]))
 
 enum op { OP_CREATE, OP_EXEC, OP_TRANSFER, OP_CODE, OP_INSTALL, OP_STOP, NOPS };
-static const char *const op_names[NOPS] = {"create", "exec", "transfer",
-    "code", "install", "stop"};
+static const char *const op_names[NOPS] = {
+    "create", "exec", "transfer", "code", "install", "stop"};
 
 /* A big file for write_file: its transfer takes a moment. */
 static char *
@@ -68,15 +68,16 @@ op_args(enum op op, const char *cid, const char *name, const char **tool)
 		*tool = "write_file";
 		json_object_object_add(
 		    a, "file_name", json_object_new_string("big.txt"));
-		json_object_object_add(a, "file_contents",
-		    json_object_new_string(big_contents()));
+		json_object_object_add(
+		    a, "file_contents", json_object_new_string(big_contents()));
 		break;
 	case OP_CODE:
 		*tool = "execute_code";
 		json_object_object_add(
 		    a, "language", json_object_new_string("python"));
 		json_object_object_add(a, "code",
-		    json_object_new_string("import time\ntime.sleep(2)\nprint(1)"));
+		    json_object_new_string(
+		        "import time\ntime.sleep(2)\nprint(1)"));
 		break;
 	case OP_INSTALL:
 		*tool = "install_package";
@@ -131,8 +132,8 @@ wait_answers(struct h_server *s, const long *ids, int n, int timeout_ms,
 	for (i = 0; i < n; i++) {
 		r = h_wait_id(s, ids[i], timeout_ms);
 		if (r == NULL) {
-			fprintf(stderr, "%s: no answer to %s\n", what,
-			    op_names[i]);
+			fprintf(
+			    stderr, "%s: no answer to %s\n", what, op_names[i]);
 			continue;
 		}
 		check_no_null(r);
@@ -164,8 +165,8 @@ server_end_during_ops(int sigterm)
 			s->to_fd = -1;
 		}
 		/* Each call is answered before the server goes. */
-		got = wait_answers(s, ids, NOPS, 60000,
-		    sigterm ? "SIGTERM" : "stdin EOF");
+		got = wait_answers(
+		    s, ids, NOPS, 60000, sigterm ? "SIGTERM" : "stdin EOF");
 		rc = h_wait_exit(s, 60000);
 		fprintf(stderr,
 		    "%s %d ms after the operations: %d/%d answered, exit %d\n",
@@ -256,8 +257,8 @@ Test(lifecycle, worker_killed_during_every_operation, .timeout = 600)
 			killed += kill(w[i], SIGKILL) == 0;
 		got = wait_answers(s, ids, NOPS, 60000, "worker killed");
 		fprintf(stderr,
-		    "%d worker(s) killed %d ms after: %d/%d answered\n",
-		    killed, delays_ms[d], got, NOPS);
+		    "%d worker(s) killed %d ms after: %d/%d answered\n", killed,
+		    delays_ms[d], got, NOPS);
 		cr_expect_eq(got, NOPS);
 		cr_expect(h_pid_alive(s->pid), "the server died");
 		free(cid);
@@ -299,8 +300,8 @@ keep_cb(char *p, size_t size, size_t n, void *arg)
 /* One HTTP request; the status (0: the connection failed), *resp the
  * body, *sid_out the Mcp-Session-Id when asked. */
 static long
-http_req(const char *url, const char *method, const char *sid,
-    const char *body, char **resp, int timeout_ms)
+http_req(const char *url, const char *method, const char *sid, const char *body,
+    char **resp, int timeout_ms)
 {
 	struct curl_slist *h = NULL;
 	char sh[160];
@@ -398,7 +399,8 @@ call_body(int id, const char *tool, json_object *args)
 
 	json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
 	json_object_object_add(m, "id", json_object_new_int(id));
-	json_object_object_add(m, "method", json_object_new_string("tools/call"));
+	json_object_object_add(
+	    m, "method", json_object_new_string("tools/call"));
 	p = json_object_new_object();
 	json_object_object_add(p, "name", json_object_new_string(tool));
 	json_object_object_add(p, "arguments", args);
@@ -461,8 +463,8 @@ Test(lifecycle, http_delete_during_every_operation, .timeout = 600)
 			ops[op].done = 0;
 			args = op_args((enum op)op, cid, name, &tool);
 			ops[op].body = call_body(10 + op, tool, args);
-			cr_assert(pthread_create(
-			              &ops[op].t, NULL, hop_run, &ops[op]) == 0);
+			cr_assert(pthread_create(&ops[op].t, NULL, hop_run,
+			              &ops[op]) == 0);
 		}
 		usleep((useconds_t)delays_ms[d] * 1000);
 		cr_expect_eq(http_req(url, "DELETE", sid, NULL, NULL, 30000),

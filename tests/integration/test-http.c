@@ -1610,7 +1610,8 @@ Test(http, idle_session_ends_detached_sandbox_stays, .timeout = 180)
 	json_object_put(t);
 	sleep(4);
 	r = post(s, a, PING);
-	cr_expect_eq(r->status, 404, "idle session still there: %ld", r->status);
+	cr_expect_eq(
+	    r->status, 404, "idle session still there: %ld", r->status);
 	resp_free(r);
 	cr_expect(h_wait_container_gone(cid, 30000),
 	    "the sandbox of an idle session remains");
@@ -1618,8 +1619,7 @@ Test(http, idle_session_ends_detached_sandbox_stays, .timeout = 180)
 	cr_expect_geq(metric(s, "mcp_sandboxd_sessions_ended_idle_total"), 1);
 	b = mcp_init(s);
 	snprintf(args, sizeof args,
-	    "{\"container_id\":\"%s\",\"commands\":\"echo adopted\"}",
-	    dcid);
+	    "{\"container_id\":\"%s\",\"commands\":\"echo adopted\"}", dcid);
 	t = mcp_tool(s, b, "sandbox_exec", args);
 	cr_expect(!h_is_error(t), "%s", h_text(t));
 	cr_expect(h_contains(json_object_to_json_string(t), "adopted"));
@@ -1652,8 +1652,8 @@ Test(http, both_with_stdin_devnull_keeps_http, .timeout = 60)
 	srv.next_id = 100;
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", srv.port);
 	snprintf(srv.url, sizeof srv.url, "http://127.0.0.1:%d/mcp", srv.port);
-	snprintf(srv.metrics, sizeof srv.metrics,
-	    "http://127.0.0.1:%d/metrics", srv.port);
+	snprintf(srv.metrics, sizeof srv.metrics, "http://127.0.0.1:%d/metrics",
+	    srv.port);
 	snprintf(srv.token, sizeof srv.token, "both-token-0123456789");
 	tf = token_file(srv.token);
 	if ((h.pid = fork()) == 0) {
@@ -1678,7 +1678,8 @@ Test(http, both_with_stdin_devnull_keeps_http, .timeout = 60)
 	r = post(s, sid, PING);
 	cr_expect_eq(r->status, 200, "HTTP after stdin's end: %ld", r->status);
 	resp_free(r);
-	cr_expect_eq(metric(s, "mcp_sandboxd_sessions_open{transport=\"stdio\"}"), 0);
+	cr_expect_eq(
+	    metric(s, "mcp_sandboxd_sessions_open{transport=\"stdio\"}"), 0);
 	kill(h.pid, SIGTERM);
 	rc = h_wait_exit(&h, 30000);
 	cr_expect_eq(rc, 0, "exit status %d", rc);
