@@ -176,11 +176,14 @@ static const struct opt opts[] = {
         "Host headers accepted, comma list (default localhost, 127.0.0.1, "
         "[::1] and the --listen address, any port; * any)"},
     {"max-sessions", "MCP_SANDBOXD_MAX_SESSIONS", OPT_LONG, O(max_sessions),
-        "100", 1, 100000, "most HTTP sessions open at once"},
+        "100", 1, 100000,
+        "most HTTP sessions open at once; when full, the longest-idle "
+        "session without a running request is ended to make room"},
     {"session-idle", "MCP_SANDBOXD_SESSION_IDLE", OPT_LONG, O(session_idle),
-        "3600", 1, 1L << 31,
-        "seconds an HTTP session may stay idle before it ends (with its "
-        "sandboxes)"},
+        "300", 1, 1L << 31,
+        "seconds an HTTP session with no request running and no open "
+        "stream lives on; then it ends with its sandboxes (not the "
+        "detached ones)"},
     {"http-max-connections", "MCP_SANDBOXD_HTTP_MAX_CONNECTIONS", OPT_LONG,
         O(http_max_connections), "512", 1, 65536,
         "HTTP connections served at once; a new one past it gets 503"},

@@ -11,6 +11,7 @@
 
 #include <json-c/json.h>
 
+struct evbuffer;
 struct evhttp_connection;
 struct evhttp_request;
 
@@ -40,6 +41,7 @@ int http_stdio_sessions(void);
 void http_sessions_init(void);
 void http_sessions_stop(void);
 int http_sessions_open(void);
+void http_sessions_metrics(struct evbuffer *);
 void http_post(struct evhttp_request *);
 void http_get(struct evhttp_request *);
 void http_delete(struct evhttp_request *);

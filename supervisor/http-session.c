@@ -16,11 +16,20 @@
  * was there to take them, so a GET with Last-Event-ID replays what
  * followed on that stream and, if the stream is still running, takes it
  * over.  A client that drops a stream does not cancel its call.
+ *
+ * Most clients never send DELETE.  A session with no request running and
+ * no GET stream open ends after --session-idle seconds, its sandboxes
+ * with it (not the detached ones).  When the table is full
+ * (--max-sessions), an initialize ends the longest-idle session that has
+ * no request running, before any 503.  Ending a session frees its HTTP
+ * side at once (nothing names it but the table); the protocol layer's
+ * session lives on, closing, until its calls are answered (mcp.c).
  */
 #include <sys/random.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +79,14 @@ struct hsession {
 	uint64_t last_event; /* the last n given */
 	unsigned int last_stream; /* the last stream number given */
 	struct event *idle;
+	struct timespec last_seen; /* the last request (monotonic) */
 	TAILQ_ENTRY(hsession) entry;
 };
 
 static TAILQ_HEAD(, hsession) hsessions = TAILQ_HEAD_INITIALIZER(hsessions);
 static int nhsessions;
 static struct event *keepalive_ev;
+static long long ended_idle, evicted; /* for /metrics */
 
 int
 http_sessions_open(void)
@@ -444,6 +455,9 @@ hsession_close(struct hsession *hs, const char *why)
 	struct session *sess = hs->sess;
 
 	log_info("session %.8s ended (%s)", hs->id, why);
+	/* Nothing more goes to the freed transport. */
+	if (sess != NULL)
+		sess->transport = NULL;
 	hsession_free(hs);
 	/* Its calls are cancelled (nothing more is sent) and its sandboxes
 	 * removed; the protocol layer frees it. */
@@ -470,7 +484,9 @@ hsession_idle_cb(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(hs->idle, &tv);
 		return;
 	}
-	hsession_close(hs, "idle");
+	ended_idle++;
+	hsession_close(hs, "idle: no request and no open stream for "
+	                   "--session-idle");
 }
 
 static void
@@ -478,7 +494,54 @@ hsession_touch(struct hsession *hs)
 {
 	struct timeval tv = {sup.conf->session_idle, 0};
 
+	clock_gettime(CLOCK_MONOTONIC, &hs->last_seen);
 	evtimer_add(hs->idle, &tv);
+}
+
+/*
+ * The table is full: end the session idle longest that runs no request
+ * (an open GET stream does not save it), to make room; 0 if one went.
+ */
+static int
+hsession_evict(void)
+{
+	struct hsession *hs, *oldest = NULL;
+
+	TAILQ_FOREACH(hs, &hsessions, entry)
+	{
+		if (!TAILQ_EMPTY(&hs->streams) ||
+		    (hs->sess != NULL && !TAILQ_EMPTY(&hs->sess->calls)))
+			continue;
+		if (oldest == NULL ||
+		    hs->last_seen.tv_sec < oldest->last_seen.tv_sec ||
+		    (hs->last_seen.tv_sec == oldest->last_seen.tv_sec &&
+		        hs->last_seen.tv_nsec < oldest->last_seen.tv_nsec))
+			oldest = hs;
+	}
+	if (oldest == NULL)
+		return -1;
+	evicted++;
+	log_warnx("session %.8s evicted: --max-sessions (%ld) reached and it "
+	          "was the longest idle",
+	    oldest->id, sup.conf->max_sessions);
+	hsession_close(oldest, "evicted to make room");
+	return 0;
+}
+
+/* This file's lines of /metrics. */
+void
+http_sessions_metrics(struct evbuffer *b)
+{
+	evbuffer_add_printf(b,
+	    "# HELP mcp_sandboxd_sessions_ended_idle_total HTTP sessions "
+	    "ended for --session-idle.\n"
+	    "# TYPE mcp_sandboxd_sessions_ended_idle_total counter\n"
+	    "mcp_sandboxd_sessions_ended_idle_total %lld\n"
+	    "# HELP mcp_sandboxd_sessions_evicted_total HTTP sessions ended "
+	    "to make room for a new one (--max-sessions).\n"
+	    "# TYPE mcp_sandboxd_sessions_evicted_total counter\n"
+	    "mcp_sandboxd_sessions_evicted_total %lld\n",
+	    ended_idle, evicted);
 }
 
 static struct hsession *
@@ -676,10 +739,12 @@ http_post(struct evhttp_request *req)
 			http_reply_error(req, 400, m.id, HTTP_RPC_BAD_REQUEST,
 			    "Bad Request: initialize starts a new session; "
 			    "send it without Mcp-Session-Id");
-		else if (nhsessions >= sup.conf->max_sessions)
+		else if (nhsessions >= sup.conf->max_sessions &&
+		         hsession_evict() == -1)
 			http_reply_error(req, 503, m.id, HTTP_RPC_BAD_REQUEST,
-			    "too many sessions (see --max-sessions); end one "
-			    "with DELETE or retry later");
+			    "too many sessions, each running a request (see "
+			    "--max-sessions); end one with DELETE or retry "
+			    "later");
 		else if ((hs = hsession_new()) == NULL)
 			http_reply_error(req, 500, m.id, RPC_INTERNAL_ERROR,
 			    "cannot make a session id");

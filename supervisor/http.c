@@ -569,7 +569,7 @@ http_not_found(struct evhttp_request *req, const char *path)
 int
 http_stdio_sessions(void)
 {
-	return strcmp(sup.conf->transport, "http") != 0;
+	return strcmp(sup.conf->transport, "http") != 0 && stdio_open();
 }
 
 /*
@@ -590,6 +590,7 @@ http_metrics(struct evbuffer *b)
 	    "mcp_sandboxd_sessions_open{transport=\"http\"} %d\n"
 	    "mcp_sandboxd_sessions_open{transport=\"stdio\"} %d\n",
 	    http_sessions_open(), http_stdio_sessions());
+	http_sessions_metrics(b);
 	evbuffer_add_printf(b,
 	    "# HELP mcp_sandboxd_http_requests_total HTTP requests answered, "
 	    "by status class.\n"

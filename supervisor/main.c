@@ -66,15 +66,35 @@ all_removed(void)
 	reaper_sweep_own(all_swept);
 }
 
+/*
+ * Shutdown is slow (a busy engine, workers that do not finish): workers
+ * are killed, but containers still being removed are waited for a second
+ * bound; leaving them would leave them running (only a later instance's
+ * reaper would find them).
+ */
 static void
 deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct timeval tv = {SHUTDOWN_DEADLINE, 0};
+	static int extended;
+
 	(void)fd;
 	(void)what;
 	(void)arg;
 	log_warnx(
 	    "shutdown took over %d s; killing workers", SHUTDOWN_DEADLINE);
 	wproc_kill_all();
+	if (!sandboxes_gone && !extended) {
+		extended = 1;
+		log_warnx("sandboxes are still being removed; waiting up to "
+		          "%d s more",
+		    SHUTDOWN_DEADLINE);
+		evtimer_add(ev_deadline, &tv);
+		return;
+	}
+	if (!sandboxes_gone)
+		log_warnx("giving up on removing sandboxes; a later instance "
+		          "removes what is left");
 	event_base_loopexit(sup.base, NULL);
 }
 
@@ -229,6 +249,7 @@ main(int argc, char **argv)
 		;
 	stdio_stop();
 	http_stop();
+	defer_flush();
 	spool_cleanup();
 	docker_free(sup.docker);
 	event_free(ev_term);

@@ -7,6 +7,13 @@
  * sampling and elicitation during a tools/call) and the messages tied to
  * a call (mcp_call_log()) are used by nothing in the server proper, only
  * by the conformance fixtures (-Dfixtures=true).
+ *
+ * Lifetimes (supervisor.h): a session ends with session_close(), which
+ * marks it closing (nothing more is sent), cancels its calls and removes
+ * its sandboxes (detached ones stay, without an owner); then it is gone,
+ * and freed from the event loop once its last call was answered.  A call
+ * ends with call_reply(): it leaves its session's list at once, and its
+ * memory goes from the event loop.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,12 +61,24 @@ session_new(void (*send)(struct session *, json_object *), void *transport)
 }
 
 static void
-session_free(struct session *sess)
+session_free(void *arg)
 {
-	TAILQ_REMOVE(&sessions, sess, entry);
+	struct session *sess = arg;
+
 	json_object_put(sess->subs);
 	json_object_put(sess->client_caps);
 	free(sess);
+}
+
+/* Gone, and no call names it any more: out of the list, freed later. */
+static void
+session_maybe_free(struct session *sess)
+{
+	if (!sess->gone || !TAILQ_EMPTY(&sess->calls) || sess->freeing)
+		return;
+	sess->freeing = 1;
+	TAILQ_REMOVE(&sessions, sess, entry);
+	defer_free(session_free, sess);
 }
 
 static void
@@ -69,8 +88,7 @@ session_sandboxes_gone(void *arg)
 
 	/* Freed with its last call, if some still wait for a worker. */
 	sess->gone = 1;
-	if (TAILQ_EMPTY(&sess->calls))
-		session_free(sess);
+	session_maybe_free(sess);
 }
 
 /*
@@ -86,7 +104,8 @@ call_cancel(struct call *c)
 	progress_end(c);
 	if (c->cancel != NULL)
 		c->cancel(c);
-	xrun_cancel_call(c);
+	if (!c->answered)
+		xrun_cancel_call(c);
 }
 
 /*
@@ -96,13 +115,16 @@ call_cancel(struct call *c)
 void
 session_close(struct session *sess)
 {
-	struct call *c;
+	struct call *c, *next;
 
 	if (sess->closing)
 		return;
 	sess->closing = 1;
-	TAILQ_FOREACH(c, &sess->calls, entry)
-	call_cancel(c);
+	/* A cancel may answer its call (which leaves the list). */
+	for (c = TAILQ_FIRST(&sess->calls); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		call_cancel(c);
+	}
 	sandbox_destroy_owned(sess, session_sandboxes_gone, sess);
 }
 
@@ -468,6 +490,17 @@ call_new(struct session *sess, json_object *id, const char *name)
 }
 
 static void
+call_free_mem(void *arg)
+{
+	struct call *c = arg;
+
+	json_object_put(c->id);
+	json_object_put(c->args);
+	free(c->tool);
+	free(c);
+}
+
+static void
 call_free(struct call *c)
 {
 	struct session *sess = c->sess;
@@ -482,18 +515,22 @@ call_free(struct call *c)
 	}
 	xrun_forget_call(c);
 	TAILQ_REMOVE(&sess->calls, c, entry);
-	json_object_put(c->id);
-	json_object_put(c->args);
-	free(c->tool);
-	free(c);
-	if (sess->gone && TAILQ_EMPTY(&sess->calls))
-		session_free(sess);
+	/* Answered: whatever still names it sees cancelled, nothing sent. */
+	c->cancelled = 1;
+	c->answered = 1;
+	defer_free(call_free_mem, c);
+	session_maybe_free(sess);
 }
 
 /* Answer a tools/call (unless it was cancelled) and free it. */
 void
 call_reply(struct call *c, json_object *result)
 {
+	if (c->answered) { /* a second answer: a bug, not a crash */
+		log_warnx("%s: call %s answered twice", __func__, c->tool);
+		json_object_put(result);
+		return;
+	}
 	progress_end(c);
 	if (!c->cancelled) {
 		rev_fit(c->sess, "tools/call", result);
@@ -527,17 +564,20 @@ void
 mcp_shutdown_calls(void)
 {
 	struct session *sess;
-	struct call *c;
+	struct call *c, *next;
 
 	TAILQ_FOREACH(sess, &sessions, entry)
 	{
-		TAILQ_FOREACH(c, &sess->calls, entry)
-		{
+		/* A cancel may answer its call (which leaves the list;
+		 * its memory stays until the loop runs again). */
+		for (c = TAILQ_FIRST(&sess->calls); c != NULL; c = next) {
+			next = TAILQ_NEXT(c, entry);
 			if (c->cancelled)
 				continue;
 			if (c->cancel != NULL)
 				c->cancel(c);
-			xrun_cancel_call(c);
+			if (!c->answered)
+				xrun_cancel_call(c);
 		}
 	}
 }

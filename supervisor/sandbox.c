@@ -1,6 +1,18 @@
 /*
  * The sandbox registry and container lifecycle: create (pulling a missing
  * image), start, hand to a new worker; stop and remove with volumes.
+ *
+ * Lifetime of a sandbox (the rule of supervisor.h, "Lifetimes"): the
+ * registry holds one reference, its creation one while it runs, a worker
+ * that has not said hello yet one.  sandbox_destroy() is the one end of
+ * life, whatever caused it (sandbox_stop, the session's end, expiry, a
+ * crash, shutdown, even while the sandbox is still starting): it marks the
+ * sandbox dead, takes it out of the registry, tells its worker to finish,
+ * starts the container's removal (or, while the container id is not known
+ * yet, leaves that to the creation, which sees the dead flag at each of
+ * its steps) and drops the registry's reference.  The memory goes with
+ * the last reference, from the event loop (defer_free()), never under a
+ * callback that may still name the sandbox.
  */
 #include <sys/random.h>
 
@@ -32,6 +44,65 @@
 extern const char seccomp_profile[]; /* supervisor/seccomp.json */
 
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
+
+static struct sandbox *sandbox_adopt(struct session *, const char *);
+
+/* Frees handed to the event loop (supervisor.h, "Lifetimes"). */
+struct deferred {
+	void (*fn)(void *);
+	void *arg;
+	TAILQ_ENTRY(deferred) entry;
+};
+static TAILQ_HEAD(, deferred) deferreds = TAILQ_HEAD_INITIALIZER(deferreds);
+static struct event *ev_deferred;
+
+/* Run every deferred free, those they defer in turn included. */
+static void
+defer_run(void)
+{
+	struct deferred *d;
+
+	while ((d = TAILQ_FIRST(&deferreds)) != NULL) {
+		TAILQ_REMOVE(&deferreds, d, entry);
+		d->fn(d->arg);
+		free(d);
+	}
+}
+
+static void
+deferred_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	defer_run();
+}
+
+/* At exit, out of the event loop: what is left, then the event. */
+void
+defer_flush(void)
+{
+	defer_run();
+	if (ev_deferred != NULL)
+		event_free(ev_deferred);
+	ev_deferred = NULL;
+}
+
+/* fn(arg) from the event loop, after the callbacks running now. */
+void
+defer_free(void (*fn)(void *), void *arg)
+{
+	struct deferred *d;
+
+	d = xcalloc(1, sizeof *d);
+	d->fn = fn;
+	d->arg = arg;
+	TAILQ_INSERT_TAIL(&deferreds, d, entry);
+	if (ev_deferred == NULL && (ev_deferred = event_new(sup.base, -1, 0,
+	                                deferred_cb, NULL)) == NULL)
+		fatalx("%s: event_new", __func__);
+	event_active(ev_deferred, EV_TIMEOUT, 0);
+}
 
 /*
  * A session's sandbox by full id, unique id prefix (12 or more) or name
@@ -85,7 +156,8 @@ sandbox_lookup(struct call *c, const char *key)
 		        key));
 		return NULL;
 	}
-	if ((sb = sandbox_find(c->sess, id)) == NULL) {
+	if ((sb = sandbox_find(c->sess, id)) == NULL &&
+	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
 		call_reply(c,
 		    tool_error(
 		        "no sandbox \"%.80s\": it may have "
@@ -95,9 +167,10 @@ sandbox_lookup(struct call *c, const char *key)
 		return NULL;
 	}
 	if (sb->state != SB_READY) {
-		call_reply(c, tool_error("sandbox %.12s is %s; try again "
+		/* A sandbox still starting has a name but no id yet. */
+		call_reply(c, tool_error("sandbox %.63s is %s; try again "
 		                         "later",
-		                  sb->id,
+		                  sb->id != NULL ? sb->id : sb->name,
 		                  sb->state == SB_STARTING ? "still starting"
 		                                           : "being removed"));
 		return NULL;
@@ -113,6 +186,29 @@ sandbox_lookup(struct call *c, const char *key)
 	return sb;
 }
 
+/*
+ * A detached sandbox whose session ended (owner NULL), named by its full
+ * container id: the session that names it takes it over.
+ */
+static struct sandbox *
+sandbox_adopt(struct session *sess, const char *id)
+{
+	struct sandbox *sb;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->owner == NULL && sb->id != NULL &&
+		    strcmp(sb->id, id) == 0) {
+			sb->owner = sess;
+			log_info(
+			    "sandbox %.12s (detached) adopted by session %u",
+			    sb->id, sess->id);
+			return sb;
+		}
+	}
+	return NULL;
+}
+
 int
 sandbox_count(void)
 {
@@ -124,8 +220,40 @@ sandbox_count(void)
 	return n;
 }
 
+/* A reference for a party that may be called back with the sandbox. */
+struct sandbox *
+sandbox_ref(struct sandbox *sb)
+{
+	sb->refs++;
+	return sb;
+}
+
 static void
-sandbox_free(struct sandbox *sb)
+sandbox_free(void *arg)
+{
+	struct sandbox *sb = arg;
+
+	free(sb->id);
+	free(sb->name);
+	free(sb->image);
+	free(sb->workdir);
+	free(sb);
+}
+
+/* Drop a reference; the last one frees the sandbox from the event loop. */
+void
+sandbox_unref(struct sandbox *sb)
+{
+	if (--sb->refs > 0)
+		return;
+	if (!sb->dead)
+		fatalx("%s: a live sandbox lost its last reference", __func__);
+	defer_free(sandbox_free, sb);
+}
+
+/* Out of the registry: nothing finds it, nothing of it runs on. */
+static void
+sandbox_unregister(struct sandbox *sb)
 {
 	TAILQ_REMOVE(&sandboxes, sb, entry);
 	/* Its logs resource leaves the owner's resources/list (if it was
@@ -136,15 +264,14 @@ sandbox_free(struct sandbox *sb)
 		wproc_shutdown(sb->worker);
 	if (sb->expiry != NULL)
 		event_free(sb->expiry);
+	sb->expiry = NULL;
 	spool_dir_free(sb->spool);
+	sb->spool = NULL;
 	if (sb->respawn != NULL)
 		event_free(sb->respawn);
+	sb->respawn = NULL;
 	json_object_put(sb->respawn_tokens);
-	free(sb->id);
-	free(sb->name);
-	free(sb->image);
-	free(sb->workdir);
-	free(sb);
+	sb->respawn_tokens = NULL;
 }
 
 /* --- removal --- */
@@ -160,6 +287,18 @@ static int destroys_in_flight;
 static void destroy_all_check(void);
 static void screate_abort_queued(void);
 
+/* A removal is over (the container is gone, or never was). */
+static void
+sdestroy_done(struct sdestroy *d, const char *err)
+{
+	destroys_in_flight--;
+	if (d->done != NULL)
+		d->done(d->arg, err);
+	free(d->id);
+	free(d);
+	destroy_all_check();
+}
+
 static void
 sandbox_removed_cb(const struct docker_resp *resp, void *arg)
 {
@@ -173,13 +312,8 @@ sandbox_removed_cb(const struct docker_resp *resp, void *arg)
 		log_info("sandbox %.12s removed", d->id);
 		stats.sandboxes_removed++;
 	}
-	destroys_in_flight--;
-	if (d->done != NULL)
-		d->done(d->arg, err);
+	sdestroy_done(d, err);
 	free(err);
-	free(d->id);
-	free(d);
-	destroy_all_check();
 }
 
 static void
@@ -195,24 +329,12 @@ sandbox_stopped_cb(const struct docker_resp *resp, void *arg)
 	free(path);
 }
 
-/*
- * Stop (grace, then kill) and remove a sandbox's container with its
- * volumes; the sandbox leaves the registry at once.  done(arg, error).
- */
-void
-sandbox_destroy(
-    struct sandbox *sb, void (*done)(void *, const char *), void *arg)
+/* Stop (grace, then kill; none at exit) and remove the container. */
+static void
+sandbox_remove_container(struct sdestroy *d)
 {
-	struct sdestroy *d;
 	char *path;
 
-	d = xcalloc(1, sizeof *d);
-	destroys_in_flight++;
-	d->id = xstrdup(sb->id);
-	d->done = done;
-	d->arg = arg;
-	sb->state = SB_STOPPING;
-	sandbox_free(sb);
 	if (sup.shutting_down) {
 		/* No grace at exit: remove at once. */
 		sandbox_stopped_cb(&(struct docker_resp){.status = 204}, d);
@@ -221,6 +343,40 @@ sandbox_destroy(
 	xasprintf(&path, "/containers/%s/stop?t=%d", d->id, SANDBOX_STOP_GRACE);
 	docker_call(sup.docker, "POST", path, NULL, sandbox_stopped_cb, d);
 	free(path);
+}
+
+/*
+ * The end of a sandbox's life, whatever its state: it leaves the
+ * registry at once; its container is stopped (grace, then kill) and
+ * removed with its volumes, then done(arg, error).  A sandbox still being
+ * created is removed as soon as its creation knows the container (the
+ * call that creates it fails).  Never calls done() before returning,
+ * except for a sandbox that is already dead (done(arg, NULL) at once).
+ */
+void
+sandbox_destroy(
+    struct sandbox *sb, void (*done)(void *, const char *), void *arg)
+{
+	struct sdestroy *d;
+
+	if (sb->dead) {
+		if (done != NULL)
+			done(arg, NULL);
+		return;
+	}
+	sb->dead = 1;
+	sb->state = SB_STOPPING;
+	sandbox_unregister(sb);
+	d = xcalloc(1, sizeof *d);
+	destroys_in_flight++;
+	d->done = done;
+	d->arg = arg;
+	if (sb->id != NULL) {
+		d->id = xstrdup(sb->id);
+		sandbox_remove_container(d);
+	} else
+		sb->removal = d; /* the creation finishes it */
+	sandbox_unref(sb);
 }
 
 struct sowned {
@@ -279,8 +435,17 @@ sandbox_destroy_owned(struct session *sess, void (*done)(void *), void *arg)
 	o->pending = 1;
 	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
 		next = TAILQ_NEXT(sb, entry);
-		if (sb->owner != sess || sb->id == NULL)
+		/* (The registry holds no dead one; said for the analyzer.) */
+		if (sb->owner != sess || sb->dead)
 			continue;
+		if (sb->detach && sb->state == SB_READY) {
+			/* It outlives the session, up to its lifetime. */
+			sb->owner = NULL;
+			log_info("sandbox %.12s (detached) outlives its "
+			         "session",
+			    sb->id);
+			continue;
+		}
 		o->pending++;
 		sandbox_destroy(sb, sandbox_owned_cb, o);
 	}
@@ -297,10 +462,6 @@ sandbox_destroy_all(void (*done)(void))
 	destroy_pending = 1;
 	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
 		next = TAILQ_NEXT(sb, entry);
-		/* One still starting goes once its container exists (the
-		 * creation sees sup.shutting_down). */
-		if (sb->id == NULL || sb->state == SB_STARTING)
-			continue;
 		destroy_pending++;
 		sandbox_destroy(sb, sandbox_destroy_all_cb, NULL);
 	}
@@ -315,7 +476,8 @@ sandbox_gone(struct sandbox *sb, const char *why)
 	if (sb->state != SB_READY)
 		return;
 	log_warnx("sandbox %.12s: %s", sb->id, why);
-	mcp_log(sb->owner, 3, "sandbox %s is gone: %s", sb->name, why);
+	if (sb->owner != NULL)
+		mcp_log(sb->owner, 3, "sandbox %s is gone: %s", sb->name, why);
 	stats.sandboxes_failed++;
 	sandbox_destroy(sb, NULL, NULL);
 }
@@ -351,8 +513,10 @@ sandbox_expire_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	log_info("sandbox %.12s %s; removing it", sb->id,
 	    idle ? "was idle too long" : "reached its lifetime");
-	mcp_log(sb->owner, 5, "sandbox %s %s and was removed", sb->name,
-	    idle ? "was idle for its idle limit" : "reached its lifetime");
+	if (sb->owner != NULL)
+		mcp_log(sb->owner, 5, "sandbox %s %s and was removed", sb->name,
+		    idle ? "was idle for its idle limit"
+		         : "reached its lifetime");
 	sandbox_destroy(sb, NULL, NULL);
 }
 
@@ -425,15 +589,24 @@ screate_free(struct screate *s)
 {
 	screate_unprepare(s);
 	screate_leave(s);
+	if (s->sb->create == s)
+		s->sb->create = NULL;
+	sandbox_unref(s->sb);
 	json_object_put(s->config);
 	free(s->path);
 	free(s->error);
 	free(s);
 }
 
+/*
+ * The creation failed (or its sandbox was destroyed meanwhile): the call
+ * learns why, and whatever was made of the sandbox goes.
+ */
 static void
 screate_fail(struct screate *s, const char *fmt, const char *detail)
 {
+	struct sandbox *sb = s->sb;
+	struct sdestroy *d;
 	char *msg = sanitize_docker_error(detail);
 
 	stats.sandboxes_failed++;
@@ -441,23 +614,38 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 	if (s->cb != NULL) {
 		char *full;
 
-		xasprintf(&full, fmt, s->sb->image, msg);
+		xasprintf(&full, fmt, sb->image, msg);
 		s->cb(s->call, NULL, full, s->cbarg);
 		free(full);
 	} else
-		call_reply(s->call, tool_error(fmt, s->sb->image, msg));
+		call_reply(s->call, tool_error(fmt, sb->image, msg));
 	free(msg);
-	if (s->sb->id != NULL) {
-		sandbox_destroy(s->sb, NULL, NULL);
-	} else {
-		TAILQ_REMOVE(&sandboxes, s->sb, entry);
-		free(s->sb->name);
-		free(s->sb->image);
-		free(s->sb->workdir);
-		free(s->sb);
+	sandbox_destroy(sb, NULL, NULL);
+	if ((d = sb->removal) != NULL) {
+		/* Destroyed before its container was known: now it is. */
+		sb->removal = NULL;
+		if (sb->id != NULL) {
+			d->id = xstrdup(sb->id);
+			sandbox_remove_container(d);
+		} else
+			sdestroy_done(d, NULL);
 	}
 	screate_free(s);
 	destroy_all_check();
+}
+
+/* Why a creation must stop here, or NULL. */
+static const char *
+screate_stopped(struct screate *s)
+{
+	if (sup.shutting_down)
+		return "the server is shutting down";
+	if (s->sb->dead)
+		return "the sandbox was removed while it started (sandbox_stop, "
+		       "or its session ended)";
+	if (s->call->cancelled)
+		return "cancelled";
+	return NULL;
 }
 
 json_object *
@@ -494,8 +682,8 @@ screate_ready(struct screate *s)
 	if (--s->pending > 0)
 		return;
 	sb->create = NULL;
-	if (s->error == NULL && sup.shutting_down)
-		s->error = xstrdup("the server is shutting down");
+	if (s->error == NULL && screate_stopped(s) != NULL)
+		s->error = xstrdup(screate_stopped(s));
 	if (s->error != NULL) {
 		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
 		    s->error);
@@ -535,11 +723,6 @@ screate_ready(struct screate *s)
 	if (s->cb != NULL) {
 		json_object_put(r);
 		s->cb(s->call, sb, NULL, s->cbarg);
-	} else if (s->call->cancelled) {
-		/* Nobody wants it any more. */
-		json_object_put(r);
-		call_reply(s->call, tool_error("cancelled"));
-		sandbox_destroy(sb, NULL, NULL);
 	} else
 		call_reply(s->call, tool_result(r, text, 0));
 	free(text);
@@ -637,6 +820,7 @@ static void
 screate_pulled_cb(const struct docker_resp *resp, void *arg)
 {
 	struct screate *s = arg;
+	const char *stop;
 	char *why;
 
 	s->req = NULL;
@@ -644,9 +828,8 @@ screate_pulled_cb(const struct docker_resp *resp, void *arg)
 		event_free(s->pull_timer);
 		s->pull_timer = NULL;
 	}
-	if (sup.shutting_down) {
-		screate_fail(s, "sandbox for image \"%s\": %s",
-		    "the server is shutting down");
+	if ((stop = screate_stopped(s)) != NULL) {
+		screate_fail(s, "sandbox for image \"%s\": %s", stop);
 		return;
 	}
 	/*
@@ -730,6 +913,7 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 	json_object *id;
+	const char *why;
 	char *path;
 
 	if (resp->error != NULL || resp->json == NULL ||
@@ -743,10 +927,9 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 		free(s->sb->name);
 		s->sb->name = xstrndup(s->sb->id, 12);
 	}
-	if (sup.shutting_down) {
-		/* Made as the server stops: removed at once. */
-		screate_fail(s, "sandbox for image \"%s\": %s",
-		    "the server is shutting down");
+	if ((why = screate_stopped(s)) != NULL) {
+		/* Made as it was given up: removed at once. */
+		screate_fail(s, "sandbox for image \"%s\": %s", why);
 		return;
 	}
 	/* The worker starts while the container does. */
@@ -767,6 +950,12 @@ static int starting;
 static void
 screate_create(struct screate *s)
 {
+	const char *why;
+
+	if ((why = screate_stopped(s)) != NULL) {
+		screate_fail(s, "sandbox for image \"%s\": %s", why);
+		return;
+	}
 	docker_call(
 	    sup.docker, "POST", s->path, s->config, screate_created_cb, s);
 }
@@ -879,12 +1068,12 @@ static void
 screate_inspected_cb(const struct docker_resp *resp, void *arg)
 {
 	struct screate *s = arg;
+	const char *stop;
 	char why[256];
 
 	s->req = NULL;
-	if (sup.shutting_down) {
-		screate_fail(s, "sandbox for image \"%s\": %s",
-		    "the server is shutting down");
+	if ((stop = screate_stopped(s)) != NULL) {
+		screate_fail(s, "sandbox for image \"%s\": %s", stop);
 		return;
 	}
 	if (resp->status == 404 && !s->pulled) {
@@ -1161,20 +1350,22 @@ sandbox_uid_alloc(char *why, size_t len)
  * Create a sandbox for a call that has validated its arguments; the call
  * is answered when the sandbox is ready or could not be made.
  */
-void
+struct sandbox *
 sandbox_create(struct call *c, const char *image, const char *name,
     json_object *env, const char *workdir, const char *network,
     const struct limits *lim, long ttl)
 {
-	sandbox_create_cb(
+	return sandbox_create_cb(
 	    c, image, name, env, workdir, network, lim, ttl, NULL, NULL);
 }
 
 /*
  * As sandbox_create(), but cb(call, sandbox, NULL, arg) gets the ready
  * sandbox (or cb(call, NULL, why, arg)) instead of the call an answer.
+ * Returns the sandbox, starting (valid until the caller returns to the
+ * event loop), or NULL when it is refused at once (the call is answered).
  */
-void
+struct sandbox *
 sandbox_create_cb(struct call *c, const char *image, const char *name,
     json_object *env, const char *workdir, const char *network,
     const struct limits *lim, long ttl,
@@ -1193,7 +1384,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 			cb(c, NULL, why, cbarg);
 		else
 			call_reply(c, tool_error("%s", why));
-		return;
+		return NULL;
 	}
 	sb = xcalloc(1, sizeof *sb);
 	sb->uid = uid;
@@ -1205,11 +1396,12 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	sb->expires = sb->created + ttl;
 	sb->state = SB_STARTING;
 	sb->owner = c->sess;
+	sb->refs = 1; /* the registry's */
 	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
 
 	s = xcalloc(1, sizeof *s);
 	s->call = c;
-	s->sb = sb;
+	s->sb = sandbox_ref(sb);
 	s->cb = cb;
 	s->cbarg = cbarg;
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
@@ -1225,4 +1417,5 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	TAILQ_INSERT_TAIL(&preparing, s, pentry);
 	s->preparing = 1;
 	screate_inspect(s);
+	return sb;
 }

@@ -47,7 +47,9 @@ stdio_lines(struct evbuffer *in)
 	size_t len;
 	char *line;
 
-	while (!sup.shutting_down) {
+	/* While shutting down too: a call sent just before the signal is
+	 * answered (mcp.c refuses new work then), not left without one. */
+	while (stdio_sess != NULL) {
 		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 		if (eol.pos == -1) {
 			len = evbuffer_get_length(in);
@@ -79,11 +81,32 @@ stdio_lines(struct evbuffer *in)
 	}
 }
 
+/*
+ * The stdio client went away.  With --transport both only its session
+ * ends (its calls cancelled, its sandboxes removed): the HTTP side serves
+ * on until a signal.  Alone, the server shuts down.
+ */
+static void
+stdio_gone(const char *what)
+{
+	struct session *sess = stdio_sess;
+
+	if (strcmp(sup.conf->transport, "both") != 0) {
+		log_info("%s; shutting down", what);
+		supervisor_quit();
+		return;
+	}
+	if (sess == NULL)
+		return;
+	log_info("%s; the stdio session ends, HTTP goes on", what);
+	stdio_sess = NULL;
+	session_close(sess);
+}
+
 static void
 stdio_eof(void)
 {
-	log_info("stdin closed; shutting down");
-	supervisor_quit();
+	stdio_gone("stdin closed");
 }
 
 static void
@@ -112,7 +135,7 @@ stdio_file_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	if (sup.shutting_down)
+	if (sup.shutting_down || stdio_sess == NULL)
 		return;
 	n = evbuffer_read(in_file, fd, STDIO_FILE_CHUNK);
 	if (n > 0) {
@@ -133,9 +156,11 @@ stdio_out_event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	(void)arg;
 	if (what & BEV_EVENT_ERROR) {
-		log_warnx("stdout closed; shutting down");
+		log_warnx("stdout closed");
 		bufferevent_disable(out_bev, EV_WRITE);
-		supervisor_quit();
+		if (in_bev != NULL)
+			bufferevent_disable(in_bev, EV_READ);
+		stdio_gone("stdout closed");
 	}
 }
 
@@ -189,6 +214,13 @@ is_pollable(int fd)
 	if (fstat(fd, &st) == -1)
 		return 1;
 	return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || isatty(fd);
+}
+
+/* Is the stdio session still open? */
+int
+stdio_open(void)
+{
+	return stdio_sess != NULL;
 }
 
 int

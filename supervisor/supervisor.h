@@ -42,6 +42,22 @@ struct supervisor {
 extern struct supervisor sup;
 
 /*
+ * Lifetimes of sandboxes, calls and sessions: an object that a callback
+ * may still name is never freed under that callback.  Its end marks it
+ * (a sandbox: dead, out of the registry; a call: answered, off its
+ * session's list; a session: closing, then gone once its sandboxes are)
+ * and drops the owner's reference; every party that can be called back
+ * later holds one (a sandbox: its creation, a worker not ready yet; a
+ * session: each of its calls).  The last reference hands the memory to
+ * defer_free(), which frees it from the event loop, after the callbacks
+ * running now have returned.  Code that holds a pointer across a return
+ * to the loop checks the mark (sb->dead, c->cancelled, sess->closing),
+ * never the memory.
+ */
+void defer_free(void (*)(void *), void *);
+void defer_flush(void);
+
+/*
  * One MCP client connection: the stdio client, or one HTTP session.  It
  * owns its calls and its sandboxes; no client sees another's.
  */
@@ -53,7 +69,7 @@ struct session {
 	char version[16]; /* negotiated protocol version */
 	int rev; /* ... as an enum mcp_rev (revision.c) */
 	int log_level; /* notifications/message at or above */
-	int closing, gone;
+	int closing, gone, freeing;
 	json_object *subs; /* resource URIs subscribed to (a set) */
 	json_object *client_caps; /* the client's capabilities, owned */
 	TAILQ_HEAD(, call) calls;
@@ -79,6 +95,7 @@ struct call {
 	char *tool;
 	json_object *args; /* arguments object, owned */
 	int cancelled;
+	int answered; /* call_reply() ran; freed from the event loop */
 	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
 	struct progress *progress; /* when the client asked for it */
@@ -108,6 +125,7 @@ struct limits {
 struct wproc;
 struct spool_dir;
 struct screate;
+struct sdestroy;
 
 enum sandbox_state { SB_STARTING, SB_READY, SB_STOPPING };
 
@@ -127,7 +145,11 @@ struct sandbox {
 	struct wproc *worker;
 	struct screate *create; /* while starting */
 	struct spool_dir *spool; /* full outputs of its execs */
-	struct session *owner;
+	struct session *owner; /* NULL: detached, its session ended */
+	int detach; /* outlives its session (up to its lifetime) */
+	int refs; /* see "Lifetimes" above */
+	int dead; /* sandbox_destroy() ran: out of the registry */
+	struct sdestroy *removal; /* dead before its container was known */
 	struct event *expiry;
 	TAILQ_ENTRY(sandbox) entry;
 };
@@ -369,11 +391,13 @@ int valid_env(json_object *, const char **);
 struct sandbox *sandbox_find(struct session *, const char *);
 struct sandbox *sandbox_lookup(struct call *, const char *);
 int sandbox_count(void);
-void sandbox_create(struct call *, const char *, const char *, json_object *,
-    const char *, const char *, const struct limits *, long);
-void sandbox_create_cb(struct call *, const char *, const char *, json_object *,
-    const char *, const char *, const struct limits *, long,
+struct sandbox *sandbox_create(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct limits *, long);
+struct sandbox *sandbox_create_cb(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct limits *, long,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+struct sandbox *sandbox_ref(struct sandbox *);
+void sandbox_unref(struct sandbox *);
 void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
 void sandbox_gone(struct sandbox *, const char *);
@@ -409,6 +433,7 @@ void reaper_labels(json_object *, time_t);
 /* stdio.c */
 int stdio_start(void);
 void stdio_stop(void);
+int stdio_open(void);
 
 /* http.c (Streamable HTTP) */
 int http_start(void);

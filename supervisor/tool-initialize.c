@@ -22,7 +22,11 @@ static const char input_schema[] =
     "\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0},"
     "\"pids\":{\"type\":\"integer\",\"minimum\":8},"
     "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-    "\"lifetime; the sandbox is removed after it\"}},"
+    "\"lifetime; the sandbox is removed after it\"},"
+    "\"detach\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+    "\"outlive the client session (up to ttl_seconds and the idle "
+    "limit); once the session ended, any session that names the full "
+    "container_id takes it over\"}},"
     "\"additionalProperties\":false}";
 
 static const char output_schema[] =
@@ -115,7 +119,9 @@ sandbox_initialize(struct call *c)
 	json_object *env, *v;
 	struct limits lim = {conf->memory_mb, conf->cpus, conf->pids};
 	const char *image, *name, *workdir, *network, *bad = "";
+	struct sandbox *sb;
 	long ttl = conf->ttl;
+	int detach = 0;
 
 	json_object_object_foreach(c->args, key, val)
 	{
@@ -125,7 +131,8 @@ sandbox_initialize(struct call *c)
 		    strcmp(key, "network") != 0 &&
 		    strcmp(key, "memory_mb") != 0 && strcmp(key, "cpus") != 0 &&
 		    strcmp(key, "pids") != 0 &&
-		    strcmp(key, "ttl_seconds") != 0) {
+		    strcmp(key, "ttl_seconds") != 0 &&
+		    strcmp(key, "detach") != 0) {
 			call_reply(
 			    c, tool_error("unknown argument \"%.40s\"", key));
 			return;
@@ -261,6 +268,12 @@ sandbox_initialize(struct call *c)
 		                  conf->max_ttl));
 		return;
 	}
+	if (!arg_type_ok(c, "detach", json_type_boolean, &v)) {
+		call_reply(c, tool_error("detach must be a boolean"));
+		return;
+	}
+	if (v != NULL)
+		detach = json_object_get_boolean(v);
 	if (sandbox_count() >= conf->max_sandboxes) {
 		call_reply(
 		    c, tool_error("too many sandboxes (the limit is "
@@ -268,7 +281,10 @@ sandbox_initialize(struct call *c)
 		           conf->max_sandboxes));
 		return;
 	}
-	sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
+	/* NULL: refused, and already answered. */
+	sb = sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
+	if (sb != NULL)
+		sb->detach = detach;
 }
 
 const struct tool tool_sandbox_initialize = {
@@ -278,7 +294,11 @@ const struct tool tool_sandbox_initialize = {
                    "container) from an image, hardened: unprivileged user, "
                    "no network, read-only root with a writable workdir and "
                    "/tmp, memory, CPU and process limits. Returns the "
-                   "container_id that the other tools take.",
+                   "container_id that the other tools take. The sandbox "
+                   "is removed when the client session ends, unless "
+                   "detach is true: then it lives on up to its lifetime "
+                   "(ttl_seconds) and idle limit, and a later session "
+                   "takes it over by its full container_id.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

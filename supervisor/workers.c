@@ -51,6 +51,7 @@ struct wproc {
 	int ready, exited;
 	int told; /* sent PROTO_SHUTDOWN */
 	void (*ready_cb)(struct sandbox *, const char *);
+	struct sandbox *ready_sb; /* referenced while ready_cb waits */
 	struct event *hello_timer;
 	TAILQ_HEAD(, wcall) calls;
 	LIST_ENTRY(wproc) entry;
@@ -158,8 +159,13 @@ wproc_lost(struct wproc *wp, const char *why)
 		wcall_free(wc);
 	}
 	if ((ready_cb = wp->ready_cb) != NULL) {
+		/* Its sandbox may be dead (stopped while starting), but the
+		 * reference keeps it for the creation's callback. */
 		wp->ready_cb = NULL;
+		sb = wp->ready_sb;
+		wp->ready_sb = NULL;
 		ready_cb(sb, why);
+		sandbox_unref(sb);
 	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
 		/*
 		 * Adopt the container with a new worker, which first kills
@@ -182,10 +188,11 @@ wproc_lost(struct wproc *wp, const char *why)
 			log_warnx("%s: %.12s: worker keeps dying; removing the "
 			          "sandbox",
 			    __func__, sb->id);
-			mcp_log(sb->owner, 3,
-			    "sandbox %s failed (its worker kept "
-			    "crashing) and was removed",
-			    sb->name);
+			if (sb->owner != NULL)
+				mcp_log(sb->owner, 3,
+				    "sandbox %s failed (its worker kept "
+				    "crashing) and was removed",
+				    sb->name);
 			sandbox_destroy(sb, NULL, NULL);
 		}
 	}
@@ -220,8 +227,12 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 		evtimer_del(wp->hello_timer);
 		log_debug("%s: worker %d ready", __func__, (int)wp->pid);
 		if ((ready_cb = wp->ready_cb) != NULL) {
+			struct sandbox *sb = wp->ready_sb;
+
 			wp->ready_cb = NULL;
-			ready_cb(wp->sb, NULL);
+			wp->ready_sb = NULL;
+			ready_cb(sb, NULL);
+			sandbox_unref(sb);
 		}
 		return 0;
 	case PROTO_DATA:
@@ -362,6 +373,8 @@ wproc_spawn(
 	wp->pid = pid;
 	wp->sb = sb;
 	wp->ready_cb = ready_cb;
+	if (ready_cb != NULL)
+		wp->ready_sb = sandbox_ref(sb);
 	TAILQ_INIT(&wp->calls);
 	evutil_make_socket_nonblocking(sv[0]);
 	wp->bev =
@@ -574,9 +587,11 @@ wproc_reap(void)
 			continue;
 		wp->exited = 1;
 		if (wp->bev != NULL && WIFSIGNALED(status)) {
-			mcp_log(wp->sb != NULL ? wp->sb->owner : NULL, 4,
-			    "sandbox worker %d died on signal %d", (int)pid,
-			    WTERMSIG(status));
+			/* Its owner only (NULL would tell every session). */
+			if (wp->sb != NULL && wp->sb->owner != NULL)
+				mcp_log(wp->sb->owner, 4,
+				    "sandbox worker %d died on signal %d",
+				    (int)pid, WTERMSIG(status));
 			wproc_lost(wp, WPROC_CRASHED);
 		} else
 			wproc_maybe_free(wp);

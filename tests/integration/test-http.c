@@ -1452,28 +1452,241 @@ Test(http, isolation_between_sessions, .timeout = 120)
 	srv_finish(s);
 }
 
-Test(http, max_sessions, .timeout = 60)
+/* A token file (0600) holding tok; its path (malloc'd). */
+static char *
+token_file(const char *tok)
+{
+	char *path = strdup("/tmp/mcp-sandboxd-token-XXXXXX");
+	int fd;
+
+	cr_assert(path != NULL);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, tok, strlen(tok)) == (ssize_t)strlen(tok));
+	close(fd);
+	return path;
+}
+
+/* A server with a token given explicitly (whatever the default). */
+static struct srv *
+srv_start_token(const char *first, ...)
+{
+	const char *args[32];
+	const char *a;
+	struct srv *s;
+	char *tf;
+	va_list ap;
+	int n = 0;
+
+	tf = token_file("lifecycle-token-0123456789");
+	args[n++] = "--auth-token-file";
+	args[n++] = tf;
+	va_start(ap, first);
+	for (a = first; a != NULL && n < 31; a = va_arg(ap, const char *))
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	s = srv_startv(args);
+	snprintf(s->token, sizeof s->token, "lifecycle-token-0123456789");
+	unlink(tf);
+	free(tf);
+	return s;
+}
+
+/* The value of a metric line "name value", or -1. */
+static long long
+metric(struct srv *s, const char *name)
+{
+	struct resp *r;
+	const char *p;
+	char want[128];
+	long long v = -1;
+
+	r = http_full(s, "GET", s->metrics, NULL, NULL, 0, 10000, 0);
+	snprintf(want, sizeof want, "\n%s ", name);
+	if (r->body != NULL && (p = strstr(r->body, want)) != NULL)
+		v = strtoll(p + strlen(want), NULL, 10);
+	resp_free(r);
+	return v;
+}
+
+/* A POST left running on a raw connection (not read); the socket. */
+static int
+post_hanging(struct srv *s, const char *sid, const char *body)
+{
+	char req[2048];
+	int fd, n;
+
+	fd = connect_port(s->port);
+	cr_assert(fd >= 0);
+	n = snprintf(req, sizeof req,
+	    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+	    "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+	    "Accept: application/json, text/event-stream\r\n"
+	    "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+	    s->port, s->token, sid, strlen(body), body);
+	cr_assert(write(fd, req, (size_t)n) == n);
+	return fd;
+}
+
+/*
+ * The table is full: the longest-idle session without a running request
+ * is ended to make room (counted, logged); only when every session runs
+ * a request does initialize get 503.
+ */
+Test(http, max_sessions_evicts_longest_idle, .timeout = 120)
 {
 	struct srv *s;
 	struct resp *r;
-	char *a, *b, sh[160];
+	char *a, *b, *c, *ca, *cc, body[512];
+	int fa, fc;
 
-	s = srv_start("--max-sessions", "2", NULL);
+	s = srv_start_token("--max-sessions", "2", NULL);
 	a = mcp_init(s);
 	b = mcp_init(s);
+	usleep(100000);
+	r = post(s, a, PING); /* a was seen last: b is the longest idle */
+	cr_expect_eq(r->status, 200);
+	resp_free(r);
+	c = mcp_init(s); /* room made */
+	r = post(s, b, PING);
+	cr_expect_eq(r->status, 404, "the evicted session: %ld", r->status);
+	resp_free(r);
+	r = post(s, a, PING);
+	cr_expect_eq(r->status, 200, "the other session: %ld", r->status);
+	resp_free(r);
+	cr_expect_eq(metric(s, "mcp_sandboxd_sessions_evicted_total"), 1);
+	/* Both sessions run a request: no room, 503. */
+	ca = mcp_create(s, a);
+	cc = mcp_create(s, c);
+	snprintf(body, sizeof body,
+	    "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"sandbox_exec\",\"arguments\":{"
+	    "\"container_id\":\"%s\",\"commands\":\"sleep 6\"}}}",
+	    ca);
+	fa = post_hanging(s, a, body);
+	snprintf(body, sizeof body,
+	    "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"sandbox_exec\",\"arguments\":{"
+	    "\"container_id\":\"%s\",\"commands\":\"sleep 6\"}}}",
+	    cc);
+	fc = post_hanging(s, c, body);
+	usleep(500000);
 	r = post(s, NULL,
 	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
 	    "\"params\":" INIT_PARAMS "}");
-	cr_expect_eq(r->status, 503, "third session: %ld", r->status);
+	cr_expect_eq(r->status, 503, "every session busy: %ld", r->status);
 	resp_free(r);
-	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", a);
-	cr_expect_eq(
-	    status_of(s, "DELETE", (const char *[]){sh, NULL}, NULL), 200);
+	cr_expect_eq(metric(s, "mcp_sandboxd_sessions_evicted_total"), 1);
+	close(fa);
+	close(fc);
+	free(ca);
+	free(cc);
 	free(a);
-	a = mcp_init(s); /* room again */
+	free(b);
+	free(c);
+	srv_finish(s);
+}
+
+/*
+ * A session idle past --session-idle ends (counted) with its sandboxes,
+ * except a detached one, which a later session takes over by its id.
+ */
+Test(http, idle_session_ends_detached_sandbox_stays, .timeout = 180)
+{
+	struct srv *s;
+	struct resp *r;
+	json_object *t;
+	char *a, *b, *cid, *dcid, args[256];
+
+	s = srv_start_token("--session-idle", "2", NULL);
+	a = mcp_init(s);
+	cid = mcp_create(s, a);
+	t = mcp_tool(s, a, "sandbox_initialize", "{\"detach\":true}");
+	cr_assert(!h_is_error(t), "%s", h_text(t));
+	dcid = strdup(h_str(t, "structuredContent.container_id"));
+	json_object_put(t);
+	t = mcp_tool(s, a, "sandbox_initialize", "{\"detach\":\"yes\"}");
+	cr_expect(h_is_error(t), "detach must be a boolean");
+	json_object_put(t);
+	sleep(4);
+	r = post(s, a, PING);
+	cr_expect_eq(
+	    r->status, 404, "idle session still there: %ld", r->status);
+	resp_free(r);
+	cr_expect(h_wait_container_gone(cid, 30000),
+	    "the sandbox of an idle session remains");
+	cr_expect(h_container_exists(dcid), "the detached sandbox went");
+	cr_expect_geq(metric(s, "mcp_sandboxd_sessions_ended_idle_total"), 1);
+	b = mcp_init(s);
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"commands\":\"echo adopted\"}", dcid);
+	t = mcp_tool(s, b, "sandbox_exec", args);
+	cr_expect(!h_is_error(t), "%s", h_text(t));
+	cr_expect(h_contains(json_object_to_json_string(t), "adopted"));
+	json_object_put(t);
+	/* By full id only: a prefix does not take over another's. */
+	free(cid);
+	free(dcid);
 	free(a);
 	free(b);
 	srv_finish(s);
+}
+
+/* --transport both with stdin at /dev/null: HTTP serves on until a
+ * signal; the stdio session alone ended. */
+Test(http, both_with_stdin_devnull_keeps_http, .timeout = 60)
+{
+	struct srv srv, *s = &srv;
+	struct h_server h;
+	char listen[32], *tf, *sid;
+	const char *bin = getenv("MCP_SANDBOXD_BIN");
+	long long deadline;
+	struct resp *r;
+	int fd, rc;
+
+	cr_assert(bin != NULL);
+	memset(&srv, 0, sizeof srv);
+	memset(&h, 0, sizeof h);
+	srv.h = &h;
+	srv.port = free_port();
+	srv.next_id = 100;
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", srv.port);
+	snprintf(srv.url, sizeof srv.url, "http://127.0.0.1:%d/mcp", srv.port);
+	snprintf(srv.metrics, sizeof srv.metrics, "http://127.0.0.1:%d/metrics",
+	    srv.port);
+	snprintf(srv.token, sizeof srv.token, "both-token-0123456789");
+	tf = token_file(srv.token);
+	if ((h.pid = fork()) == 0) {
+		fd = open("/dev/null", O_RDWR);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		execl(bin, bin, "--transport", "both", "--listen", listen,
+		    "--auth-token-file", tf, "--image", H_IMAGE, "--log-level",
+		    "warn", (char *)NULL);
+		_exit(127);
+	}
+	cr_assert(h.pid > 0);
+	deadline = h_now_ms() + 10000;
+	while ((fd = connect_port(srv.port)) == -1) {
+		cr_assert(h_now_ms() < deadline, "no listener");
+		usleep(20000);
+	}
+	close(fd);
+	sleep(1); /* stdin's EOF came long ago */
+	cr_expect(h_pid_alive(h.pid), "the server exited at stdin's end");
+	sid = mcp_init(s);
+	r = post(s, sid, PING);
+	cr_expect_eq(r->status, 200, "HTTP after stdin's end: %ld", r->status);
+	resp_free(r);
+	cr_expect_eq(
+	    metric(s, "mcp_sandboxd_sessions_open{transport=\"stdio\"}"), 0);
+	kill(h.pid, SIGTERM);
+	rc = h_wait_exit(&h, 30000);
+	cr_expect_eq(rc, 0, "exit status %d", rc);
+	unlink(tf);
+	free(tf);
+	free(sid);
 }
 
 Test(http, idle_session_expires, .timeout = 120)
@@ -1482,7 +1695,7 @@ Test(http, idle_session_expires, .timeout = 120)
 	struct resp *r;
 	char *sid, *cid;
 
-	s = srv_start("--session-idle", "3", NULL);
+	s = srv_start_token("--session-idle", "3", NULL);
 	sid = mcp_init(s);
 	cid = mcp_create(s, sid);
 	sleep(5);
