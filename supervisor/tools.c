@@ -274,14 +274,19 @@ arg_type_ok(struct call *c, const char *key, json_type t, json_object **out)
 char *
 sanitize_docker_error(const char *msg)
 {
+	static const char *const roots[] = {"/var/lib/", "/run/", "/home/"};
+	const char *m = msg != NULL ? msg : "unknown Docker error";
+	size_t len, i;
 	char *s, *p;
 
-	s = xstrdup(msg != NULL ? msg : "unknown Docker error");
-	if ((p = strchr(s, '\n')) != NULL)
-		*p = '\0';
-	if ((p = strstr(s, "/var/lib/")) != NULL ||
-	    (p = strstr(s, "/run/")) != NULL ||
-	    (p = strstr(s, "/home/")) != NULL)
-		strcpy(p, "<host path>");
+	len = strcspn(m, "\n");
+	for (i = 0; i < sizeof roots / sizeof roots[0]; i++)
+		if ((p = memmem(m, len, roots[i], strlen(roots[i]))) != NULL)
+			len = (size_t)(p - m);
+	/* A new string: the cut may be shorter than what replaces it. */
+	if (len < strcspn(m, "\n"))
+		xasprintf(&s, "%.*s<host path>", (int)len, m);
+	else
+		s = xstrndup(m, len);
 	return s;
 }
