@@ -70,7 +70,10 @@ enum proto_type {
  *		token (string: marks the command's processes for a kill),
  *		log_stdout (bool, default true; false: standard output is
  *		data, such as a tar stream, and only its size goes to the
- *		activity log).
+ *		activity log), probe (bool, default false; true: run as the
+ *		worker's probe user, whom sandbox code cannot signal nor
+ *		write into the output of, with a fixed PATH; for the
+ *		server's read-only probes).
  *		Output flows as PROTO_DATA on stream == reqid.
  *		Result: exit_code (int, -1 when unknown), signal (int),
  *		timed_out, truncated, oom_killed, cancelled (bool),

@@ -48,6 +48,7 @@ struct killer {
 	struct worker *w;
 	enum killer_state state;
 	json_object *tokens;
+	const char *user; /* the killed commands' (a static string) */
 	struct docker_req *req;
 	long long pids; /* the limit to put back, once raised */
 	int raised;
@@ -107,7 +108,7 @@ killer_create(struct killer *k)
 		json_object_array_add(cmd,
 		    json_object_get(json_object_array_get_idx(k->tokens, i)));
 	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(EXEC_USER));
+	json_object_object_add(body, "User", json_object_new_string(k->user));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(
@@ -245,11 +246,20 @@ struct killer *
 killer_run(struct worker *w, const char *const *tokens, size_t n,
     void (*done)(void *, const char *), void *arg)
 {
+	return killer_run_as(w, EXEC_USER, tokens, n, done, arg);
+}
+
+/* The same, for commands that ran as user (a static string). */
+struct killer *
+killer_run_as(struct worker *w, const char *user, const char *const *tokens,
+    size_t n, void (*done)(void *, const char *), void *arg)
+{
 	struct killer *k;
 	size_t i;
 
 	k = xcalloc(1, sizeof *k);
 	k->w = w;
+	k->user = user;
 	k->done = done;
 	k->arg = arg;
 	k->tokens = json_object_new_array();
