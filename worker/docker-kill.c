@@ -33,13 +33,21 @@ static const char killer_script[] =
     " [ $? -le 1 ] || ps=$(for p in /proc/[0-9]*; do"
     " tr '\\0' '\\n' <$p/environ 2>/dev/null | grep -qx $pat &&"
     " echo $p/environ; done); };"
-    /* Stop them all (no more forks), then kill them and their groups. */
+    /*
+     * Stop them all (no more forks), then kill them and their groups.
+     * grep's output is read back, and sandbox code can write into it:
+     * only words that are /proc/<pid>/environ name a process.
+     */
+    "pid() { p=${1#/proc/}; p=${p%/environ};"
+    " case $1:$p in /proc/*/environ:*[!0-9]*|*:) return 1;;"
+    " /proc/*/environ:*) return 0;; esac; return 1; };"
     "i=0; while [ $i -lt 20 ]; do find; [ -z \"$ps\" ] && exit 0;"
-    " for f in $ps; do p=${f#/proc/}; kill -STOP ${p%/environ} 2>/dev/null;"
+    " for f in $ps; do pid \"$f\" && kill -STOP $p 2>/dev/null;"
     " done;"
-    " for f in $ps; do p=${f#/proc/}; p=${p%/environ};"
+    " for f in $ps; do pid \"$f\" || continue;"
     " read -r l 2>/dev/null </proc/$p/stat && { l=${l##*) }; set -- $l;"
-    " kill -9 -$3 2>/dev/null; }; kill -9 $p 2>/dev/null; done;"
+    " case $3 in ''|*[!0-9]*) ;; *) kill -9 -$3 2>/dev/null;; esac; };"
+    " kill -9 $p 2>/dev/null; done;"
     " i=$((i + 1)); done; exit 0";
 
 enum killer_state { K_CREATE, K_START, K_INSPECT, K_LIMITS, K_RAISE, K_LOWER };
