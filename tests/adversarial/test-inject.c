@@ -53,12 +53,26 @@ static const char injector[] =
     "    try:\n"
     "      if os.stat('/proc/' + p).st_uid != uid:\n"
     "        seen[pid] = -1; continue\n"
-    "      fds = [os.open('/proc/%s/fd/%d' % (p, f), os.O_WRONLY | os.O_NONBLOCK) for f in (1, 2)]\n"
-    "    except OSError:\n"
-    "      seen[pid] = seen.get(pid, 0) + 1; continue\n"
-    "    seen[pid] = -1\n"
-    "    try:\n"
     "      os.kill(pid, signal.SIGSTOP)\n"
+    "    except OSError:\n"
+    "      seen[pid] = -1; continue\n"
+    /* runc's init cannot be opened until it runs the command: let it
+     * run a step at a time until it can, so that the junk comes first. */
+    "    fds = None\n"
+    "    for i in range(400):\n"
+    "      try:\n"
+    "        fds = [os.open('/proc/%s/fd/%d' % (p, f), os.O_WRONLY | os.O_NONBLOCK) for f in (1, 2)]\n"
+    "        break\n"
+    "      except OSError:\n"
+    "        try:\n"
+    "          os.kill(pid, signal.SIGCONT); time.sleep(0.0001); os.kill(pid, signal.SIGSTOP)\n"
+    "        except OSError: break\n"
+    "    seen[pid] = -1\n"
+    "    if fds is None:\n"
+    "      try: os.kill(pid, signal.SIGCONT)\n"
+    "      except OSError: pass\n"
+    "      continue\n"
+    "    try:\n"
     "      for f in fds:\n"
     "        try: os.write(f, junk[n % len(junk)])\n"
     "        except OSError: pass\n"
@@ -161,7 +175,8 @@ start_injector(struct h_server *s, const char *cid)
 	json_object_put(r);
 	uid = h_exec_ok(s, cid, "id -u");
 	cr_assert(asprintf(&cmd,
-	              "env -u MCP_SANDBOXD_EXEC setsid python3 /app/inj.py %d "
+	              "env -i PATH=/usr/local/bin:/usr/bin:/bin setsid python3 "
+	              "/app/inj.py %d "
 	              "</dev/null >/dev/null 2>&1 & sleep 1; echo started",
 	              atoi(uid)) > 0);
 	free(h_exec_ok(s, cid, cmd));
@@ -377,51 +392,78 @@ Test(inject, every_tool_under_the_injector, .timeout = 900)
 	adv_finish(s);
 }
 
-/* python3, pip, node and npm on the user's PATH print junk. */
-Test(inject, forged_tools_on_path, .timeout = 600)
+/*
+ * python3, pip, node and npm on the user's PATH print junk, and the PATH
+ * is long (thousands of directories that do not exist before the real
+ * ones), so that a shell that looks a command up spends long enough on
+ * it for the injector to be first in its output.
+ */
+Test(inject, forged_tools_on_path, .timeout = 900)
 {
 	static const char wrapper[] =
 	    "#!/bin/sh\nprintf 'manager: evil\\n\\0\\0language: cobol\\n"
 	    "{\"fake\":true}\\n'\nexit 0\n";
 	static const char *const tools[] = {"python3", "pip", "node", "npm"};
 	struct h_server *s;
-	json_object *r, *a;
-	char *cid, path[64];
-	size_t i;
+	json_object *r, *a, *env, *opts;
+	char *cid, path[64], *p;
+	size_t i, off = 0, cap = 48000;
+	int k;
 
+	p = malloc(cap);
+	cr_assert(p != NULL);
+	off += (size_t)snprintf(p, cap, "/app/bin");
+	for (k = 0; off + 16 < cap - 64; k++)
+		off += (size_t)snprintf(p + off, cap - off, ":/nx/%d", k);
+	snprintf(p + off, cap - off, ":/usr/local/bin:/usr/bin:/bin");
+	env = json_object_new_object();
+	json_object_object_add(env, "PATH", json_object_new_string(p));
+	opts = json_object_new_object();
+	json_object_object_add(opts, "env", env);
+	free(p);
 	s = adv_start("--python-image", "none/python:x", "--node-image",
 	    "none/node:x", "--go-image", "none/go:x", NULL);
-	cid = h_create(s, "{\"env\":{\"PATH\":\"/app/bin:/usr/local/bin:"
-	                  "/usr/bin:/bin\"}}");
+	cid = h_create(s, json_object_to_json_string(opts));
+	json_object_put(opts);
+	start_injector(s, cid);
 	for (i = 0; i < sizeof tools / sizeof tools[0]; i++) {
 		snprintf(path, sizeof path, "bin/%s", tools[i]);
 		r = call(s, "write_file",
 		    args_obj(cid, "file_name", path, "file_contents", wrapper,
 		        NULL));
-		cr_assert(!h_is_error(r), "write_file %s: %s", path, h_text(r));
+		if (h_is_error(r))
+			expect_clear(r, "write_file (a wrapper)");
 		json_object_put(r);
 	}
-	free(h_exec_ok(s, cid, "chmod +x /app/bin/*; mkdir -p /app/p;"
-	                       " echo 'print(1)' >/app/p/main.py"));
-	a = args_obj(cid, NULL);
-	json_object_object_add(a, "packages", json_tokener_parse("[\"six\"]"));
-	r = call(s, "install_package", a);
-	if (h_is_error(r))
-		expect_clear(r, "install_package (forged tools)");
-	else
-		cr_expect_str_eq(h_str(r, "structuredContent.manager"), "pip");
-	json_object_put(r);
-	r = call(s, "run_project", args_obj(cid, "dest_dir", "/app/p", NULL));
-	if (h_is_error(r))
-		expect_clear(r, "run_project (forged tools)");
-	else
-		cr_expect_str_eq(h_str(r, "structuredContent.language"), "python");
-	json_object_put(r);
+	free(docker_sh(cid, "chmod +x /app/bin/*; mkdir -p /app/p;"
+	                    " echo \"print(1)\" >/app/p/main.py"));
+	for (k = 0; k < 3; k++) {
+		a = args_obj(cid, NULL);
+		json_object_object_add(
+		    a, "packages", json_tokener_parse("[\"six\"]"));
+		r = call(s, "install_package", a);
+		if (h_is_error(r))
+			expect_clear(r, "install_package (forged tools)");
+		else
+			cr_expect_str_eq(
+			    h_str(r, "structuredContent.manager"), "pip");
+		json_object_put(r);
+		r = call(s, "run_project",
+		    args_obj(cid, "dest_dir", "/app/p", NULL));
+		if (h_is_error(r))
+			expect_clear(r, "run_project (forged tools)");
+		else
+			cr_expect_str_eq(
+			    h_str(r, "structuredContent.language"), "python");
+		json_object_put(r);
+	}
 	r = call(s, "execute_code",
 	    args_obj(cid, "language", "python", "code", "import six", NULL));
 	if (h_is_error(r))
 		expect_clear(r, "execute_code (forged tools)");
 	json_object_put(r);
+	fprintf(stderr, "inject: forged tools: %ld processes injected\n",
+	    injections(cid));
 	adv_alive(s, cid);
 	h_stop(s, cid);
 	free(cid);
