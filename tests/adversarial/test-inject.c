@@ -435,8 +435,13 @@ Test(inject, forged_tools_on_path, .timeout = 900)
 			expect_clear(r, "write_file (a wrapper)");
 		json_object_put(r);
 	}
-	free(docker_sh(cid, "chmod +x /app/bin/*; mkdir -p /app/p;"
-	                    " echo \"print(1)\" >/app/p/main.py"));
+	/* As the exec user: the files are the user's (only the output of
+	 * this call is junk). */
+	r = h_exec(s, cid,
+	    "chmod +x /app/bin/*; mkdir -p /app/p &&"
+	    " echo 'print(1)' >/app/p/main.py",
+	    0);
+	json_object_put(r);
 	for (k = 0; k < 3; k++) {
 		a = args_obj(cid, NULL);
 		json_object_object_add(
@@ -452,6 +457,9 @@ Test(inject, forged_tools_on_path, .timeout = 900)
 		    args_obj(cid, "dest_dir", "/app/p", NULL));
 		if (h_is_error(r))
 			expect_clear(r, "run_project (forged tools)");
+		if (h_is_error(r))
+			fprintf(stderr, "inject: %s\n",
+			    h_str(r, "structuredContent.error"));
 		else
 			cr_expect_str_eq(
 			    h_str(r, "structuredContent.language"), "python");
