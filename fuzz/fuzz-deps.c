@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static const struct {
 	const char *language, *manager;
-} langs[] = {{"python", "pip"}, {"javascript", "npm"},
-    {"typescript", "npm"}, {"go", "go"}, {"bash", NULL}};
+} langs[] = {{"python", "pip"}, {"javascript", "npm"}, {"typescript", "npm"},
+    {"go", "go"}, {"bash", NULL}};
 
 static void
 check_name_rules(const char *p, size_t n)
@@ -69,8 +69,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check(!json_object_object_get_ex(seen, name, NULL),
 		    "deps_detect: a name twice");
 		json_object_object_add(seen, name, NULL);
-		fuzz_check(langs[k].manager != NULL,
-		    "deps_detect: names for bash");
+		fuzz_check(
+		    langs[k].manager != NULL, "deps_detect: names for bash");
 		fuzz_check(deps_valid_name(langs[k].manager, name),
 		    "deps_detect: a name its manager would refuse");
 	}

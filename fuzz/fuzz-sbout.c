@@ -29,7 +29,8 @@ fuzz_manager(const char *p, size_t n)
 	               strcmp(m, "npm") == 0 || strcmp(m, "go") == 0,
 	    "sbout_manager: not a manager");
 	if (m != NULL)
-		fuzz_check(n == strlen(m) + 1, "sbout_manager: more than a name");
+		fuzz_check(
+		    n == strlen(m) + 1, "sbout_manager: more than a name");
 }
 
 /* The first line names the packages (space-separated), the rest is out. */
@@ -46,8 +47,9 @@ fuzz_missing(const char *p, size_t n)
 			for (e = s; e < nl && *e != ' '; e++)
 				;
 			if (e > s)
-				json_object_array_add(pk,
-				    json_object_new_string_len(s, (int)(e - s)));
+				json_object_array_add(
+				    pk, json_object_new_string_len(
+				            s, (int)(e - s)));
 		}
 		k = (size_t)(nl + 1 - p);
 		p += k;
@@ -56,8 +58,9 @@ fuzz_missing(const char *p, size_t n)
 	in = json_object_new_array();
 	pr = json_object_new_array();
 	sbout_missing(p, n, pk, in, pr);
-	fuzz_check(json_object_array_length(in) + json_object_array_length(pr) ==
-	               json_object_array_length(pk),
+	fuzz_check(
+	    json_object_array_length(in) + json_object_array_length(pr) ==
+	        json_object_array_length(pk),
 	    "sbout_missing: a package lost or doubled");
 	json_object_put(pk);
 	json_object_put(in);
@@ -73,12 +76,13 @@ fuzz_listing(const char *p, size_t n, int cut)
 	int trunc;
 	const char *s;
 
-	if ((l = sbout_listing(p, n, NONCE, cut, 50, &trunc, err,
-	         sizeof err)) == NULL) {
+	if ((l = sbout_listing(
+	         p, n, NONCE, cut, 50, &trunc, err, sizeof err)) == NULL) {
 		fuzz_check(err[0] != '\0', "sbout_listing: no message");
 		return;
 	}
-	fuzz_check(json_object_array_length(l) <= 50, "sbout_listing: over max");
+	fuzz_check(
+	    json_object_array_length(l) <= 50, "sbout_listing: over max");
 	for (i = 0; i < json_object_array_length(l); i++) {
 		e = json_object_array_get_idx(l, i);
 		fuzz_check(json_object_object_get_ex(e, "name", &v) &&
@@ -94,8 +98,9 @@ fuzz_listing(const char *p, size_t n, int cut)
 		fuzz_check(json_object_object_get_ex(e, "type", &v),
 		    "sbout_listing: no type");
 		s = json_object_get_string(v);
-		fuzz_check(strcmp(s, "file") == 0 || strcmp(s, "directory") == 0 ||
-		               strcmp(s, "symlink") == 0 || strcmp(s, "other") == 0,
+		fuzz_check(
+		    strcmp(s, "file") == 0 || strcmp(s, "directory") == 0 ||
+		        strcmp(s, "symlink") == 0 || strcmp(s, "other") == 0,
 		    "sbout_listing: bad type");
 	}
 	json_object_put(l);
@@ -144,8 +149,9 @@ fuzz_project(const char *p, size_t n, unsigned sel)
 	/* A detected entrypoint is one of the fixed commands: no names of
 	 * the sandbox's choosing beyond the known file names. */
 	if (!(sel & 8))
-		fuzz_check(strspn(pr.entry, "abcdefghijklmnopqrstuvwxyz_3. -") ==
-		               strlen(pr.entry),
+		fuzz_check(
+		    strspn(pr.entry, "abcdefghijklmnopqrstuvwxyz_3. -") ==
+		        strlen(pr.entry),
 		    "sbout_project: odd entrypoint");
 	sbout_project_clear(&pr);
 }

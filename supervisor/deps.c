@@ -1462,8 +1462,7 @@ deps_detect(const char *language, const char *code, size_t len)
 	} else if (strcmp(language, "go") == 0) {
 		f.manager = "go";
 		go_detect(code, len, &f);
-	}
-	else if (strcmp(language, "bash") != 0) {
+	} else if (strcmp(language, "bash") != 0) {
 		json_object_put(f.list);
 		json_object_put(f.seen);
 		errno = EINVAL;

@@ -61,7 +61,7 @@ digits(const char *p, size_t n, long long *value)
 	size_t i;
 
 	for (i = 0; i < n && i <= NUM_MAX_DIGITS && p[i] >= '0' && p[i] <= '9';
-	    i++)
+	     i++)
 		v = v * 10 + (p[i] - '0');
 	if (i == 0 || i > NUM_MAX_DIGITS)
 		return 0;
@@ -96,7 +96,8 @@ sbout_missing(const char *buf, size_t len, json_object *packages,
 
 	/* The first line that starts with "missing:". */
 	for (p = buf; p != NULL && p < buf + len;) {
-		if ((size_t)(buf + len - p) >= 8 && memcmp(p, "missing:", 8) == 0) {
+		if ((size_t)(buf + len - p) >= 8 &&
+		    memcmp(p, "missing:", 8) == 0) {
 			line = p + 8;
 			break;
 		}
@@ -188,7 +189,7 @@ listing_entry(const char *r, size_t n)
 		return NULL;
 	i += k + 1;
 	for (k = 0; i + k < n && k < 5 && r[i + k] >= '0' && r[i + k] <= '7';
-	    k++)
+	     k++)
 		mode[k] = r[i + k];
 	if (k == 0 || k > 4 || i + k >= n || r[i + k] != ' ')
 		return NULL;
@@ -201,9 +202,9 @@ listing_entry(const char *r, size_t n)
 	if (i < n && r[i] == '.') {
 		i++;
 		/* find prints ten digits of fraction. */
-		for (k = 0, frac = 0, scale = 1; i + k < n && k < 10 &&
-		                                 r[i + k] >= '0' && r[i + k] <= '9';
-		    k++) {
+		for (k = 0, frac = 0, scale = 1;
+		     i + k < n && k < 10 && r[i + k] >= '0' && r[i + k] <= '9';
+		     k++) {
 			frac = frac * 10 + (r[i + k] - '0');
 			scale *= 10;
 		}
@@ -219,7 +220,8 @@ listing_entry(const char *r, size_t n)
 	e = json_object_new_object();
 	json_object_object_add(
 	    e, "name", json_object_new_string_len(clean, (int)clen));
-	json_object_object_add(e, "type", json_object_new_string(type_name(r[0])));
+	json_object_object_add(
+	    e, "type", json_object_new_string(type_name(r[0])));
 	json_object_object_add(e, "size", json_object_new_int64(size));
 	json_object_object_add(e, "mode", json_object_new_string(mode));
 	json_object_object_add(e, "mtime", json_object_new_double(mtime));
@@ -319,8 +321,8 @@ sbout_read(const char *buf, size_t len, const char *nonce, long long offset,
 		;
 	t -= SBOUT_NONCE_LEN + 1;
 	if (t < buf + hlen || *t != '\n' ||
-	    !sized_line(t + 1, (size_t)(buf + len - 1 - (t + 1)), nonce,
-	        &after))
+	    !sized_line(
+	        t + 1, (size_t)(buf + len - 1 - (t + 1)), nonce, &after))
 		goto bad;
 	got = (long long)(t - (buf + hlen));
 	/* The file may grow or shrink while read: between the two sizes. */
@@ -493,8 +495,8 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 			break;
 		}
 		if (rlen < 3 || r[0] == '\0' || strchr("fdo", r[0]) == NULL ||
-		    r[1] != ' ' || json_object_object_length(names) >=
-		                       SBOUT_PROBE_ENTRIES) {
+		    r[1] != ' ' ||
+		    json_object_object_length(names) >= SBOUT_PROBE_ENTRIES) {
 			json_object_put(names);
 			seterr(err, errlen,
 			    "the project probe's output is not as the probe "
@@ -502,8 +504,8 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 			return -1;
 		}
 		name = xstrndup(r + 2, rlen - 2);
-		json_object_object_add(names, name,
-		    json_object_new_string_len(r, 1));
+		json_object_object_add(
+		    names, name, json_object_new_string_len(r, 1));
 		free(name);
 	}
 	if (pkg == NULL && p != end) {

@@ -30,8 +30,8 @@ const char *sbout_manager(const char *, size_t);
  * strings) goes to installed, or to present when the line exists and
  * does not name it.  0, or -1 when no such line was printed.
  */
-int sbout_missing(const char *, size_t, json_object *, json_object *,
-    json_object *);
+int sbout_missing(
+    const char *, size_t, json_object *, json_object *, json_object *);
 
 /*
  * list_files's records: "<nonce>\0", then "<nonce> <type> <size> <mode>
@@ -39,8 +39,8 @@ int sbout_missing(const char *, size_t, json_object *, json_object *,
  * at a cap, so the end is missing.  The entries (at most max; *truncated
  * says whether more were there), or NULL with a message in err.
  */
-json_object *sbout_listing(const char *, size_t, const char *, int, size_t,
-    int *, char *, size_t);
+json_object *sbout_listing(
+    const char *, size_t, const char *, int, size_t, int *, char *, size_t);
 
 /*
  * read_file's answer: "<nonce> <size>\n", the bytes, "\n<nonce>

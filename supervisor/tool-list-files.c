@@ -86,8 +86,7 @@ lfiles_done(struct xrun *run, json_object *res, void *arg)
 		                        xrun_failure(res, "failed")));
 		goto out;
 	}
-	if ((list = sbout_listing(
-	         (const char *)evbuffer_pullup(l->buf, -1),
+	if ((list = sbout_listing((const char *)evbuffer_pullup(l->buf, -1),
 	         evbuffer_get_length(l->buf), l->nonce, l->over,
 	         LIST_MAX_ENTRIES, &cut, err, sizeof err)) == NULL) {
 		call_reply(
@@ -102,7 +101,8 @@ lfiles_done(struct xrun *run, json_object *res, void *arg)
 		json_object_object_get_ex(e, "type", &v);
 		evbuffer_add_printf(t, "%-9s ", json_object_get_string(v));
 		json_object_object_get_ex(e, "size", &v);
-		evbuffer_add_printf(t, "%10lld ", (long long)json_object_get_int64(v));
+		evbuffer_add_printf(
+		    t, "%10lld ", (long long)json_object_get_int64(v));
 		json_object_object_get_ex(e, "mode", &v);
 		evbuffer_add_printf(t, "%4s ", json_object_get_string(v));
 		json_object_object_get_ex(e, "name", &v);

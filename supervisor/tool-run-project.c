@@ -67,11 +67,13 @@ static const char prober[] =
     "directory $1 (it must exist and be readable by others)\" >&2; exit 3; };"
     "printf '%s\\0' \"$2\"; n=0;"
     "for f in *; do [ -e \"$f\" ] || continue; n=$((n + 1));"
-    " [ $n -le " STR(SBOUT_PROBE_ENTRIES) " ] || break;"
-    " if [ -f \"$f\" ]; then t=f; elif [ -d \"$f\" ]; then t=d; else t=o; fi;"
-    " printf '%s %s\\0' $t \"$f\"; done;"
-    "if [ -f package.json ]; then printf '%s package.json\\0' \"$2\";"
-    " head -c " STR(SBOUT_PKG_MAX) " package.json; fi; exit 0";
+    " [ $n -le " STR(
+        SBOUT_PROBE_ENTRIES) " ] || break;"
+                             " if [ -f \"$f\" ]; then t=f; elif [ -d \"$f\" ]; then t=d; else t=o; fi;"
+                             " printf '%s %s\\0' $t \"$f\"; done;"
+                             "if [ -f package.json ]; then printf '%s package.json\\0' \"$2\";"
+                             " head -c " STR(
+                                 SBOUT_PKG_MAX) " package.json; fi; exit 0";
 
 /* Bytes of the probe's output kept: every name, and package.json. */
 #define PROBE_OUT_MAX ((size_t)SBOUT_PROBE_ENTRIES * 260 + SBOUT_PKG_MAX + 64)
@@ -271,10 +273,9 @@ rproj_prepared(struct xrun *run, json_object *r, void *arg)
 		rc = json_object_get_int(v);
 	if (rc != 0 || p->call->cancelled) {
 		rproj_end(p, NULL,
-		    rc == 4
-		        ? "installing the dependencies failed (see "
-		          "install_output)"
-		        : xrun_failure(r, "could not prepare the project"));
+		    rc == 4 ? "installing the dependencies failed (see "
+		              "install_output)"
+		            : xrun_failure(r, "could not prepare the project"));
 		return;
 	}
 	if ((sb = sandbox_find(NULL, p->sandbox)) == NULL) {
@@ -323,7 +324,8 @@ rproj_probed(struct xrun *run, json_object *r, void *arg)
 	p->run = NULL;
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0 || p->call->cancelled) {
-		rproj_end(p, NULL, xrun_failure(r, "could not look at the project"));
+		rproj_end(
+		    p, NULL, xrun_failure(r, "could not look at the project"));
 		return;
 	}
 	if (p->probe_over) {

@@ -569,7 +569,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	 * can write its home, which a client's PATH may name).
 	 */
 	for (i = 0; x->probe && probe_env[i] != NULL; i++)
-		json_object_array_add(env, json_object_new_string(probe_env[i]));
+		json_object_array_add(
+		    env, json_object_new_string(probe_env[i]));
 	/* Last, so that no variable of the call can replace it. */
 	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
 	json_object_array_add(env, json_object_new_string(kv));

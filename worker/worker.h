@@ -53,8 +53,8 @@ void exec_abort_all(struct worker *);
 struct killer;
 struct killer *killer_run(struct worker *, const char *const *, size_t,
     void (*)(void *, const char *), void *);
-struct killer *killer_run_as(struct worker *, const char *,
-    const char *const *, size_t, void (*)(void *, const char *), void *);
+struct killer *killer_run_as(struct worker *, const char *, const char *const *,
+    size_t, void (*)(void *, const char *), void *);
 void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);

@@ -169,8 +169,8 @@ start_injector(struct h_server *s, const char *cid)
 	json_object *r;
 
 	r = call(s, "write_file",
-	    args_obj(cid, "file_name", "inj.py", "file_contents", injector,
-	        NULL));
+	    args_obj(
+	        cid, "file_name", "inj.py", "file_contents", injector, NULL));
 	cr_assert(!h_is_error(r), "write_file of the injector: %s", h_text(r));
 	json_object_put(r);
 	uid = h_exec_ok(s, cid, "id -u");
@@ -238,13 +238,14 @@ every_tool(struct h_server *s, const char *cid, const char *host, int round)
 	json_object_put(r);
 
 	r = call(s, "write_file",
-	    args_obj(cid, "file_name", "real.txt", "file_contents", content,
-	        NULL));
+	    args_obj(
+	        cid, "file_name", "real.txt", "file_contents", content, NULL));
 	if (h_is_error(r))
 		expect_clear(r, "write_file");
 	json_object_put(r);
 
-	r = call(s, "read_file", args_obj(cid, "file_path", "/app/real.txt", NULL));
+	r = call(
+	    s, "read_file", args_obj(cid, "file_path", "/app/real.txt", NULL));
 	if (h_is_error(r))
 		expect_clear(r, "read_file");
 	else
@@ -263,17 +264,19 @@ every_tool(struct h_server *s, const char *cid, const char *host, int round)
 			e = json_object_array_get_idx(
 			    h_get(r, "structuredContent.entries"), i);
 			name = h_str(e, "name");
-			forged |= name != NULL && strstr(name, "forged") != NULL;
+			forged |=
+			    name != NULL && strstr(name, "forged") != NULL;
 		}
-		cr_expect(!forged, "%s: list_files listed a forged entry", what);
+		cr_expect(
+		    !forged, "%s: list_files listed a forged entry", what);
 	}
 	json_object_put(r);
 
 	snprintf(path, sizeof path, "%s/in.txt", host);
 	write_host(path, content);
 	r = call(s, "copy_file",
-	    args_obj(cid, "local_src_file", path, "dest_path", "/app/in.txt",
-	        NULL));
+	    args_obj(
+	        cid, "local_src_file", path, "dest_path", "/app/in.txt", NULL));
 	if (h_is_error(r))
 		expect_clear(r, "copy_file");
 	json_object_put(r);
@@ -283,7 +286,8 @@ every_tool(struct h_server *s, const char *cid, const char *host, int round)
 	snprintf(path, sizeof path, "%s/main.py", proj);
 	write_host(path, "print('project ran')\n");
 	r = call(s, "copy_project",
-	    args_obj(cid, "local_src_dir", proj, "dest_dir", "/app/proj", NULL));
+	    args_obj(
+	        cid, "local_src_dir", proj, "dest_dir", "/app/proj", NULL));
 	if (h_is_error(r))
 		expect_clear(r, "copy_project");
 	json_object_put(r);
@@ -311,7 +315,8 @@ every_tool(struct h_server *s, const char *cid, const char *host, int round)
 	if (h_is_error(r))
 		expect_clear(r, "execute_code");
 	else
-		cr_expect(h_contains(h_str(r, "structuredContent.stdout"), "42"),
+		cr_expect(
+		    h_contains(h_str(r, "structuredContent.stdout"), "42"),
 		    "%s: execute_code lost its output", what);
 	json_object_put(r);
 
@@ -339,7 +344,8 @@ every_tool(struct h_server *s, const char *cid, const char *host, int round)
 			cr_expect_str_eq(h_str(r, "structuredContent.language"),
 			    "python", "%s: run_project took another language",
 			    what);
-			cr_expect_str_eq(h_str(r, "structuredContent.entrypoint"),
+			cr_expect_str_eq(
+			    h_str(r, "structuredContent.entrypoint"),
 			    "python3 main.py",
 			    "%s: run_project took another entrypoint", what);
 		}
@@ -378,15 +384,16 @@ Test(inject, every_tool_under_the_injector, .timeout = 900)
 	fprintf(stderr, "inject: %ld processes injected (%ld at the start)\n",
 	    after, before);
 	cr_expect_gt(after, before + 20,
-	    "the injector reached few processes (%ld, then %ld)", before, after);
+	    "the injector reached few processes (%ld, then %ld)", before,
+	    after);
 	adv_alive(s, cid);
 	cr_expect_eq(extra_files(host, host_names), 0,
 	    "host files outside the destinations");
 	cr_expect_eq(extra_files(out, out_names), 0,
 	    "host files outside the destinations");
 	snprintf(out, sizeof out, "%s/inj-escape", adv_tmpdir());
-	cr_expect(access(out, F_OK) == -1, "the fake tar entry escaped: %s",
-	    out);
+	cr_expect(
+	    access(out, F_OK) == -1, "the fake tar entry escaped: %s", out);
 	h_stop(s, cid);
 	free(cid);
 	adv_finish(s);
