@@ -139,6 +139,18 @@ docker_sh(const char *cid, const char *script)
 	return out;
 }
 
+/* An exec's whole stdout holds needle (the junk's NUL bytes included:
+ * a C string of it ends early). */
+static int
+out_has(json_object *r, const char *needle)
+{
+	json_object *v = h_get(r, "structuredContent.results.0.stdout");
+
+	return v != NULL && memmem(json_object_get_string(v),
+	                        (size_t)json_object_get_string_len(v), needle,
+	                        strlen(needle)) != NULL;
+}
+
 /* Injections so far (the daemon's count). */
 static long
 injections(const char *cid)
@@ -233,7 +245,7 @@ every_tool(struct h_server *s, const char *cid, const char *host, int round)
 	snprintf(what, sizeof what, "round %d", round);
 	/* sandbox_exec: its output is the command's, junk and all. */
 	r = h_exec(s, cid, "echo hello", 0);
-	cr_expect(h_contains(adv_out(r), "hello") || h_is_error(r),
+	cr_expect(out_has(r, "hello") || h_is_error(r),
 	    "%s: sandbox_exec lost its output", what);
 	json_object_put(r);
 
