@@ -105,7 +105,7 @@ static const struct opt opts[] = {
     {"uid-range", "MCP_SANDBOXD_UID_RANGE", OPT_STR, O(uid_range),
         "100000-165535", 0, 0,
         "FIRST-LAST: each sandbox runs as its own uid from this range "
-        "(never 0, 65533 or 65534)"},
+        "(never 0, 65532, 65533 or 65534)"},
     {"exec-timeout", "MCP_SANDBOXD_EXEC_TIMEOUT", OPT_LONG, O(exec_timeout),
         "60", 1, 1L << 31, "default timeout of a sandbox_exec call (seconds)"},
     {"max-exec-timeout", "MCP_SANDBOXD_MAX_EXEC_TIMEOUT", OPT_LONG,
@@ -328,9 +328,9 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 }
 
 /*
- * --uid-range FIRST-LAST: sandbox uids, never root, never the keep-alive's
- * 65533 nor the host's nobody (65534), whose per-user limits they would
- * share.
+ * --uid-range FIRST-LAST: sandbox uids, never root, never the probes'
+ * 65532 nor the keep-alive's 65533 (sandbox code could signal them), nor
+ * the host's nobody (65534), whose per-user limits they would share.
  */
 static int
 uid_range_parse(struct config *c, FILE *err)
@@ -345,12 +345,12 @@ uid_range_parse(struct config *c, FILE *err)
 		if (errno == 0 && end != p && *end == '\0' &&
 		    c->uid_first >= 1 && c->uid_first <= c->uid_last &&
 		    c->uid_last <= UID_MAX_SANDBOX &&
-		    !(c->uid_first <= 65534 && c->uid_last >= 65533))
+		    !(c->uid_first <= 65534 && c->uid_last >= 65532))
 			return 0;
 	}
 	fprintf(err,
 	    "--uid-range: expected FIRST-LAST, 1 <= FIRST <= LAST <= %ld, "
-	    "without 65533 and 65534, got \"%s\"\n",
+	    "without 65532, 65533 and 65534, got \"%s\"\n",
 	    (long)UID_MAX_SANDBOX, c->uid_range);
 	return -1;
 }

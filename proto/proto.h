@@ -72,7 +72,10 @@ enum proto_type {
  *		data, such as a tar stream, and only its size goes to the
  *		activity log), log_as (string: what the activity log shows
  *		instead of the command, which is the server's own helper
- *		script; "read_file /app/x").
+ *		script; "read_file /app/x"), probe (bool, default false;
+ *		true: run as the worker's probe user, whom sandbox code
+ *		cannot signal nor write into the output of, with a fixed
+ *		PATH; for the server's read-only probes).
  *		Output flows as PROTO_DATA on stream == reqid.
  *		Result: exit_code (int, -1 when unknown), signal (int),
  *		timed_out, truncated, oom_killed, cancelled (bool),

@@ -35,7 +35,9 @@ static const char pip_install[] =
     "    except Exception:\n"
     "        out.append(p)\n"
     "print(\" \".join(out))' \"$@\") || exit 1;"
-    "echo \"missing: $miss\"; [ -z \"$miss\" ] && exit 0;"
+    /* Only names asked for: sandbox code can write into that output. */
+    "m=; for p; do case \" $miss \" in *\" $p \"*) m=\"$m $p\";; esac; done;"
+    "miss=${m# }; echo \"missing: $miss\"; [ -z \"$miss\" ] && exit 0;"
     "python3 -m pip --version >/dev/null 2>&1 || { echo 'pip is not in "
     "this image' >&2; exit 1; };"
     "PIP_BREAK_SYSTEM_PACKAGES=1 exec python3 -m pip install --user "

@@ -232,10 +232,15 @@ deps_check_tables(void)
 struct found {
 	struct json_object *list;
 	struct json_object *seen;
+	const char *manager; /* the names it takes (deps_valid_name) */
 	int failed; /* an allocation failed */
 };
 
-/* Appends name (n bytes) unless it is already there. */
+/*
+ * Appends name (n bytes) unless it is already there, or is no name the
+ * language's manager takes (a module named in Unicode, for one): the
+ * names go to the manager's command line.
+ */
 static void
 found_add(struct found *f, const char *name, size_t n)
 {
@@ -246,7 +251,8 @@ found_add(struct found *f, const char *name, size_t n)
 		return;
 	memcpy(buf, name, n);
 	buf[n] = '\0';
-	if (json_object_object_get_ex(f->seen, buf, NULL))
+	if (json_object_object_get_ex(f->seen, buf, NULL) ||
+	    !deps_valid_name(f->manager, buf))
 		return;
 	if ((s = json_object_new_string_len(buf, (int)n)) == NULL) {
 		f->failed = 1;
@@ -1446,14 +1452,17 @@ deps_detect(const char *language, const char *code, size_t len)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (strcmp(language, "python") == 0)
+	if (strcmp(language, "python") == 0) {
+		f.manager = "pip";
 		py_detect(code, len, &f);
-	else if (strcmp(language, "javascript") == 0 ||
-	         strcmp(language, "typescript") == 0)
+	} else if (strcmp(language, "javascript") == 0 ||
+	           strcmp(language, "typescript") == 0) {
+		f.manager = "npm";
 		js_detect(code, len, &f);
-	else if (strcmp(language, "go") == 0)
+	} else if (strcmp(language, "go") == 0) {
+		f.manager = "go";
 		go_detect(code, len, &f);
-	else if (strcmp(language, "bash") != 0) {
+	} else if (strcmp(language, "bash") != 0) {
 		json_object_put(f.list);
 		json_object_put(f.seen);
 		errno = EINVAL;

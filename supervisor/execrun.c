@@ -242,6 +242,8 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	if (o->stdout_sink != NULL || o->log_quiet)
 		json_object_object_add(
 		    op, "log_stdout", json_object_new_boolean(0));
+	if (o->probe)
+		json_object_object_add(op, "probe", json_object_new_boolean(1));
 	json_object_object_add(op, "workdir",
 	    json_object_new_string(
 	        o->workdir != NULL ? o->workdir : sb->workdir));

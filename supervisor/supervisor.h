@@ -230,6 +230,9 @@ struct xrun_opts {
 	/* Standard output to this sink instead of the result (return 1 to
 	 * give its credit back later with xrun_took()). */
 	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
+	/* A read-only probe: runs as a user sandbox code cannot signal or
+	 * write into the output of (worker.h, PROBE_USER). */
+	int probe;
 };
 struct xrun *xrun_start(struct call *, struct sandbox *,
     const struct xrun_opts *, void (*)(struct xrun *, json_object *, void *),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "sbout.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -36,13 +37,17 @@ static const char output_schema[] =
     "\"output\":{\"type\":\"string\"}},"
     "\"required\":[\"manager\",\"installed\",\"output\"]}";
 
-/* Pick the manager the image has, then install with it. */
-static const char installer_auto[] =
-    "if command -v python3 >/dev/null 2>&1; then m=pip;"
-    " elif command -v node >/dev/null 2>&1; then m=npm;"
-    " elif command -v go >/dev/null 2>&1; then m=go;"
-    " else echo 'no pip, npm or go in this image' >&2; exit 1; fi;"
-    "echo \"manager: $m\"";
+/*
+ * Which manager the image has, when its image does not tell: a probe
+ * (xrun_opts.probe), so that sandbox code can neither write into its
+ * answer nor put a python3 of its own on its PATH.  The answer is one
+ * name and a newline (sbout_manager()); anything else is refused.
+ */
+static const char installer_probe[] =
+    "if command -v python3 >/dev/null 2>&1; then echo pip;"
+    " elif command -v node >/dev/null 2>&1; then echo npm;"
+    " elif command -v go >/dev/null 2>&1; then echo go;"
+    " else echo 'no pip, npm or go in this image' >&2; exit 1; fi";
 
 struct inst {
 	struct call *call;
@@ -51,22 +56,26 @@ struct inst {
 };
 
 static void
+inst_free(struct inst *in)
+{
+	json_object_put(in->packages);
+	free(in->manager);
+	free(in);
+}
+
+static void
 inst_done(struct xrun *run, json_object *r, void *arg)
 {
 	struct inst *in = arg;
-	json_object *v, *o, *installed, *present;
-	const char *out, *line, *nl;
-	char *missing = NULL, *tok, *p;
-	size_t i;
+	json_object *v, *o, *installed, *present, *stdout_s;
+	const char *out;
 
 	(void)run;
-	json_object_object_get_ex(r, "stdout", &v);
-	out = v != NULL ? json_object_get_string(v) : "";
-	if ((line = strstr(out, "missing:")) != NULL) {
-		nl = strchr(line, '\n');
-		missing = xstrndup(line + 8,
-		    nl != NULL ? (size_t)(nl - line - 8) : strlen(line + 8));
-	}
+	/* Sandbox output (its user can write into it): data only. */
+	if (!json_object_object_get_ex(r, "stdout", &stdout_s) ||
+	    !json_object_is_type(stdout_s, json_type_string))
+		stdout_s = NULL;
+	out = stdout_s != NULL ? json_object_get_string(stdout_s) : "";
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
 		call_reply(
@@ -76,45 +85,44 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 	}
 	installed = json_object_new_array();
 	present = json_object_new_array();
-	for (i = 0; i < json_object_array_length(in->packages); i++) {
-		const char *pkg = json_object_get_string(
-		    json_object_array_get_idx(in->packages, i));
-		int miss = 0;
-
-		if (missing != NULL) {
-			char *dup = xstrdup(missing);
-
-			for (p = dup; (tok = strsep(&p, " ")) != NULL;)
-				if (strcmp(tok, pkg) == 0)
-					miss = 1;
-			free(dup);
-		}
-		json_object_array_add(
-		    miss || missing == NULL ? installed : present,
-		    json_object_new_string(pkg));
-	}
+	sbout_missing(out,
+	    stdout_s != NULL ? (size_t)json_object_get_string_len(stdout_s) : 0,
+	    in->packages, installed, present);
 	o = json_object_new_object();
 	json_object_object_add(
 	    o, "manager", json_object_new_string(in->manager));
 	json_object_object_add(o, "installed", installed);
 	json_object_object_add(o, "already_present", present);
-	json_object_object_add(o, "output", json_object_new_string(out));
+	json_object_object_add(o, "output",
+	    stdout_s != NULL ? json_object_get(stdout_s)
+	                     : json_object_new_string(""));
 	call_reply(in->call, tool_result(o, out, 0));
 out:
-	free(missing);
-	json_object_put(in->packages);
-	free(in->manager);
-	free(in);
+	inst_free(in);
 }
 
+/* Install with in->manager, once every name is valid for it. */
 static void
 inst_run(struct inst *in, struct sandbox *sb)
 {
-	const char **args;
+	const char **args, *pkg;
 	struct xrun_opts o;
 	char *line;
 	size_t i, n = json_object_array_length(in->packages);
 
+	for (i = 0; i < n; i++) {
+		pkg = json_object_get_string(
+		    json_object_array_get_idx(in->packages, i));
+		if (!code_package_valid(in->manager, pkg)) {
+			call_reply(in->call,
+			    tool_error("\"%.80s\" is not a valid %s package "
+			               "name (the image's manager is %s; name "
+			               "one with manager)",
+			        pkg, in->manager, in->manager));
+			inst_free(in);
+			return;
+		}
+	}
 	args = xcalloc(n + 1, sizeof *args);
 	for (i = 0; i < n; i++)
 		args[i] = json_object_get_string(
@@ -139,30 +147,46 @@ inst_detected(struct xrun *run, json_object *r, void *arg)
 	struct inst *in = arg;
 	struct sandbox *sb;
 	json_object *v;
-	const char *out, *m;
+	const char *m = NULL;
 
 	(void)run;
-	json_object_object_get_ex(r, "stdout", &v);
-	out = v != NULL ? json_object_get_string(v) : "";
-	m = strstr(out, "manager: ");
-	in->manager = m != NULL ? xstrndup(m + 9, strcspn(m + 9, "\n")) : NULL;
-	if (in->manager == NULL) {
-		json_object_object_get_ex(r, "stderr", &v);
-		call_reply(
-		    in->call, tool_error("cannot tell the package manager: "
-		                         "%s (name one with manager)",
-		                  v != NULL ? json_object_get_string(v) : ""));
-		json_object_put(in->packages);
-		free(in);
+	if (json_object_object_get_ex(r, "exit_code", &v) &&
+	    json_object_get_int(v) == 0 &&
+	    json_object_object_get_ex(r, "stdout", &v) &&
+	    json_object_is_type(v, json_type_string))
+		m = sbout_manager(json_object_get_string(v),
+		    (size_t)json_object_get_string_len(v));
+	if (m == NULL) {
+		call_reply(in->call,
+		    tool_error("cannot tell the package manager of this "
+		               "image (%s): name one with manager",
+		        json_object_object_get_ex(r, "exit_code", &v) &&
+		                json_object_get_int(v) == 0
+		            ? "the probe's answer is not pip, npm or go"
+		            : xrun_failure(r, "the probe failed")));
+		inst_free(in);
 		return;
 	}
+	in->manager = xstrdup(m);
 	if ((sb = sandbox_lookup(in->call, "container_id")) != NULL)
 		inst_run(in, sb);
-	else {
-		json_object_put(in->packages);
-		free(in->manager);
-		free(in);
-	}
+	else
+		inst_free(in);
+}
+
+/* The manager the sandbox's image is configured for, if it is one. */
+static const char *
+image_manager(const struct sandbox *sb)
+{
+	const struct config *c = sup.conf;
+
+	if (c->python_image != NULL && strcmp(sb->image, c->python_image) == 0)
+		return "pip";
+	if (c->node_image != NULL && strcmp(sb->image, c->node_image) == 0)
+		return "npm";
+	if (c->go_image != NULL && strcmp(sb->image, c->go_image) == 0)
+		return "go";
+	return NULL;
 }
 
 static void
@@ -225,16 +249,20 @@ install_package(struct call *c)
 	in = xcalloc(1, sizeof *in);
 	in->call = c;
 	in->packages = json_object_get(pk);
-	if (manager != NULL) {
+	/* Decided on the host where it can be: asked, or the image's. */
+	if (manager != NULL || (manager = image_manager(sb)) != NULL) {
 		in->manager = xstrdup(manager);
 		inst_run(in, sb);
 		return;
 	}
 	memset(&o, 0, sizeof o);
-	o.command = installer_auto;
+	o.command = installer_probe;
+	o.probe = 1;
+	o.workdir = "/";
 	o.log_as = "install_package: which package manager the image has";
 	o.log_quiet = 1;
 	o.timeout_ms = 30000;
+	o.output_cap = 4096;
 	xrun_start(c, sb, &o, inst_detected, in);
 }
 

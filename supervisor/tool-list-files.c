@@ -6,8 +6,8 @@
 #include <event2/buffer.h>
 
 #include "config.h"
+#include "sbout.h"
 #include "supervisor.h"
-#include "utf8.h"
 #include "xmalloc.h"
 
 #define LIST_MAX_ENTRIES 10000
@@ -34,17 +34,25 @@ static const char output_schema[] =
     "\"truncated\":{\"type\":\"boolean\"}},"
     "\"required\":[\"path\",\"entries\",\"truncated\"]}";
 
-/* $1 directory, $2 "1" for the whole tree.  NUL-separated records. */
+/*
+ * $1 directory, $2 "1" for the whole tree, $3 the call's marker.  Records
+ * NUL-separated, each carrying the marker, between a header and an end
+ * (sbout.h): runs as the sandbox user, so sandbox code can write into its
+ * output, and what does not parse is refused rather than listed.
+ */
 static const char lister[] =
     "if [ ! -d \"$1\" ]; then if [ -e \"$1\" ]; then echo \"$1 is not a "
     "directory\" >&2; else echo \"no such directory: $1\" >&2; fi; exit 3;"
     " fi; if [ \"$2\" = 1 ]; then d=; else d='-maxdepth 1'; fi;"
-    "find \"$1\" -mindepth 1 $d -printf '%y %s %m %T@ %P\\0'";
+    "printf '%s\\0' \"$3\";"
+    "find \"$1\" -mindepth 1 $d -printf \"$3 %y %s %m %T@ %P\\\\0\" || exit;"
+    "printf '%s end\\0' \"$3\"";
 
 struct lfiles {
 	struct call *call;
 	struct evbuffer *buf;
 	char *path;
+	char nonce[SBOUT_NONCE_LEN + 1];
 	int over;
 };
 
@@ -61,31 +69,15 @@ lfiles_sink(struct xrun *run, const char *p, size_t len, void *arg)
 	return 0;
 }
 
-static const char *
-type_name(char t)
-{
-	switch (t) {
-	case 'f':
-		return "file";
-	case 'd':
-		return "directory";
-	case 'l':
-		return "symlink";
-	}
-	return "other";
-}
-
 static void
 lfiles_done(struct xrun *run, json_object *res, void *arg)
 {
 	struct lfiles *l = arg;
 	struct evbuffer *t;
 	json_object *v, *o, *list, *e;
-	char type, mode[16], *rec, *name, *clean;
-	long long size;
-	double mtime;
-	size_t len, n, clen, count = 0;
-	int used;
+	char err[256];
+	size_t i, n;
+	int cut;
 
 	(void)run;
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
@@ -94,47 +86,34 @@ lfiles_done(struct xrun *run, json_object *res, void *arg)
 		                        xrun_failure(res, "failed")));
 		goto out;
 	}
-	len = evbuffer_get_length(l->buf);
-	evbuffer_add(l->buf, "", 1);
-	rec = (char *)evbuffer_pullup(l->buf, -1);
-	list = json_object_new_array();
+	if ((list = sbout_listing((const char *)evbuffer_pullup(l->buf, -1),
+	         evbuffer_get_length(l->buf), l->nonce, l->over,
+	         LIST_MAX_ENTRIES, &cut, err, sizeof err)) == NULL) {
+		call_reply(
+		    l->call, tool_error("cannot list %s: %s", l->path, err));
+		goto out;
+	}
 	t = evbuffer_new();
 	evbuffer_add_printf(t, "%s:\n", l->path);
-	while (len > 0 && count < LIST_MAX_ENTRIES) {
-		n = strnlen(rec, len);
-		if (sscanf(rec, "%c %lld %15s %lf %n", &type, &size, mode,
-		        &mtime, &used) == 4) {
-			name = rec + used;
-			clean = utf8_sanitize(name, strlen(name), &clen);
-			e = json_object_new_object();
-			json_object_object_add(e, "name",
-			    json_object_new_string_len(clean, (int)clen));
-			json_object_object_add(
-			    e, "type", json_object_new_string(type_name(type)));
-			json_object_object_add(
-			    e, "size", json_object_new_int64(size));
-			json_object_object_add(
-			    e, "mode", json_object_new_string(mode));
-			json_object_object_add(
-			    e, "mtime", json_object_new_double(mtime));
-			json_object_array_add(list, e);
-			evbuffer_add_printf(t, "%-9s %10lld %4s %s\n",
-			    type_name(type), size, mode, clean);
-			free(clean);
-			count++;
-		}
-		rec += n + 1;
-		len -= n < len ? n + 1 : len;
+	n = json_object_array_length(list);
+	for (i = 0; i < n; i++) {
+		e = json_object_array_get_idx(list, i);
+		json_object_object_get_ex(e, "type", &v);
+		evbuffer_add_printf(t, "%-9s ", json_object_get_string(v));
+		json_object_object_get_ex(e, "size", &v);
+		evbuffer_add_printf(
+		    t, "%10lld ", (long long)json_object_get_int64(v));
+		json_object_object_get_ex(e, "mode", &v);
+		evbuffer_add_printf(t, "%4s ", json_object_get_string(v));
+		json_object_object_get_ex(e, "name", &v);
+		evbuffer_add_printf(t, "%s\n", json_object_get_string(v));
 	}
-	if (len > 0)
-		l->over = 1;
 	o = json_object_new_object();
 	json_object_object_add(o, "path", json_object_new_string(l->path));
 	json_object_object_add(o, "entries", list);
-	json_object_object_add(
-	    o, "truncated", json_object_new_boolean(l->over));
-	if (l->over)
-		evbuffer_add_printf(t, "(list cut at %zu entries)\n", count);
+	json_object_object_add(o, "truncated", json_object_new_boolean(cut));
+	if (cut)
+		evbuffer_add_printf(t, "(list cut at %zu entries)\n", n);
 	evbuffer_add(t, "", 1);
 	call_reply(l->call, tool_result(o, (char *)evbuffer_pullup(t, -1), 0));
 	evbuffer_free(t);
@@ -147,7 +126,7 @@ out:
 static void
 list_files(struct call *c)
 {
-	const char *path, *args[3];
+	const char *path, *args[4];
 	json_object *rec;
 	struct xrun_opts o;
 	char *line;
@@ -176,7 +155,9 @@ list_files(struct call *c)
 		xasprintf(&l->path, "%s/%s", sb->workdir, path);
 	args[0] = l->path;
 	args[1] = rec != NULL && json_object_get_boolean(rec) ? "1" : "0";
-	args[2] = NULL;
+	sbout_nonce(l->nonce, sizeof l->nonce);
+	args[2] = l->nonce;
+	args[3] = NULL;
 	memset(&o, 0, sizeof o);
 	o.command = lister;
 	o.args = args;

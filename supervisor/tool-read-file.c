@@ -10,6 +10,7 @@
 
 #include "base64.h"
 #include "config.h"
+#include "sbout.h"
 #include "supervisor.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -37,21 +38,29 @@ static const char output_schema[] =
     "\"size\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
     "\"required\":[\"path\",\"content\",\"size\",\"truncated\"]}";
 
-/* $1 path, $2 offset, $3 length: the size on a line, then the bytes. */
+/*
+ * $1 path, $2 offset, $3 length, $4 the call's marker: the size on a
+ * line, the bytes, the size again (sbout.h).  Runs as the sandbox user,
+ * so sandbox code can write into its output: what does not add up is
+ * refused.
+ */
 static const char reader[] =
     "if [ ! -e \"$1\" ]; then echo \"no such file: $1\" >&2; exit 3; fi;"
     "if [ -d \"$1\" ]; then echo \"$1 is a directory (use list_files)\" "
     ">&2; exit 3; fi;"
     "if [ ! -f \"$1\" ]; then echo \"$1 is not a regular file\" >&2; "
     "exit 3; fi;"
-    "wc -c <\"$1\" && tail -c +$(($2 + 1)) -- \"$1\" | head -c \"$3\"";
+    "s=$(wc -c <\"$1\") || exit 3; printf '%s %s\\n' \"$4\" $s;"
+    "tail -c +$(($2 + 1)) -- \"$1\" | head -c \"$3\" || exit 3;"
+    "s=$(wc -c <\"$1\"); printf '\\n%s %s\\n' \"$4\" $s";
 
 struct rfile {
 	struct call *call;
 	struct evbuffer *buf;
 	char *path;
 	long long offset, length;
-	int base64;
+	char nonce[SBOUT_NONCE_LEN + 1];
+	int base64, over;
 };
 
 static int
@@ -60,9 +69,11 @@ rfile_sink(struct xrun *run, const char *p, size_t len, void *arg)
 	struct rfile *r = arg;
 
 	(void)run;
-	/* The reader stops at length; a little room for the size line. */
-	if (evbuffer_get_length(r->buf) + len <= (size_t)r->length + 32)
+	/* The reader stops at length; room for the size lines. */
+	if (evbuffer_get_length(r->buf) + len <= (size_t)r->length + 128)
 		evbuffer_add(r->buf, p, len);
+	else
+		r->over = 1;
 	return 0;
 }
 
@@ -70,25 +81,38 @@ static void
 rfile_done(struct xrun *run, json_object *res, void *arg)
 {
 	struct rfile *r = arg;
-	struct evbuffer_ptr nl;
+	struct sbout_read rd;
 	json_object *v, *o;
-	long long size = -1;
+	long long size;
 	size_t len, n;
-	char line[32], *text, *data;
+	const char *all, *data;
+	char err[256], *text;
 
 	(void)run;
-	nl = evbuffer_search(r->buf, "\n", 1, NULL);
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
-	    json_object_get_int(v) != 0 || nl.pos <= 0 || nl.pos > 30) {
+	    json_object_get_int(v) != 0) {
 		call_reply(r->call, tool_error("cannot read %s: %s", r->path,
 		                        xrun_failure(res, "failed")));
 		goto out;
 	}
-	evbuffer_remove(r->buf, line, (size_t)nl.pos + 1);
-	line[nl.pos] = '\0';
-	size = strtoll(line, NULL, 10);
-	len = evbuffer_get_length(r->buf);
-	data = (char *)evbuffer_pullup(r->buf, -1);
+	if (r->over) {
+		call_reply(r->call,
+		    tool_error("cannot read %s: the reader wrote more than "
+		               "asked for (something in the sandbox wrote into "
+		               "its output); nothing read",
+		        r->path));
+		goto out;
+	}
+	all = (const char *)evbuffer_pullup(r->buf, -1);
+	if (sbout_read(all, evbuffer_get_length(r->buf), r->nonce, r->offset,
+	        r->length, &rd, err, sizeof err) == -1) {
+		call_reply(
+		    r->call, tool_error("cannot read %s: %s", r->path, err));
+		goto out;
+	}
+	size = rd.size;
+	data = all + rd.data_off;
+	len = rd.data_len;
 	if (!r->base64 && !utf8_valid(data, len)) {
 		call_reply(r->call, tool_error("%s is not UTF-8 text; read it "
 		                               "with encoding \"base64\"",
@@ -132,7 +156,7 @@ out:
 static void
 read_file(struct call *c)
 {
-	const char *path, *enc, *args[4];
+	const char *path, *enc, *args[5];
 	json_object *v;
 	struct xrun_opts o;
 	char *line;
@@ -186,7 +210,9 @@ read_file(struct call *c)
 	args[0] = r->path;
 	args[1] = off;
 	args[2] = len;
-	args[3] = NULL;
+	sbout_nonce(r->nonce, sizeof r->nonce);
+	args[3] = r->nonce;
+	args[4] = NULL;
 	memset(&o, 0, sizeof o);
 	o.command = reader;
 	o.args = args;

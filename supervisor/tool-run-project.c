@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "hosttar.h"
+#include "sbout.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -52,41 +53,43 @@ static const char output_schema[] =
     "\"error\":{\"type\":\"string\"}},"
     "\"required\":[\"language\",\"project_dir\",\"exit_code\"]}";
 
-/* $1 dir, $2 language or auto, $3 entrypoint or "": detect, install. */
-static const char prepare[] =
-    "d=$1; lang=$2; entry=$3; cd \"$d\" || exit 3; set -f; files=;"
-    "for f in requirements.txt pyproject.toml setup.py package.json go.mod "
-    "tsconfig.json; do [ -f \"$f\" ] && files=\"$files $f\"; done;"
-    "has() { for f in *.$1; do [ -f \"$f\" ] && return 0; done; return 1; };"
-    "set +f;"
-    "if [ \"$lang\" = auto ]; then"
-    " if [ -f go.mod ]; then lang=go;"
-    " elif [ -f package.json ]; then"
-    "  if [ -f tsconfig.json ] || has ts; then lang=typescript;"
-    "  else lang=javascript; fi;"
-    " elif [ -f requirements.txt ] || [ -f pyproject.toml ] ||"
-    "  [ -f setup.py ] || has py; then lang=python;"
-    " elif has go; then lang=go; elif has ts; then lang=typescript;"
-    " elif has js; then lang=javascript;"
-    " else echo 'cannot tell the language of the project; pass language' "
-    ">&2; exit 3; fi; fi;"
-    "if [ -z \"$entry\" ]; then case $lang in"
-    " python) for f in main.py app.py run.py __main__.py; do"
-    "  [ -f $f ] && { entry=\"python3 $f\"; break; }; done;;"
-    " javascript|typescript) if [ -f package.json ] &&"
-    "  grep -q '\"start\"' package.json; then entry='npm start'; else"
-    "  for f in index.js main.js app.js index.ts main.ts app.ts; do"
-    "  [ -f $f ] && { case $f in *.ts) entry=\"mcp-ts $f\";;"
-    "  *) entry=\"node $f\";; esac; break; }; done; fi;;"
-    " go) entry='go run .';; esac; fi;"
-    "[ -n \"$entry\" ] || { echo 'no entrypoint found (main.py, npm start, "
-    "index.js, go run .): pass entrypoint' >&2; exit 3; };"
-    "echo \"language: $lang\"; echo \"files:$files\"; echo \"entry: $entry\";"
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/*
+ * $1 dir, $2 the call's marker: the names in the project's directory and
+ * the start of its package.json (sbout_project() reads them).  A probe
+ * (xrun_opts.probe): sandbox code cannot write into its output, and the
+ * language and the entrypoint are decided on the host from what it lists.
+ */
+static const char prober[] =
+    "cd -- \"$1\" 2>/dev/null || { echo \"cannot read the project "
+    "directory $1 (it must exist and be readable by others)\" >&2; exit 3; };"
+    "printf '%s\\0' \"$2\"; n=0;"
+    "for f in *; do [ -e \"$f\" ] || continue; n=$((n + 1));"
+    " [ $n -le " STR(
+        SBOUT_PROBE_ENTRIES) " ] || break;"
+                             " if [ -f \"$f\" ]; then t=f; elif [ -d \"$f\" ]; then t=d; else t=o; fi;"
+                             " printf '%s %s\\0' $t \"$f\"; done;"
+                             "if [ -f package.json ]; then printf '%s package.json\\0' \"$2\";"
+                             " head -c " STR(
+                                 SBOUT_PKG_MAX) " package.json; fi; exit 0";
+
+/* Bytes of the probe's output kept: every name, and package.json. */
+#define PROBE_OUT_MAX ((size_t)SBOUT_PROBE_ENTRIES * 260 + SBOUT_PKG_MAX + 64)
+#define PROBE_TIMEOUT_MS 30000
+
+/*
+ * $1 dir, $2 language: install the dependencies, as the sandbox user.
+ * Its output is the result's install_output, nothing more.
+ */
+static const char installer[] =
+    "cd \"$1\" || exit 3;"
     "export PIP_BREAK_SYSTEM_PACKAGES=1 GOTMPDIR=\"$HOME/.cache/gotmp\" "
     "GOFLAGS=-mod=mod; mkdir -p \"$GOTMPDIR\";"
     "pip='python3 -m pip install --user --no-input "
     "--disable-pip-version-check --no-warn-script-location';"
-    "case $lang in"
+    "case $2 in"
     " python) if [ -f requirements.txt ]; then $pip -r requirements.txt ||"
     " exit 4; fi; if [ -f pyproject.toml ] || [ -f setup.py ]; then"
     " $pip . || exit 4; fi;;"
@@ -118,6 +121,9 @@ struct rproj {
 	long long timeout_ms;
 	json_object *files;
 	json_object *prep, *result;
+	struct evbuffer *probe; /* the project probe's output */
+	int probe_over;
+	char nonce[SBOUT_NONCE_LEN + 1];
 	struct xrun *run;
 	struct upload *up;
 };
@@ -128,6 +134,8 @@ rproj_free(struct rproj *p)
 	json_object_put(p->files);
 	json_object_put(p->prep);
 	json_object_put(p->result);
+	if (p->probe != NULL)
+		evbuffer_free(p->probe);
 	free(p->sandbox);
 	free(p->host_dir);
 	free(p->dir);
@@ -252,44 +260,22 @@ static void
 rproj_prepared(struct xrun *run, json_object *r, void *arg)
 {
 	struct rproj *p = arg;
-	const char *out, *s;
 	json_object *v;
 	struct xrun_opts o;
 	struct sandbox *sb;
-	char *files, *tok, *q, *cmd;
+	char *cmd;
+	int rc = -1;
 
 	(void)run;
 	p->run = NULL;
 	p->prep = json_object_get(r);
-	json_object_object_get_ex(r, "stdout", &v);
-	out = v != NULL ? json_object_get_string(v) : "";
-	if ((s = strstr(out, "language: ")) != NULL) {
-		free(p->language);
-		p->language = xstrndup(s + 10, strcspn(s + 10, "\n"));
-	}
-	if ((s = strstr(out, "entry: ")) != NULL)
-		p->entry = xstrndup(s + 7, strcspn(s + 7, "\n"));
-	p->files = json_object_new_array();
-	if ((s = strstr(out, "files:")) != NULL) {
-		files = xstrndup(s + 6, strcspn(s + 6, "\n"));
-		for (q = files; (tok = strsep(&q, " ")) != NULL;)
-			if (*tok != '\0')
-				json_object_array_add(
-				    p->files, json_object_new_string(tok));
-		free(files);
-	}
-	if (!json_object_object_get_ex(r, "exit_code", &v) ||
-	    json_object_get_int(v) != 0 || p->call->cancelled) {
-		json_object_object_get_ex(r, "stderr", &v);
+	if (json_object_object_get_ex(r, "exit_code", &v))
+		rc = json_object_get_int(v);
+	if (rc != 0 || p->call->cancelled) {
 		rproj_end(p, NULL,
-		    json_object_get_int(
-		        json_object_object_get_ex(r, "exit_code", &v)
-		            ? v
-		            : NULL) == 4
-		        ? "installing the dependencies failed (see install_output)"
-		    : v != NULL && json_object_get_string_len(v) > 0
-		        ? json_object_get_string(v)
-		        : "could not prepare the project");
+		    rc == 4 ? "installing the dependencies failed (see "
+		              "install_output)"
+		            : xrun_failure(r, "could not prepare the project"));
 		return;
 	}
 	if ((sb = sandbox_find(NULL, p->sandbox)) == NULL) {
@@ -309,10 +295,80 @@ rproj_prepared(struct xrun *run, json_object *r, void *arg)
 	free(cmd);
 }
 
+static int
+rproj_probe_sink(struct xrun *run, const char *b, size_t len, void *arg)
+{
+	struct rproj *p = arg;
+
+	(void)run;
+	if (evbuffer_get_length(p->probe) + len > PROBE_OUT_MAX)
+		p->probe_over = 1;
+	else
+		evbuffer_add(p->probe, b, len);
+	return 0;
+}
+
+/* The probe listed the project: decide, then install as the user. */
+static void
+rproj_probed(struct xrun *run, json_object *r, void *arg)
+{
+	struct rproj *p = arg;
+	struct sbout_project det;
+	const char *args[3];
+	struct xrun_opts o;
+	struct sandbox *sb;
+	json_object *v;
+	char err[256], *line;
+
+	(void)run;
+	p->run = NULL;
+	if (!json_object_object_get_ex(r, "exit_code", &v) ||
+	    json_object_get_int(v) != 0 || p->call->cancelled) {
+		rproj_end(
+		    p, NULL, xrun_failure(r, "could not look at the project"));
+		return;
+	}
+	if (p->probe_over) {
+		rproj_end(p, NULL, "the project probe wrote more than it can");
+		return;
+	}
+	if (sbout_project((const char *)evbuffer_pullup(p->probe, -1),
+	        evbuffer_get_length(p->probe), p->nonce, p->language, p->entry,
+	        &det, err, sizeof err) == -1) {
+		rproj_end(p, NULL, err);
+		return;
+	}
+	free(p->language);
+	p->language = xstrdup(det.language);
+	free(p->entry);
+	p->entry = det.entry;
+	det.entry = NULL;
+	json_object_put(p->files);
+	p->files = json_object_get(det.files);
+	sbout_project_clear(&det);
+	if ((sb = sandbox_find(NULL, p->sandbox)) == NULL) {
+		rproj_end(p, NULL, "the sandbox went away");
+		return;
+	}
+	args[0] = p->dir;
+	args[1] = p->language;
+	args[2] = NULL;
+	memset(&o, 0, sizeof o);
+	o.command = installer;
+	o.args = args;
+	xasprintf(&line, "run_project %s: installing its dependencies (%s)",
+	    args[0], args[1]);
+	o.log_as = line;
+	o.timeout_ms = p->timeout_ms;
+	o.output_cap = sup.conf->output_cap;
+	p->run = xrun_start(p->call, sb, &o, rproj_prepared, p);
+	free(line);
+}
+
 static void
 rproj_prepare(struct rproj *p)
 {
-	const char *args[4];
+	const char *args[3];
 	struct xrun_opts o;
 	char *line;
 	struct sandbox *sb;
@@ -321,21 +377,22 @@ rproj_prepare(struct rproj *p)
 		rproj_end(p, NULL, "the sandbox went away");
 		return;
 	}
+	sbout_nonce(p->nonce, sizeof p->nonce);
+	p->probe = evbuffer_new();
 	args[0] = p->dir;
-	args[1] = p->language;
-	args[2] = p->entry != NULL ? p->entry : "";
-	args[3] = NULL;
-	free(p->entry);
-	p->entry = NULL;
+	args[1] = p->nonce;
+	args[2] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = prepare;
+	o.command = prober;
 	o.args = args;
-	xasprintf(&line, "run_project %s: installing its dependencies (%s)",
-	    args[0], args[1]);
+	xasprintf(&line, "run_project %s: looking at the project", args[0]);
 	o.log_as = line;
-	o.timeout_ms = p->timeout_ms;
-	o.output_cap = sup.conf->output_cap;
-	p->run = xrun_start(p->call, sb, &o, rproj_prepared, p);
+	o.log_quiet = 1;
+	o.probe = 1;
+	o.timeout_ms =
+	    p->timeout_ms < PROBE_TIMEOUT_MS ? p->timeout_ms : PROBE_TIMEOUT_MS;
+	o.stdout_sink = rproj_probe_sink;
+	p->run = xrun_start(p->call, sb, &o, rproj_probed, p);
 	free(line);
 }
 

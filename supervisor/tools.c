@@ -288,25 +288,31 @@ within(const char *s, const char *p, const char *sock, size_t n)
 char *
 sanitize_docker_error(const char *msg)
 {
-	static const char *const marks[] = {"/var/lib/", "/run/", "/home/"};
-	const char *sock = "";
-	char *s, *p, *cut = NULL;
-	size_t i;
+	static const char *const roots[] = {"/var/lib/", "/run/", "/home/"};
+	const char *m = msg != NULL ? msg : "unknown Docker error";
+	const char *sock = "", *p;
+	size_t len, full, i, n;
+	char *s;
 
-	s = xstrdup(msg != NULL ? msg : "unknown Docker error");
-	if ((p = strchr(s, '\n')) != NULL)
-		*p = '\0';
 	if (sup.conf != NULL && sup.conf->docker_host != NULL &&
 	    strncmp(sup.conf->docker_host, "unix://", 7) == 0)
 		sock = sup.conf->docker_host + 7;
-	for (i = 0; i < sizeof marks / sizeof marks[0]; i++)
-		for (p = s; (p = strstr(p, marks[i])) != NULL; p++)
-			if (!within(s, p, sock, strlen(sock))) {
-				if (cut == NULL || p < cut)
-					cut = p;
+	full = len = strcspn(m, "\n");
+	for (i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+		n = strlen(roots[i]);
+		for (p = m; (p = memmem(p, (size_t)(m + full - p), roots[i],
+		                 n)) != NULL;
+		     p++)
+			if (!within(m, p, sock, strlen(sock))) {
+				if ((size_t)(p - m) < len)
+					len = (size_t)(p - m);
 				break;
 			}
-	if (cut != NULL)
-		strcpy(cut, "<host path>");
+	}
+	/* A new string: the cut may be shorter than what replaces it. */
+	if (len < full)
+		xasprintf(&s, "%.*s<host path>", (int)len, m);
+	else
+		s = xstrndup(m, len);
 	return s;
 }

@@ -24,14 +24,21 @@
  * '/').  Unpacked beside its place first, then renamed over it, so that a
  * failure (no space, say) leaves an existing file as it was.
  */
+/*
+ * Nothing here reads a command's output ($(mktemp), $(dirname)): sandbox
+ * code can write into the output of the sandbox user's processes, so the
+ * names are made with shell builtins only.
+ */
 const char upload_file_script[] =
     "d=$1; n=$2; mkdir -p -- \"$d\" || exit 1;"
-    "t=$(mktemp -d \"$d/.mcp-upload.XXXXXX\") || exit 1;"
+    /* A leftover of this pid's is a dead upload's. */
+    "t=\"$d/.mcp-upload.$$\"; rm -rf -- \"$t\"; mkdir -m 700 -- \"$t\" ||"
+    " exit 1;"
     "trap 'rm -rf -- \"$t\"' EXIT;"
     "tar -xf - -C \"$t\" || exit 1;"
     "[ -f \"$t/$n\" ] || { echo \"the archive did not hold $n\" >&2; exit 1; };"
     "if [ -d \"$d/$n\" ]; then echo \"$d/$n is a directory\" >&2; exit 1; fi;"
-    "mkdir -p -- \"$(dirname -- \"$d/$n\")\" && mv -f -- \"$t/$n\" \"$d/$n\"";
+    "p=\"$d/$n\"; mkdir -p -- \"${p%/*}\" && mv -f -- \"$t/$n\" \"$p\"";
 
 /* A tree: $1 directory (made if missing), $2 the top name, merged in. */
 static const char untar[] =

@@ -62,6 +62,12 @@ static const char exec_wrapper[] =
     " exit $__mcp_rc' EXIT;"
     "eval \"$__mcp_c\"";
 
+/* Set for probes, after the call's variables (PROBE_USER). */
+static const char *const probe_env[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/", "LD_PRELOAD=", "LD_LIBRARY_PATH=", "LD_AUDIT=", "ENV=",
+    "BASH_ENV=", "PYTHONPATH=", "PYTHONSTARTUP=", "NODE_OPTIONS=", NULL};
+
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
 
 struct wexec {
@@ -79,6 +85,7 @@ struct wexec {
 	long long out_bytes, err_bytes, cap;
 	int timed_out, truncated, cancelled, killing, kill_tries;
 	int log_stdout; /* else only its size goes to the activity log */
+	int probe; /* runs as PROBE_USER */
 	long exit_code;
 	unsigned long oom_before;
 	struct timespec start;
@@ -169,7 +176,8 @@ exec_kick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (x->killer != NULL || x->state != X_RUN)
 		return;
-	x->killer = killer_run(x->w, &tok, 1, exec_killed, x);
+	x->killer = killer_run_as(x->w, x->probe ? PROBE_USER : x->w->exec_user,
+	    &tok, 1, exec_killed, x);
 }
 
 /* Kill the command's processes inside the container (once). */
@@ -515,6 +523,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		x->stdin_stream = 1;
 		x->stdin_early = evbuffer_new();
 	}
+	x->probe = json_object_object_get_ex(call, "probe", &v) &&
+	           json_object_get_boolean(v);
 	timeout = json_int(call, "timeout_ms", 0);
 
 	body = json_object_new_object();
@@ -531,8 +541,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 			    cmd, json_object_new_string(json_object_get_string(
 			             json_object_array_get_idx(v, i))));
 	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(
-	    body, "User", json_object_new_string(w->exec_user));
+	json_object_object_add(body, "User",
+	    json_object_new_string(x->probe ? PROBE_USER : w->exec_user));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(
@@ -557,6 +567,14 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 			free(kv);
 		}
 	}
+	/*
+	 * A probe finds its tools in the system's directories only, and
+	 * loads nothing the sandbox's environment names (the sandbox user
+	 * can write its home, which a client's PATH may name).
+	 */
+	for (i = 0; x->probe && probe_env[i] != NULL; i++)
+		json_object_array_add(
+		    env, json_object_new_string(probe_env[i]));
 	/* Last, so that no variable of the call can replace it. */
 	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
 	json_object_array_add(env, json_object_new_string(kv));

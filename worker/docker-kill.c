@@ -35,13 +35,21 @@ static const char killer_script[] =
     " [ $? -le 1 ] || ps=$(for p in /proc/[0-9]*; do"
     " tr '\\0' '\\n' <$p/environ 2>/dev/null | grep -qx $pat &&"
     " echo $p/environ; done); };"
-    /* Stop them all (no more forks), then kill them and their groups. */
+    /*
+     * Stop them all (no more forks), then kill them and their groups.
+     * grep's output is read back, and sandbox code can write into it:
+     * only words that are /proc/<pid>/environ name a process.
+     */
+    "pid() { p=${1#/proc/}; p=${p%/environ};"
+    " case $1:$p in /proc/*/environ:*[!0-9]*|*:) return 1;;"
+    " /proc/*/environ:*) return 0;; esac; return 1; };"
     "i=0; while [ $i -lt 20 ]; do find; [ -z \"$ps\" ] && exit 0;"
-    " for f in $ps; do p=${f#/proc/}; kill -STOP ${p%/environ} 2>/dev/null;"
+    " for f in $ps; do pid \"$f\" && kill -STOP $p 2>/dev/null;"
     " done;"
-    " for f in $ps; do p=${f#/proc/}; p=${p%/environ};"
+    " for f in $ps; do pid \"$f\" || continue;"
     " read -r l 2>/dev/null </proc/$p/stat && { l=${l##*) }; set -- $l;"
-    " kill -9 -$3 2>/dev/null; }; kill -9 $p 2>/dev/null; done;"
+    " case $3 in ''|*[!0-9]*) ;; *) kill -9 -$3 2>/dev/null;; esac; };"
+    " kill -9 $p 2>/dev/null; done;"
     " i=$((i + 1)); done; exit 0";
 
 enum killer_state { K_CREATE, K_START, K_INSPECT, K_LIMITS, K_RAISE, K_LOWER };
@@ -50,6 +58,7 @@ struct killer {
 	struct worker *w;
 	enum killer_state state;
 	json_object *tokens;
+	const char *user; /* the killed commands' (lives as the worker) */
 	struct docker_req *req;
 	long long pids; /* the limit to put back, once raised */
 	int raised;
@@ -109,8 +118,7 @@ killer_create(struct killer *k)
 		json_object_array_add(cmd,
 		    json_object_get(json_object_array_get_idx(k->tokens, i)));
 	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(
-	    body, "User", json_object_new_string(k->w->exec_user));
+	json_object_object_add(body, "User", json_object_new_string(k->user));
 	json_object_object_add(
 	    body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(
@@ -250,11 +258,20 @@ struct killer *
 killer_run(struct worker *w, const char *const *tokens, size_t n,
     void (*done)(void *, const char *), void *arg)
 {
+	return killer_run_as(w, w->exec_user, tokens, n, done, arg);
+}
+
+/* The same, for commands that ran as user (a static string). */
+struct killer *
+killer_run_as(struct worker *w, const char *user, const char *const *tokens,
+    size_t n, void (*done)(void *, const char *), void *arg)
+{
 	struct killer *k;
 	size_t i;
 
 	k = xcalloc(1, sizeof *k);
 	k->w = w;
+	k->user = user;
 	k->done = done;
 	k->arg = arg;
 	k->tokens = json_object_new_array();

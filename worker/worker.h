@@ -41,10 +41,20 @@ void exec_kill_tokens(struct worker *, uint32_t, json_object *);
 void exec_abort_all(struct worker *);
 
 /* docker-kill.c */
+/*
+ * The server's read-only probes (which interpreters an image has, a
+ * project's files) run as a user of their own: not the sandbox user, so
+ * that sandbox code can neither signal them nor write into their output
+ * through /proc/PID/fd, and not the keep-alive's, so that a probe could
+ * not touch it either.
+ */
+#define PROBE_USER "65532:65532"
 #define EXEC_TOKEN_ENV "MCP_SANDBOXD_EXEC"
 struct killer;
 struct killer *killer_run(struct worker *, const char *const *, size_t,
     void (*)(void *, const char *), void *);
+struct killer *killer_run_as(struct worker *, const char *, const char *const *,
+    size_t, void (*)(void *, const char *), void *);
 void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);

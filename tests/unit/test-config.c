@@ -408,6 +408,7 @@ Test(config, uid_range)
 	EXPECT_FAIL_MENTIONING(W("--uid-range", "0-10"), "--uid-range=0-10");
 	EXPECT_FAIL_MENTIONING(W("65533"), "--uid-range=60000-70000");
 	EXPECT_FAIL_MENTIONING(W("65534"), "--uid-range=65534-65534");
+	EXPECT_FAIL_MENTIONING(W("65532"), "--uid-range=65000-65532");
 	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=20-10");
 	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=100000");
 	EXPECT_FAIL_MENTIONING(W("--uid-range"), "--uid-range=1-x");

@@ -1,4 +1,5 @@
 /* The tool table: every schema is one whole JSON object, as MCP wants. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -86,4 +87,30 @@ Test(tools, names_are_unique_and_found)
 			cr_expect_str_neq(tools[i]->name, tools[j]->name);
 	}
 	cr_expect_null(tool_find("no_such_tool"));
+}
+
+/* A path near the end: the old code wrote "<host path>" past the copy. */
+Test(tools, sanitize_docker_error_cuts_short_paths_in_bounds)
+{
+	static const char *const cases[][2] = {
+	    {"error: /run/x", "error: <host path>"},
+	    {"/run/", "<host path>"},
+	    {"mount /home/a failed", "mount <host path>"},
+	    {"x /var/lib/docker/volumes/v y\nsecond line /home/z",
+	        "x <host path>"},
+	    {"a /home/b then /run/c", "a <host path>"},
+	    {"no path here\n/run/later", "no path here"},
+	    {"plain", "plain"},
+	};
+	size_t i;
+	char *s;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		s = sanitize_docker_error(cases[i][0]);
+		cr_expect_str_eq(s, cases[i][1], "for \"%s\"", cases[i][0]);
+		free(s);
+	}
+	s = sanitize_docker_error(NULL);
+	cr_expect_str_eq(s, "unknown Docker error");
+	free(s);
 }
