@@ -3,8 +3,9 @@
  * the tool, with the processes it started in the sandbox killed.
  *
  * install_package of a local source tree whose setup.py sleeps (no
- * network), and copy_file_from_sandbox of a big file whose reader the
- * sandbox keeps stopped: neither tool had a cancellation of its own.
+ * network), copy_file_from_sandbox of a big file whose reader the sandbox
+ * keeps stopped, and copy_file into a tar the sandbox keeps stopped: none
+ * of these tools had a cancellation of its own.
  * After the cancel no answer comes for the call, the processes are gone
  * within seconds, no partial file is left on the host, and the sandbox
  * still answers.
