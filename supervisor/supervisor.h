@@ -347,6 +347,9 @@ char *sanitize_docker_error(const char *);
 struct upload;
 struct tar_out;
 extern const char upload_file_script[];
+#define UPLOAD_TMP_NAME 32
+void upload_tmp_name(char[UPLOAD_TMP_NAME]);
+void upload_file_cleanup(const char *, const char *, const char *);
 struct upload *upload_start(struct call *, struct sandbox *, struct tar_out *,
     const char *, const char *, int,
     void (*)(struct upload *, const char *, void *), void *);

@@ -19,7 +19,8 @@
 
 #define EXEC_MAX_COMMANDS 100
 #define EXEC_MAX_COMMAND_LEN (64 * 1024)
-/* stdin rides in the call's frame, under PROTO_MAX_PAYLOAD. */
+/* stdin over 16 KiB is streamed to the command (execrun.c), not sent in
+ * the call's frame, whatever its escaping. */
 #define EXEC_MAX_STDIN (512 * 1024)
 
 static const char input_schema[] =

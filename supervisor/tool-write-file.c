@@ -42,6 +42,8 @@ struct wfile {
 	struct xrun *run;
 	struct evbuffer *tar; /* the archive still to send */
 	char *path;
+	char *sandbox, *dir; /* where the upload's directory is */
+	char tmp[UPLOAD_TMP_NAME];
 	size_t bytes;
 };
 
@@ -141,6 +143,7 @@ wfile_done(struct xrun *run, json_object *r, void *arg)
 	(void)run;
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
+		upload_file_cleanup(w->sandbox, w->dir, w->tmp);
 		call_reply(w->call,
 		    tool_error("could not write %s: %s%s", w->path,
 		        xrun_failure(r, "failed"),
@@ -160,6 +163,8 @@ wfile_done(struct xrun *run, json_object *r, void *arg)
 		free(text);
 	}
 	evbuffer_free(w->tar);
+	free(w->sandbox);
+	free(w->dir);
 	free(w->path);
 	free(w);
 }
@@ -167,7 +172,7 @@ wfile_done(struct xrun *run, json_object *r, void *arg)
 static void
 write_file(struct call *c)
 {
-	const char *name, *dir, *enc, *args[3];
+	const char *name, *dir, *enc, *args[4];
 	json_object *content;
 	struct xrun_opts o;
 	char *line;
@@ -236,9 +241,13 @@ write_file(struct call *c)
 		free(w);
 		return;
 	}
+	upload_tmp_name(w->tmp);
+	w->sandbox = xstrdup(sb->id);
+	w->dir = xstrdup(dir);
 	args[0] = dir;
 	args[1] = name;
-	args[2] = NULL;
+	args[2] = w->tmp;
+	args[3] = NULL;
 	memset(&o, 0, sizeof o);
 	o.command = upload_file_script;
 	o.args = args;

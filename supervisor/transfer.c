@@ -6,6 +6,8 @@
  * that failed had newly made is removed, so nothing half-written is left
  * looking like a success.
  */
+#include <sys/random.h>
+
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,25 +17,26 @@
 
 #include "config.h"
 #include "hosttar.h"
+#include "log.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
 /*
  * One file: $1 directory (made if missing), $2 the file's name (may hold
- * '/').  Unpacked beside its place first, then renamed over it, so that a
- * failure (no space, say) leaves an existing file as it was.
- */
-/*
+ * '/'), $3 the name of a new directory beside it (upload_tmp_name()).
+ * Unpacked there first, then renamed over its place, so that a failure
+ * (no space, say) leaves an existing file as it was.  A script killed (a
+ * cancellation, a timeout) cannot remove that directory itself:
+ * upload_file_cleanup() does.
+ *
  * Nothing here reads a command's output ($(mktemp), $(dirname)): sandbox
  * code can write into the output of the sandbox user's processes, so the
- * names are made with shell builtins only.
+ * names come from the host or from shell builtins only.
  */
 const char upload_file_script[] =
     "d=$1; n=$2; mkdir -p -- \"$d\" || exit 1;"
-    /* A leftover of this pid's is a dead upload's. */
-    "t=\"$d/.mcp-upload.$$\"; rm -rf -- \"$t\"; mkdir -m 700 -- \"$t\" ||"
-    " exit 1;"
+    "t=\"$d/$3\"; mkdir -m 700 -- \"$t\" || exit 1;"
     "trap 'rm -rf -- \"$t\"' EXIT;"
     "tar -xf - -C \"$t\" || exit 1;"
     "[ -f \"$t/$n\" ] || { echo \"the archive did not hold $n\" >&2; exit 1; };"
@@ -48,12 +51,65 @@ static const char untar[] =
     "mkdir -p -- \"$1\" && tar -xf - -C \"$1\" && exit 0;"
     "[ -n \"$new\" ] && rm -rf -- \"$1/$2\"; exit 1";
 
+/* A random name for a one-file upload's directory, ".mcp-upload.<hex>". */
+void
+upload_tmp_name(char buf[UPLOAD_TMP_NAME])
+{
+	unsigned char r[8];
+	size_t i;
+	int n;
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom");
+	n = snprintf(buf, UPLOAD_TMP_NAME, ".mcp-upload.");
+	for (i = 0; i < sizeof r; i++)
+		n += snprintf(
+		    buf + n, UPLOAD_TMP_NAME - (size_t)n, "%02x", r[i]);
+}
+
+static void
+upload_cleaned(struct xrun *run, json_object *r, void *arg)
+{
+	(void)run;
+	(void)r;
+	(void)arg;
+}
+
+/*
+ * A one-file upload failed (or was killed): remove the directory it
+ * unpacked into, tmp in dir, if the sandbox is still there.  Belongs to
+ * no call, so that a cancelled call's cleanup still runs.
+ */
+void
+upload_file_cleanup(const char *sandbox, const char *dir, const char *tmp)
+{
+	struct xrun_opts o;
+	struct sandbox *sb;
+	const char *args[2];
+	char *path;
+
+	if ((sb = sandbox_find(NULL, sandbox)) == NULL ||
+	    sb->state != SB_READY || sb->worker == NULL)
+		return;
+	xasprintf(&path, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", tmp);
+	args[0] = path;
+	args[1] = NULL;
+	memset(&o, 0, sizeof o);
+	o.command = "rm -rf -- \"$1\"";
+	o.args = args;
+	o.timeout_ms = 30000;
+	xrun_start(NULL, sb, &o, upload_cleaned, NULL);
+	free(path);
+}
+
 struct upload {
 	struct tar_out *tar;
 	struct evbuffer *stage; /* made, not yet sent */
 	struct xrun *run;
 	int made; /* the archive is complete */
 	char *error; /* the host side failed */
+	char *sandbox, *dir; /* one file: where its directory is */
+	char tmp[UPLOAD_TMP_NAME];
 	void (*done)(struct upload *, const char *, void *);
 	void *arg;
 };
@@ -111,6 +167,8 @@ upload_done(struct xrun *run, json_object *r, void *arg)
 		          "writable by the sandbox user, e.g. below the workdir, "
 		          "and that there is space)");
 	}
+	if (msg != NULL && u->tmp[0] != '\0')
+		upload_file_cleanup(u->sandbox, u->dir, u->tmp);
 	u->done(u, msg, u->arg);
 	free(msg);
 }
@@ -124,12 +182,18 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
     const char *dir, const char *name, int one_file,
     void (*done)(struct upload *, const char *, void *), void *arg)
 {
-	const char *args[3] = {dir, name, NULL};
+	const char *args[4] = {dir, name, NULL, NULL};
 	struct xrun_opts o;
 	char *line;
 	struct upload *u;
 
 	u = xcalloc(1, sizeof *u);
+	if (one_file) {
+		upload_tmp_name(u->tmp);
+		u->sandbox = xstrdup(sb->id);
+		u->dir = xstrdup(dir);
+		args[2] = u->tmp;
+	}
 	u->tar = tar;
 	u->stage = evbuffer_new();
 	u->done = done;
@@ -169,6 +233,8 @@ upload_free(struct upload *u)
 	tar_out_free(u->tar);
 	evbuffer_free(u->stage);
 	free(u->error);
+	free(u->sandbox);
+	free(u->dir);
 	free(u);
 }
 

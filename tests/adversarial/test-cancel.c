@@ -3,8 +3,9 @@
  * the tool, with the processes it started in the sandbox killed.
  *
  * install_package of a local source tree whose setup.py sleeps (no
- * network), and copy_file_from_sandbox of a big file whose reader the
- * sandbox keeps stopped: neither tool had a cancellation of its own.
+ * network), copy_file_from_sandbox of a big file whose reader the sandbox
+ * keeps stopped, and copy_file into a tar the sandbox keeps stopped: none
+ * of these tools had a cancellation of its own.
  * After the cancel no answer comes for the call, the processes are gone
  * within seconds, no partial file is left on the host, and the sandbox
  * still answers.
@@ -160,7 +161,7 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	 * (the same user may): the copy stalls for good. */
 	json_object_put(h_exec(s, cid,
 	    "setsid sh -c 'while :; do pkill -STOP -f \"^cat -- .*/big$\"; "
-	    "sleep 0.02; done' </dev/null >/dev/null 2>&1 &",
+	    "sleep 0.02; done' </dev/null >/dev/null 2>&1 & sleep 1",
 	    30));
 
 	snprintf(src, sizeof src, "%s/big", wd);
@@ -197,6 +198,71 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	unlink(dest);
 	rmdir(dir);
 	free(wd);
+	free(cid);
+	adv_finish(s);
+}
+
+Test(cancel, copy_file_into_a_stalled_tar, .timeout = 240)
+{
+	struct h_server *s;
+	json_object *a, *r;
+	char dir[400], hostfile[512], *cid, *out;
+	long long ms, deadline;
+	long id;
+	FILE *f;
+	int n = 0;
+
+	snprintf(dir, sizeof dir, "%s/src", adv_tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0 || access(dir, F_OK) == 0);
+	snprintf(hostfile, sizeof hostfile, "%s/in.bin", dir);
+	cr_assert((f = fopen(hostfile, "w")) != NULL);
+	cr_assert(ftruncate(fileno(f), 64L << 20) == 0);
+	fclose(f);
+	s = adv_start("--allow-dir", dir, NULL);
+	cid = h_create(s, NULL);
+	/* The sandbox stops the unpacking tar as soon as it runs.  (The
+	 * stopper is in a session of its own before its exec ends, or the
+	 * end-of-exec sweep would take it.) */
+	json_object_put(h_exec(s, cid,
+	    "setsid sh -c 'while :; do pkill -STOP -f \"^tar -xf\"; "
+	    "sleep 0.02; done' </dev/null >/dev/null 2>&1 & sleep 1",
+	    30));
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    a, "local_src_file", json_object_new_string(hostfile));
+	json_object_object_add(a, "dest_path", json_object_new_string("c.bin"));
+	id = h_send_tool(s, "copy_file", a);
+	for (deadline = h_now_ms() + 30000; n == 0 && h_now_ms() < deadline;) {
+		out = h_exec_ok(s, cid,
+		    "ps -eo stat=,args= | grep -c '^T.*tar -xf' || true");
+		n = atoi(out);
+		free(out);
+		if (n == 0)
+			usleep(200000);
+	}
+	r = h_wait_id(s, id, 0);
+	cr_assert_null(r, "the copy ended before it was stopped: %.300s",
+	    r != NULL ? json_object_to_json_string(r) : "");
+	cr_assert_gt(n, 0, "the copy's tar was never seen stopped");
+
+	cancel(s, id);
+	ms = procs_gone(s, cid, "tar -xf -", 15000);
+	fprintf(stderr, "copy_file cancelled: its tar gone in %lld ms\n", ms);
+	cr_expect_geq(ms, 0, "the tar still runs 15 s after the cancel");
+	r = h_wait_id(s, id, 2000);
+	cr_expect_null(r, "an answer came for the cancelled call");
+	json_object_put(r);
+	out = h_exec_ok(s, cid, "ls -A");
+	cr_expect(!h_contains(out, "c.bin") && !h_contains(out, ".mcp-upload"),
+	    "the cancelled copy left files: %s", out);
+	free(out);
+
+	adv_alive(s, cid);
+	h_stop(s, cid);
+	unlink(hostfile);
+	rmdir(dir);
 	free(cid);
 	adv_finish(s);
 }
