@@ -52,6 +52,14 @@ struct config {
 	long session_idle; /* seconds */
 	long http_timeout; /* seconds */
 	long http_max_connections;
+	int no_auth; /* HTTP without a token, asked for explicitly */
+	long http_header_timeout; /* seconds for a request's headers */
+	long http_min_rate; /* bytes/s a request body must keep up */
+
+	/* Per client session (HTTP session, or the stdio client). */
+	long max_sandboxes_per_session;
+	long max_calls_per_session;
+	long max_calls; /* tools/call in flight, all sessions */
 
 	/* Modes. */
 	int help, version;

@@ -14,6 +14,7 @@
  * on a socket that stays readable.
  */
 #include <sys/queue.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -45,6 +46,7 @@
 #define HTTP_TOKEN_MAX 4096
 #define HTTP_MAX_LIST 64
 #define HTTP_ACCEPT_REST_MS 250
+#define HTTP_GEN_TOKEN_BYTES 32
 
 /* A connection that has sent a request, and who wants to know its end. */
 struct hconn {
@@ -61,6 +63,7 @@ static struct evconnlistener *listener;
 static struct event *accept_timer;
 static char *token; /* the bearer token, or NULL: no auth */
 static size_t token_len;
+static int token_generated; /* made at start: printed once */
 static char *origins[HTTP_MAX_LIST], *hosts[HTTP_MAX_LIST];
 static int norigins, nhosts;
 static long long replies[6]; /* by status class: 1xx at 1 ... 5xx at 5 */
@@ -377,6 +380,34 @@ content_type_json(struct evhttp_request *req)
 	return n == 16 && strncasecmp(v, "application/json", 16) == 0;
 }
 
+/*
+ * Is the body's length unambiguous (RFC 9112 6.3)?  Two Content-Length
+ * headers that disagree, or one with Transfer-Encoding, are how requests
+ * are smuggled past a proxy that reads them otherwise; both are refused
+ * (and the connection closed).  evhttp itself reads the first
+ * Content-Length, or the chunks.
+ */
+static int
+framing_ok(struct evhttp_request *req)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const struct evkeyval *h;
+	const char *cl = NULL;
+	int te = 0;
+
+	TAILQ_FOREACH(h, in, next)
+	{
+		if (strcasecmp(h->key, "Transfer-Encoding") == 0)
+			te = 1;
+		else if (strcasecmp(h->key, "Content-Length") == 0) {
+			if (cl != NULL && strcmp(cl, h->value) != 0)
+				return 0;
+			cl = h->value;
+		}
+	}
+	return !(te && cl != NULL);
+}
+
 /* "Bearer <token>", the scheme in any case, compared in constant time. */
 static int
 auth_ok(struct evhttp_request *req)
@@ -607,6 +638,14 @@ http_cb(struct evhttp_request *req, void *arg)
 		    "--http-max-connections); retry later");
 		return;
 	}
+	if (!framing_ok(req)) {
+		evhttp_add_header(out, "Connection", "close");
+		http_reply_error(req, 400, NULL, HTTP_RPC_BAD_REQUEST,
+		    "Bad Request: the body's length is ambiguous (Content-Length "
+		    "headers that differ, or Content-Length with "
+		    "Transfer-Encoding)");
+		return;
+	}
 	if ((v = evhttp_find_header(in, "Host")) == NULL ||
 	    !host_allowed(v, hosts, nhosts, NULL)) {
 		/* Refused clients do not keep a connection slot. */
@@ -697,6 +736,26 @@ http_cb(struct evhttp_request *req, void *arg)
 
 /* --- start and stop --- */
 
+/*
+ * No token was configured and --no-auth was not asked for: make one
+ * (printed once at listen, as Jupyter does), so that no other user or
+ * web page on this host reaches the server.
+ */
+static void
+token_generate(void)
+{
+	unsigned char r[HTTP_GEN_TOKEN_BYTES];
+	size_t i;
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom");
+	token = xmalloc(2 * sizeof r + 1);
+	for (i = 0; i < sizeof r; i++)
+		snprintf(token + 2 * i, 3, "%02x", r[i]);
+	explicit_bzero(r, sizeof r);
+	token_generated = 1;
+}
+
 /* The token from --auth-token-file or MCP_SANDBOXD_AUTH_TOKEN. */
 static void
 token_load(void)
@@ -738,6 +797,12 @@ token_load(void)
 		explicit_bzero(buf, sizeof buf);
 	} else if (c->auth_token != NULL)
 		token = xstrdup(c->auth_token);
+	if (token != NULL && c->no_auth)
+		fatalx("--no-auth and a token (--auth-token-file or "
+		       "MCP_SANDBOXD_AUTH_TOKEN) contradict each other; give "
+		       "one");
+	if (token == NULL && !c->no_auth)
+		token_generate();
 	if (token == NULL)
 		return;
 	token_len = strlen(token);
@@ -784,8 +849,9 @@ is_loopback(const char *host)
 static void
 http_listen(void)
 {
-	static const char *const def_origins[] = {
-	    "http://localhost", "http://127.0.0.1", "http://[::1]", NULL};
+	/* No Origin by default: a browser page reaches the server (and
+	 * gets CORS headers) only from an origin the operator names. */
+	static const char *const def_origins[] = {NULL};
 	static const char *const def_hosts[] = {
 	    "localhost", "127.0.0.1", "[::1]", NULL};
 	char *addr, *port, *host, *end, name[300];
@@ -843,7 +909,21 @@ http_listen(void)
 		              : ((struct sockaddr_in *)&ss)->sin_port);
 	log_info("Streamable HTTP on http://%s%s%s:%ld/mcp%s",
 	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", p,
-	    token != NULL ? " (bearer token required)" : "");
+	    token != NULL ? " (bearer token required)"
+	                  : " (--no-auth: no token required)");
+	if (token_generated) {
+		/* Once, on stderr only (never the log file or syslog). */
+		fprintf(stderr,
+		    "mcp-sandboxd: no --auth-token-file was given, so this "
+		    "run made a token.  Connect with\n"
+		    "    URL:    http://%s%s%s:%ld/mcp\n"
+		    "    Header: Authorization: Bearer %s\n"
+		    "(give --auth-token-file FILE for a token of your own, "
+		    "or --no-auth to serve loopback without one)\n",
+		    strchr(host, ':') ? "[" : "", host,
+		    strchr(host, ':') ? "]" : "", p, token);
+		fflush(stderr);
+	}
 	free(addr);
 }
 

@@ -691,6 +691,45 @@ screate_abort_queued(void)
 		    "the server is shutting down");
 }
 
+/* Creations of a session talking to the engine now (admitted). */
+static int
+screate_admitted(const struct session *sess)
+{
+	const struct sandbox *sb;
+	const struct screate *q;
+	int n = 0;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	if (sb->owner == sess && sb->state == SB_STARTING)
+		n++;
+	TAILQ_FOREACH(q, &start_queue, qentry)
+	if (q->sb->owner == sess)
+		n--;
+	return n;
+}
+
+/*
+ * The next creation to let in: the oldest of the session with the
+ * fewest admitted now, so that a session with fifty queued creations
+ * takes turns with the others instead of going first fifty times.
+ */
+static struct screate *
+screate_next(void)
+{
+	struct screate *q, *best = NULL;
+	int n, best_n = 0;
+
+	TAILQ_FOREACH(q, &start_queue, qentry)
+	{
+		n = screate_admitted(q->sb->owner);
+		if (best == NULL || n < best_n) {
+			best = q;
+			best_n = n;
+		}
+	}
+	return best;
+}
+
 /* A creation ended (either way): let the next one in. */
 static void
 screate_leave(struct screate *s)
@@ -705,7 +744,7 @@ screate_leave(struct screate *s)
 		return;
 	s->admitted = 0;
 	starting--;
-	if ((next = TAILQ_FIRST(&start_queue)) != NULL) {
+	if ((next = screate_next()) != NULL) {
 		TAILQ_REMOVE(&start_queue, next, qentry);
 		next->queued = 0;
 		screate_admit(next);
@@ -849,7 +888,26 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 {
 	struct screate *s;
 	struct sandbox *sb;
-	char *ename;
+	char *ename, *why;
+	long mine = 0;
+
+	/* A session's share: one client cannot take every sandbox. */
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	if (sb->owner == c->sess && sb->state != SB_STOPPING)
+		mine++;
+	if (mine >= sup.conf->max_sandboxes_per_session) {
+		xasprintf(&why,
+		    "too many sandboxes in this session (%ld, the limit of "
+		    "--max-sandboxes-per-session): stop one with sandbox_stop "
+		    "first",
+		    sup.conf->max_sandboxes_per_session);
+		if (cb != NULL)
+			cb(c, NULL, why, cbarg);
+		else
+			call_reply(c, tool_error("%s", why));
+		free(why);
+		return;
+	}
 
 	sb = xcalloc(1, sizeof *sb);
 	sb->name = xstrdup(name != NULL ? name : "");
