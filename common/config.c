@@ -119,8 +119,9 @@ static const struct opt opts[] = {
     {"allowed-origins", "MCP_SANDBOXD_ALLOWED_ORIGINS", OPT_STR,
         O(allowed_origins), NULL, 0, 0,
         "Origins (scheme://host[:port]) HTTP requests may carry and that "
-        "get CORS headers, comma list (default none: requests with an "
-        "Origin are refused; * any)"},
+        "get CORS headers, comma list (default: only the server's own, "
+        "http://localhost:PORT, http://127.0.0.1:PORT, http://[::1]:PORT of "
+        "--listen; other ports of localhost are refused; * any)"},
     {"allowed-hosts", "MCP_SANDBOXD_ALLOWED_HOSTS", OPT_STR, O(allowed_hosts),
         NULL, 0, 0,
         "Host headers accepted, comma list (default localhost, 127.0.0.1, "

@@ -849,9 +849,6 @@ is_loopback(const char *host)
 static void
 http_listen(void)
 {
-	/* No Origin by default: a browser page reaches the server (and
-	 * gets CORS headers) only from an origin the operator names. */
-	static const char *const def_origins[] = {NULL};
 	static const char *const def_hosts[] = {
 	    "localhost", "127.0.0.1", "[::1]", NULL};
 	char *addr, *port, *host, *end, name[300];
@@ -883,7 +880,6 @@ http_listen(void)
 		       "MCP_SANDBOXD_AUTH_TOKEN (or listen on 127.0.0.1)",
 		    sup.conf->listen);
 
-	list_parse(origins, &norigins, sup.conf->allowed_origins, def_origins);
 	list_parse(hosts, &nhosts, sup.conf->allowed_hosts, def_hosts);
 	/* The listen address itself is a name clients use. */
 	if (sup.conf->allowed_hosts == NULL && strcmp(host, "0.0.0.0") != 0 &&
@@ -907,6 +903,21 @@ http_listen(void)
 		p = ntohs(ss.ss_family == AF_INET6
 		              ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		              : ((struct sockaddr_in *)&ss)->sin_port);
+	/*
+	 * Origins: the operator's list, or by default only this server's
+	 * own (a page it served, were there one): never the other ports of
+	 * localhost, where any local program's page may live.
+	 */
+	if (sup.conf->allowed_origins != NULL)
+		list_parse(origins, &norigins, sup.conf->allowed_origins, NULL);
+	else {
+		snprintf(name, sizeof name, "http://localhost:%ld", p);
+		list_add(origins, &norigins, name);
+		snprintf(name, sizeof name, "http://127.0.0.1:%ld", p);
+		list_add(origins, &norigins, name);
+		snprintf(name, sizeof name, "http://[::1]:%ld", p);
+		list_add(origins, &norigins, name);
+	}
 	log_info("Streamable HTTP on http://%s%s%s:%ld/mcp%s",
 	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", p,
 	    token != NULL ? " (bearer token required)"

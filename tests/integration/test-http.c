@@ -37,6 +37,7 @@ struct srv {
 	char url[64]; /* http://127.0.0.1:<port>/mcp */
 	char metrics[64];
 	char token[64]; /* sent as a bearer token when set */
+	char token_file[64]; /* made by srv_startv(), removed at the end */
 	long next_id;
 };
 
@@ -91,6 +92,21 @@ connect_port(int port)
 	return fd;
 }
 
+/* Do the extra arguments (or the environment) set up auth? */
+static int
+srv_auth_given(const char *const *extra)
+{
+	const char *v = getenv("MCP_SANDBOXD_AUTH_TOKEN");
+
+	if (v != NULL && *v != '\0')
+		return 1;
+	for (; extra != NULL && *extra != NULL; extra++)
+		if (strcmp(*extra, "--auth-token-file") == 0 ||
+		    strcmp(*extra, "--no-auth") == 0)
+			return 1;
+	return 0;
+}
+
 /* Start a server on a free port with extra arguments (NULL-ended). */
 static struct srv *
 srv_startv(const char *const *extra)
@@ -113,6 +129,21 @@ srv_startv(const char *const *extra)
 	args[n++] = "http";
 	args[n++] = "--listen";
 	args[n++] = listen;
+	/* Every server needs a token now: the tests give one in a file
+	 * unless they set up auth themselves. */
+	if (!srv_auth_given(extra)) {
+		snprintf(s->token, sizeof s->token, "test-token-%d-%d",
+		    (int)getpid(), s->port);
+		snprintf(s->token_file, sizeof s->token_file,
+		    "/tmp/mcp-sandboxd-test-token-XXXXXX");
+		fd = mkstemp(s->token_file);
+		cr_assert(fd >= 0);
+		cr_assert(write(fd, s->token, strlen(s->token)) ==
+		          (ssize_t)strlen(s->token));
+		close(fd);
+		args[n++] = "--auth-token-file";
+		args[n++] = s->token_file;
+	}
 	while (extra != NULL && *extra != NULL && n < 39)
 		args[n++] = *extra++;
 	args[n] = NULL;
@@ -160,6 +191,8 @@ srv_finish(struct srv *s)
 		cr_expect(!h_container_exists(s->h->ids[i]),
 		    "container %.12s remains", s->h->ids[i]);
 	h_free(s->h);
+	if (s->token_file[0] != '\0')
+		unlink(s->token_file);
 	free(s);
 	cr_assert_eq(rc, 0);
 }
@@ -795,7 +828,7 @@ Test(http, accept_checked, .timeout = 60)
 Test(http, origin_and_host_checked, .timeout = 60)
 {
 	struct srv *s;
-	char *sid, sh[160], host[64];
+	char *sid, sh[160], host[64], origin[64];
 
 	s = srv_start(NULL);
 	sid = mcp_init(s);
@@ -815,9 +848,17 @@ Test(http, origin_and_host_checked, .timeout = 60)
 	                     ACCEPT_BOTH, CT_JSON, sh, "Origin: null", NULL},
 	                 PING),
 	    403);
+	/* Another port of localhost is another origin: refused by default
+	 * (any local program's page may live there); the server's own
+	 * origin passes. */
 	cr_expect_eq(status_of(s, "POST",
 	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
 	                     "Origin: http://localhost:5173", NULL},
+	                 PING),
+	    403);
+	snprintf(origin, sizeof origin, "Origin: http://localhost:%d", s->port);
+	cr_expect_eq(status_of(s, "POST",
+	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh, origin, NULL},
 	                 PING),
 	    200);
 	/* DNS rebinding: a page of evil.example resolved to 127.0.0.1 */
@@ -1089,7 +1130,7 @@ Test(http, connection_cap, .timeout = 60)
 	long long deadline;
 	int a, b, c, d, st;
 
-	s = srv_start("--http-max-connections", "2", NULL);
+	s = srv_start("--http-max-connections", "2", "--no-auth", NULL);
 	/* A refused client is closed: it keeps no slot. */
 	a = connect_port(s->port);
 	cr_assert(a >= 0);
@@ -1550,7 +1591,7 @@ Test(http, cors_preflight_for_allowed_origins, .timeout = 60)
 	struct resp *r;
 
 	setenv("MCP_SANDBOXD_AUTH_TOKEN", "cors-token", 1);
-	s = srv_start(NULL);
+	s = srv_start("--allowed-origins", "http://localhost:6274", NULL);
 	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	/* a preflight carries no credentials */
 	r = http_do(s, "OPTIONS",
@@ -1568,6 +1609,14 @@ Test(http, cors_preflight_for_allowed_origins, .timeout = 60)
 	resp_free(r);
 	r = http_do(s, "OPTIONS",
 	    (const char *[]){"Origin: http://evil.example",
+	        "Access-Control-Request-Method: POST", NULL},
+	    NULL);
+	cr_expect_eq(r->status, 403);
+	cr_expect(resp_header(r, "Access-Control-Allow-Origin") == NULL);
+	resp_free(r);
+	/* another port of localhost is another origin, not listed */
+	r = http_do(s, "OPTIONS",
+	    (const char *[]){"Origin: http://localhost:5173",
 	        "Access-Control-Request-Method: POST", NULL},
 	    NULL);
 	cr_expect_eq(r->status, 403);
