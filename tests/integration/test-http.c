@@ -592,6 +592,10 @@ get_open(struct srv *s, const char *sid, const char *last_event)
 	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
 	g->list = curl_slist_append(g->list, "Accept: text/event-stream");
 	g->list = curl_slist_append(g->list, sh);
+	if (s->token[0] != '\0') {
+		snprintf(lh, sizeof lh, "Authorization: Bearer %s", s->token);
+		g->list = curl_slist_append(g->list, lh);
+	}
 	if (last_event != NULL) {
 		snprintf(lh, sizeof lh, "Last-Event-ID: %s", last_event);
 		g->list = curl_slist_append(g->list, lh);
@@ -959,6 +963,56 @@ Test(http, auth_token_env, .timeout = 60)
 	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	snprintf(s->token, sizeof s->token, "the-right-token");
 	check_auth(s);
+	srv_finish(s);
+}
+
+/* Does /proc/PID/environ hold this text?  -1 if it cannot be read. */
+static int
+environ_has(pid_t pid, const char *text)
+{
+	char path[64], buf[65536];
+	size_t n, i, tlen = strlen(text);
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	for (i = 0; i + tlen <= n; i++)
+		if (memcmp(buf + i, text, tlen) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * unsetenv() alone leaves the token's bytes where the kernel put them at
+ * exec, and /proc/PID/environ (readable by the same user, and by root
+ * tools that collect it) shows them: the server overwrites them.
+ */
+Test(http, token_not_in_environ, .timeout = 120)
+{
+	const char *tok = "environ-secret-token-4d1f09";
+	struct srv *s;
+	pid_t kids[16];
+	char *sid, *cid;
+	int n, i;
+
+	setenv("MCP_SANDBOXD_AUTH_TOKEN", tok, 1);
+	s = srv_start(NULL);
+	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
+	snprintf(s->token, sizeof s->token, "%s", tok);
+	sid = mcp_init(s); /* the token works: it was read */
+	cid = mcp_create(s, sid); /* a worker, a child of the server */
+	cr_expect_eq(environ_has(s->h->pid, tok), 0,
+	    "the token is in /proc/%d/environ", (int)s->h->pid);
+	n = h_children(s->h->pid, kids, 16, NULL);
+	cr_expect_geq(n, 1, "no worker");
+	for (i = 0; i < n; i++)
+		cr_expect_eq(environ_has(kids[i], tok), 0,
+		    "the token is in the environ of worker %d", (int)kids[i]);
+	free(cid);
+	free(sid);
 	srv_finish(s);
 }
 
@@ -1638,7 +1692,7 @@ Test(http, cancel_ends_the_stream, .timeout = 120)
 {
 	struct srv *s;
 	struct resp *r, *body;
-	char *sid, *cid, sh[160], req[512];
+	char *sid, *cid, sh[160], req[512], auth[128];
 	struct curl_slist *list = NULL;
 	CURLM *multi;
 	CURL *c;
@@ -1659,6 +1713,8 @@ Test(http, cancel_ends_the_stream, .timeout = 120)
 	list = curl_slist_append(list, ACCEPT_BOTH);
 	list = curl_slist_append(list, CT_JSON);
 	list = curl_slist_append(list, sh);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", s->token);
+	list = curl_slist_append(list, auth);
 	curl_easy_setopt(c, CURLOPT_URL, s->url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
