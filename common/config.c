@@ -143,8 +143,8 @@ static const struct opt opts[] = {
         O(http_header_timeout), "10", 1, 3600,
         "seconds from a request's first byte to the end of its headers; "
         "then its body must keep up --http-min-rate"},
-    {"http-min-rate", "MCP_SANDBOXD_HTTP_MIN_RATE", OPT_LONG,
-        O(http_min_rate), "4096", 1, 1L << 30,
+    {"http-min-rate", "MCP_SANDBOXD_HTTP_MIN_RATE", OPT_LONG, O(http_min_rate),
+        "4096", 1, 1L << 30,
         "bytes/s a request body must average (after --http-header-timeout "
         "seconds of grace), or the connection is cut"},
     {"max-sandboxes-per-session", "MCP_SANDBOXD_MAX_SANDBOXES_PER_SESSION",

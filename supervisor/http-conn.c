@@ -90,6 +90,7 @@ struct hconn {
 
 static LIST_HEAD(, hconn) hconns = LIST_HEAD_INITIALIZER(hconns);
 static long nconns, refused_total, cut_total, preauth_refused_total;
+static int stopping;
 
 static long long
 now_ms(void)
@@ -145,13 +146,11 @@ hconn_filter_gone(void *arg)
 static void
 hconn_cut(struct hconn *c, const char *why)
 {
-	struct timeval tv = {0, 0};
-
 	if (c->cut != NULL)
 		return;
 	c->cut = why;
 	c->state = HC_DROP;
-	evtimer_add(c->tick, &tv);
+	event_active(c->tick, EV_TIMEOUT, 1);
 }
 
 /*
@@ -177,7 +176,8 @@ hconn_refuse(struct hconn *c)
 	c->state = HC_DROP;
 	http_count(503);
 	if (fd != -1)
-		(void)send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)send(
+		    fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	bufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
 }
 
@@ -192,6 +192,10 @@ hconn_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (c->gone) {
+		evtimer_del(c->tick);
+		return;
+	}
 	if (c->refused) {
 		hconn_refuse(c);
 		return;
@@ -199,8 +203,8 @@ hconn_tick(evutil_socket_t fd, short what, void *arg)
 	if (c->cut != NULL) {
 		cut_total++;
 		if (cut_total < 10 || cut_total % 100 == 0)
-			log_info("http: connection cut: %s (%ld so far)", c->cut,
-			    cut_total);
+			log_info("http: connection cut: %s (%ld so far)",
+			    c->cut, cut_total);
 		evtimer_del(c->tick);
 		/* evhttp frees the connection (and c, through the filter). */
 		bufferevent_trigger_event(
@@ -214,9 +218,8 @@ hconn_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (c->state == HC_BODY && (t = now - c->t_body) > grace &&
-	    c->body_got <
-	        (uint64_t)((t - grace) / 1000) *
-	            (uint64_t)sup.conf->http_min_rate) {
+	    c->body_got < (uint64_t)((t - grace) / 1000) *
+	                      (uint64_t)sup.conf->http_min_rate) {
 		hconn_cut(c, "body slower than --http-min-rate");
 		return;
 	}
@@ -363,7 +366,8 @@ head_read(struct hconn *c, struct evbuffer *src, struct evbuffer *dst)
 		       evbuffer_get_length(c->framing);
 		cap = c->auth_ok || !http_auth_required() ? HTTP_MAX_HEADERS
 		                                          : HTTP_PREAUTH_MAX;
-		eol = evbuffer_search_eol(src, NULL, &eol_len, EVBUFFER_EOL_CRLF);
+		eol =
+		    evbuffer_search_eol(src, NULL, &eol_len, EVBUFFER_EOL_CRLF);
 		if (eol.pos < 0) {
 			if (held + evbuffer_get_length(src) > cap)
 				return -1;
@@ -442,13 +446,13 @@ out:
  * pushed from the loop, once evhttp is done adding.
  */
 static void
-hconn_out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
+hconn_out_added(
+    struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct hconn *c = arg;
 
 	(void)buf;
-	if (info->n_added > 0)
+	if (info->n_added > 0 && !c->gone && !stopping)
 		event_active(c->kick, EV_TIMEOUT, 1);
 }
 
@@ -499,9 +503,8 @@ http_conn_new(struct event_base *base, void *arg)
 	/* The filter owns the socket from here (and closes it). */
 	c->bev = bufferevent_filter_new(c->under, hconn_input, NULL,
 	    BEV_OPT_CLOSE_ON_FREE, hconn_filter_gone, c);
-	if (c->bev == NULL ||
-	    evbuffer_add_cb(bufferevent_get_output(c->bev), hconn_out_added,
-	        c) == NULL)
+	if (c->bev == NULL || evbuffer_add_cb(bufferevent_get_output(c->bev),
+	                          hconn_out_added, c) == NULL)
 		fatalx("%s: bufferevent_filter_new", __func__);
 	LIST_INSERT_HEAD(&hconns, c, entry);
 	if (nconns >= sup.conf->http_max_connections) {
@@ -563,8 +566,7 @@ http_conn_seen(struct evhttp_request *req)
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct hconn *c;
 
-	if (evcon == NULL || (c = hconn_of(evcon)) == NULL ||
-	    c->evcon == evcon)
+	if (evcon == NULL || (c = hconn_of(evcon)) == NULL || c->evcon == evcon)
 		return;
 	c->evcon = evcon;
 	evhttp_connection_set_closecb(evcon, hconn_closed, c);
@@ -585,5 +587,24 @@ http_conn_closecb(struct evhttp_connection *evcon,
 		c->closecb = cb;
 		c->closearg = arg;
 		return;
+	}
+}
+
+/*
+ * The server stops (before evhttp_free()): no event of ours may be
+ * active when the filters are finalized, which event_base_free() does
+ * while it walks the active queues.
+ */
+void
+http_conns_stop(void)
+{
+	struct hconn *c;
+
+	stopping = 1;
+	LIST_FOREACH(c, &hconns, entry)
+	{
+		c->gone = 1;
+		event_del(c->tick);
+		event_del(c->kick);
 	}
 }

@@ -928,7 +928,8 @@ http_stop(void)
 	if (httpd == NULL)
 		return;
 	http_sessions_stop();
-	evhttp_free(httpd); /* closes every connection: hconns go */
+	http_conns_stop();
+	evhttp_free(httpd); /* closes every connection */
 	httpd = NULL;
 	listener = NULL;
 	if (accept_timer != NULL)

@@ -418,13 +418,15 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 	 * of it is kept.
 	 */
 	if (sess->ncalls >= sup.conf->max_calls_per_session)
-		return tool_error("too many calls in flight in this session "
-		                  "(%ld, the limit of --max-calls-per-session): "
-		                  "wait for one to end, or cancel one",
+		return tool_error(
+		    "too many calls in flight in this session "
+		    "(%ld, the limit of --max-calls-per-session): "
+		    "wait for one to end, or cancel one",
 		    sup.conf->max_calls_per_session);
 	if (ncalls >= sup.conf->max_calls)
-		return tool_error("the server has too many calls in flight "
-		                  "(%ld, the limit of --max-calls): retry later",
+		return tool_error(
+		    "the server has too many calls in flight "
+		    "(%ld, the limit of --max-calls): retry later",
 		    sup.conf->max_calls);
 	c = call_new(sess, id, t->name);
 	c->args =

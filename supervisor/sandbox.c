@@ -655,6 +655,7 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 
 static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
 static int starting;
+static unsigned int last_served; /* the session admitted last */
 
 static void
 screate_create(struct screate *s)
@@ -677,6 +678,7 @@ screate_admit(struct screate *s)
 	}
 	starting++;
 	s->admitted = 1;
+	last_served = s->sb->owner->id;
 	screate_create(s);
 }
 
@@ -691,43 +693,28 @@ screate_abort_queued(void)
 		    "the server is shutting down");
 }
 
-/* Creations of a session talking to the engine now (admitted). */
-static int
-screate_admitted(const struct session *sess)
-{
-	const struct sandbox *sb;
-	const struct screate *q;
-	int n = 0;
-
-	TAILQ_FOREACH(sb, &sandboxes, entry)
-	if (sb->owner == sess && sb->state == SB_STARTING)
-		n++;
-	TAILQ_FOREACH(q, &start_queue, qentry)
-	if (q->sb->owner == sess)
-		n--;
-	return n;
-}
-
 /*
- * The next creation to let in: the oldest of the session with the
- * fewest admitted now, so that a session with fifty queued creations
- * takes turns with the others instead of going first fifty times.
+ * The next creation to let in, round robin over the sessions that wait:
+ * the oldest of the first session (by id) after the one served last, so
+ * that a session with fifty queued creations takes turns with the others
+ * instead of going first fifty times.
  */
 static struct screate *
 screate_next(void)
 {
-	struct screate *q, *best = NULL;
-	int n, best_n = 0;
+	struct screate *q, *after = NULL, *first = NULL;
+	unsigned int id;
 
 	TAILQ_FOREACH(q, &start_queue, qentry)
 	{
-		n = screate_admitted(q->sb->owner);
-		if (best == NULL || n < best_n) {
-			best = q;
-			best_n = n;
-		}
+		id = q->sb->owner->id;
+		if (first == NULL || id < first->sb->owner->id)
+			first = q;
+		if (id > last_served &&
+		    (after == NULL || id < after->sb->owner->id))
+			after = q;
 	}
-	return best;
+	return after != NULL ? after : first;
 }
 
 /* A creation ended (either way): let the next one in. */

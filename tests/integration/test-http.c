@@ -861,9 +861,9 @@ Test(http, origin_and_host_checked, .timeout = 60)
 	                 PING),
 	    403);
 	snprintf(origin, sizeof origin, "Origin: http://localhost:%d", s->port);
-	cr_expect_eq(status_of(s, "POST",
-	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh, origin, NULL},
-	                 PING),
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){ACCEPT_BOTH, CT_JSON, sh, origin, NULL}, PING),
 	    200);
 	/* DNS rebinding: a page of evil.example resolved to 127.0.0.1 */
 	snprintf(host, sizeof host, "Host: evil.example:%d", s->port);
