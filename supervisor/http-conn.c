@@ -394,6 +394,8 @@ head_read(struct hconn *c, struct evbuffer *src, struct evbuffer *dst)
 	return 0;
 }
 
+static void hconn_closed(struct evhttp_connection *, void *);
+
 /* The input filter: the socket's bytes on their way to evhttp. */
 static enum bufferevent_filter_result
 hconn_input(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
@@ -401,9 +403,21 @@ hconn_input(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
 {
 	struct hconn *c = arg;
 	size_t before = evbuffer_get_length(src), n;
+	void *evcon = NULL;
 
 	(void)limit;
 	(void)mode;
+	/* evhttp has set its callbacks by now: its argument is the
+	 * connection, whose end we want to see even if no request of it
+	 * reaches http.c (a 413, a 400 of evhttp's own). */
+	if (c->evcon == NULL && !c->gone) {
+		bufferevent_getcb(c->bev, NULL, NULL, NULL, &evcon);
+		if (evcon != NULL) {
+			c->evcon = evcon;
+			evhttp_connection_set_closecb(
+			    c->evcon, hconn_closed, c);
+		}
+	}
 	while (evbuffer_get_length(src) > 0) {
 		switch (c->state) {
 		case HC_HEAD:
@@ -607,4 +621,19 @@ http_conns_stop(void)
 		event_del(c->tick);
 		event_del(c->kick);
 	}
+}
+
+/*
+ * After evhttp_free(): the filters it freed are finalized by the loop,
+ * and finalizing one frees its socket's bufferevent, finalized in turn.
+ * Let that happen now rather than inside event_base_free(), which walks
+ * its queues while the finalizers add to them.
+ */
+void
+http_conns_drain(void)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		event_base_loop(sup.base, EVLOOP_NONBLOCK | EVLOOP_ONCE);
 }

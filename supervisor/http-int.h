@@ -48,6 +48,7 @@ void http_conn_closecb(struct evhttp_connection *,
     void (*)(struct evhttp_connection *, void *), void *);
 long http_conns_open(void);
 void http_conns_stop(void);
+void http_conns_drain(void);
 void http_conns_stats(long *, long *, long *);
 
 /* http-session.c */

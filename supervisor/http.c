@@ -930,6 +930,7 @@ http_stop(void)
 	http_sessions_stop();
 	http_conns_stop();
 	evhttp_free(httpd); /* closes every connection */
+	http_conns_drain();
 	httpd = NULL;
 	listener = NULL;
 	if (accept_timer != NULL)
