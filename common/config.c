@@ -139,14 +139,6 @@ static const struct opt opts[] = {
         "30", 1, 3600,
         "seconds an HTTP connection may stay silent (reading a request, or "
         "waiting to write)"},
-    {"http-header-timeout", "MCP_SANDBOXD_HTTP_HEADER_TIMEOUT", OPT_LONG,
-        O(http_header_timeout), "10", 1, 3600,
-        "seconds from a request's first byte to the end of its headers; "
-        "then its body must keep up --http-min-rate"},
-    {"http-min-rate", "MCP_SANDBOXD_HTTP_MIN_RATE", OPT_LONG, O(http_min_rate),
-        "4096", 1, 1L << 30,
-        "bytes/s a request body must average (after --http-header-timeout "
-        "seconds of grace), or the connection is cut"},
     {"max-sandboxes-per-session", "MCP_SANDBOXD_MAX_SANDBOXES_PER_SESSION",
         OPT_LONG, O(max_sandboxes_per_session), "16", 1, 100000,
         "most sandboxes one client session may have alive at once"},

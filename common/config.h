@@ -53,8 +53,6 @@ struct config {
 	long http_timeout; /* seconds */
 	long http_max_connections;
 	int no_auth; /* HTTP without a token, asked for explicitly */
-	long http_header_timeout; /* seconds for a request's headers */
-	long http_min_rate; /* bytes/s a request body must keep up */
 
 	/* Per client session (HTTP session, or the stdio client). */
 	long max_sandboxes_per_session;

@@ -11,8 +11,6 @@
 
 #include <json-c/json.h>
 
-struct bufferevent;
-struct event_base;
 struct evhttp_connection;
 struct evhttp_request;
 
@@ -34,22 +32,9 @@ void http_reply_json(struct evhttp_request *, int, json_object *);
 void http_reply_error(
     struct evhttp_request *, int, json_object *, int, const char *);
 void http_count(int);
-int http_stdio_sessions(void);
-int http_auth_required(void);
-int http_auth_value_ok(const char *);
-
-/* http-conn.c */
-#define HTTP_MAX_HEADERS (64 * 1024)
-/* Put on a request whose body length was ambiguous (answered 400). */
-#define HTTP_AMBIGUOUS_HEADER "X-Mcp-Sandboxd-Ambiguous-Length"
-struct bufferevent *http_conn_new(struct event_base *, void *);
-void http_conn_seen(struct evhttp_request *);
 void http_conn_closecb(struct evhttp_connection *,
     void (*)(struct evhttp_connection *, void *), void *);
-long http_conns_open(void);
-void http_conns_stop(void);
-void http_conns_drain(void);
-void http_conns_stats(long *, long *, long *);
+int http_stdio_sessions(void);
 
 /* http-session.c */
 void http_sessions_init(void);

@@ -158,6 +158,7 @@ sse_start(struct hsession *hs, struct hstream *st, struct evhttp_request *req,
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	struct evhttp_connection *evcon;
+	struct timeval tv = {sup.conf->http_timeout, 0};
 	struct evbuffer *b;
 
 	evhttp_add_header(out, "Content-Type", "text/event-stream");
@@ -170,11 +171,9 @@ sse_start(struct hsession *hs, struct hstream *st, struct evhttp_request *req,
 		evcon = evhttp_request_get_connection(req);
 		http_conn_closecb(evcon, sse_closed, st);
 		/* A stream may be quiet for long; a client that stops
-		 * reading is still dropped by the write timeout of the
-		 * socket under http-conn.c's filter (a filter's own write
-		 * timeout would also fire on a quiet stream). */
+		 * reading is still dropped by the write timeout. */
 		bufferevent_set_timeouts(
-		    evhttp_connection_get_bufferevent(evcon), NULL, NULL);
+		    evhttp_connection_get_bufferevent(evcon), NULL, &tv);
 	}
 	if (strcmp(hs->sess->version, "2025-11-25") != 0)
 		return;
