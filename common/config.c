@@ -166,11 +166,17 @@ static const struct opt opts[] = {
     {"auth-token-file", "MCP_SANDBOXD_AUTH_TOKEN_FILE", OPT_STR,
         O(auth_token_file), NULL, 0, 0,
         "file holding the bearer token HTTP clients must send (or the token "
-        "itself in MCP_SANDBOXD_AUTH_TOKEN)"},
+        "itself in MCP_SANDBOXD_AUTH_TOKEN; with neither, a random token is "
+        "made and printed on stderr)"},
+    {"no-auth", "MCP_SANDBOXD_NO_AUTH", OPT_BOOL, O(no_auth), "0", 0, 0,
+        "serve HTTP on loopback without any token (anyone on this host can "
+        "use the server)"},
     {"allowed-origins", "MCP_SANDBOXD_ALLOWED_ORIGINS", OPT_STR,
         O(allowed_origins), NULL, 0, 0,
-        "Origins HTTP requests may carry, comma list (default "
-        "http://localhost, http://127.0.0.1, http://[::1], any port; * any)"},
+        "Origins (scheme://host[:port]) HTTP requests may carry and that "
+        "get CORS headers, comma list (default: only the server's own, "
+        "http://localhost:PORT, http://127.0.0.1:PORT, http://[::1]:PORT of "
+        "--listen; other ports of localhost are refused; * any)"},
     {"allowed-hosts", "MCP_SANDBOXD_ALLOWED_HOSTS", OPT_STR, O(allowed_hosts),
         NULL, 0, 0,
         "Host headers accepted, comma list (default localhost, 127.0.0.1, "
@@ -191,6 +197,14 @@ static const struct opt opts[] = {
         "30", 1, 3600,
         "seconds an HTTP connection may stay silent (reading a request, or "
         "waiting to write)"},
+    {"max-sandboxes-per-session", "MCP_SANDBOXD_MAX_SANDBOXES_PER_SESSION",
+        OPT_LONG, O(max_sandboxes_per_session), "16", 1, 100000,
+        "most sandboxes one client session may have alive at once"},
+    {"max-calls-per-session", "MCP_SANDBOXD_MAX_CALLS_PER_SESSION", OPT_LONG,
+        O(max_calls_per_session), "32", 1, 100000,
+        "most tools/call requests one client session may have in flight"},
+    {"max-calls", "MCP_SANDBOXD_MAX_CALLS", OPT_LONG, O(max_calls), "256", 1,
+        1000000, "most tools/call requests in flight, all sessions together"},
     {"allow-dir", "MCP_SANDBOXD_ALLOW_DIRS", OPT_DIR, 0, NULL, 0, 0,
         "host directory the file tools may read and write (repeatable; the "
         "variable takes a ':'-separated list; default: the directory the "
@@ -503,10 +517,16 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		    c->transport);
 		return -1;
 	}
-	/* The token itself only from the environment (argv shows in ps),
-	 * and taken out of it so that no child inherits it. */
+	/*
+	 * The token itself only from the environment (argv shows in ps),
+	 * and taken out of it so that no child inherits it.  unsetenv()
+	 * only drops the pointer: the bytes stay in the block the kernel
+	 * set up at exec, which /proc/PID/environ shows, so they are
+	 * overwritten where they lie first.
+	 */
 	if ((v = getenv("MCP_SANDBOXD_AUTH_TOKEN")) != NULL && *v != '\0') {
 		c->auth_token = xstrdup(v);
+		explicit_bzero((char *)v, strlen(v));
 		unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	}
 	if (uid_range_parse(c, err) == -1 || allow_network_check(c, err) == -1)

@@ -70,6 +70,12 @@ struct config {
 	long session_idle; /* seconds */
 	long http_timeout; /* seconds */
 	long http_max_connections;
+	int no_auth; /* HTTP without a token, asked for explicitly */
+
+	/* Per client session (HTTP session, or the stdio client). */
+	long max_sandboxes_per_session;
+	long max_calls_per_session;
+	long max_calls; /* tools/call in flight, all sessions */
 
 	/* Which options the flags or the environment set (not defaults),
 	 * by their place in config.c's table: see config_given(). */

@@ -673,6 +673,10 @@ post_request(struct hsession *hs, struct evhttp_request *req, const char *text,
 	TAILQ_INSERT_TAIL(&hs->streams, st, entry);
 
 	mcp_handle_line(hs->sess, text, len);
+	/* The call keeps what it needs of the request (its arguments);
+	 * the body itself goes now, not with the reply, which an SSE
+	 * stream may hold open for as long as the call runs. */
+	evbuffer_drain(evhttp_request_get_input_buffer(req), len);
 
 	held = st->held;
 	st->held = NULL;

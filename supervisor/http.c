@@ -14,6 +14,7 @@
  * on a socket that stays readable.
  */
 #include <sys/queue.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -49,6 +50,7 @@
 #define HTTP_AUTH_PEERS 64 /* peers whose failed logins are counted */
 #define HTTP_AUTH_LOG_SECONDS 10
 #define HTTP_AUTH_LOG_LINES 20 /* lines per window, all peers together */
+#define HTTP_GEN_TOKEN_BYTES 32
 
 /* A connection that has sent a request, and who wants to know its end. */
 struct hconn {
@@ -65,6 +67,7 @@ static struct evconnlistener *listener;
 static struct event *accept_timer;
 static char *token; /* the bearer token, or NULL: no auth */
 static size_t token_len;
+static int token_generated; /* made at start: printed once */
 static char *origins[HTTP_MAX_LIST], *hosts[HTTP_MAX_LIST];
 static int norigins, nhosts;
 static long long replies[6]; /* by status class: 1xx at 1 ... 5xx at 5 */
@@ -381,6 +384,34 @@ content_type_json(struct evhttp_request *req)
 	return n == 16 && strncasecmp(v, "application/json", 16) == 0;
 }
 
+/*
+ * Is the body's length unambiguous (RFC 9112 6.3)?  Two Content-Length
+ * headers that disagree, or one with Transfer-Encoding, are how requests
+ * are smuggled past a proxy that reads them otherwise; both are refused
+ * (and the connection closed).  evhttp itself reads the first
+ * Content-Length, or the chunks.
+ */
+static int
+framing_ok(struct evhttp_request *req)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const struct evkeyval *h;
+	const char *cl = NULL;
+	int te = 0;
+
+	TAILQ_FOREACH(h, in, next)
+	{
+		if (strcasecmp(h->key, "Transfer-Encoding") == 0)
+			te = 1;
+		else if (strcasecmp(h->key, "Content-Length") == 0) {
+			if (cl != NULL && strcmp(cl, h->value) != 0)
+				return 0;
+			cl = h->value;
+		}
+	}
+	return !(te && cl != NULL);
+}
+
 /* --- authentication --- */
 
 enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_NOT_BEARER, AUTH_WRONG };
@@ -414,6 +445,9 @@ auth_check(struct evhttp_request *req)
 static const char *
 auth_token_source(void)
 {
+	if (token_generated)
+		return "the token the server printed on its standard error "
+		       "at start (or give one with --auth-token-file)";
 	return sup.conf->auth_token_file != NULL
 	           ? "the token configured with --auth-token-file"
 	           : "the token configured in MCP_SANDBOXD_AUTH_TOKEN";
@@ -778,6 +812,14 @@ http_cb(struct evhttp_request *req, void *arg)
 		    "--http-max-connections); retry later");
 		return;
 	}
+	if (!framing_ok(req)) {
+		evhttp_add_header(out, "Connection", "close");
+		http_reply_error(req, 400, NULL, HTTP_RPC_BAD_REQUEST,
+		    "Bad Request: the body's length is ambiguous (Content-Length "
+		    "headers that differ, or Content-Length with "
+		    "Transfer-Encoding)");
+		return;
+	}
 	if ((v = evhttp_find_header(in, "Host")) == NULL ||
 	    !host_allowed(v, hosts, nhosts, NULL)) {
 		/* Refused clients do not keep a connection slot. */
@@ -859,6 +901,26 @@ http_cb(struct evhttp_request *req, void *arg)
 
 /* --- start and stop --- */
 
+/*
+ * No token was configured and --no-auth was not asked for: make one
+ * (printed once at listen, as Jupyter does), so that no other user or
+ * web page on this host reaches the server.
+ */
+static void
+token_generate(void)
+{
+	unsigned char r[HTTP_GEN_TOKEN_BYTES];
+	size_t i;
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom");
+	token = xmalloc(2 * sizeof r + 1);
+	for (i = 0; i < sizeof r; i++)
+		snprintf(token + 2 * i, 3, "%02x", r[i]);
+	explicit_bzero(r, sizeof r);
+	token_generated = 1;
+}
+
 /* The token from --auth-token-file or MCP_SANDBOXD_AUTH_TOKEN. */
 static void
 token_load(void)
@@ -900,6 +962,12 @@ token_load(void)
 		explicit_bzero(buf, sizeof buf);
 	} else if (c->auth_token != NULL)
 		token = xstrdup(c->auth_token);
+	if (token != NULL && c->no_auth)
+		fatalx("--no-auth and a token (--auth-token-file or "
+		       "MCP_SANDBOXD_AUTH_TOKEN) contradict each other; give "
+		       "one");
+	if (token == NULL && !c->no_auth)
+		token_generate();
 	if (token == NULL)
 		return;
 	token_len = strlen(token);
@@ -946,8 +1014,6 @@ is_loopback(const char *host)
 static void
 http_listen(void)
 {
-	static const char *const def_origins[] = {
-	    "http://localhost", "http://127.0.0.1", "http://[::1]", NULL};
 	static const char *const def_hosts[] = {
 	    "localhost", "127.0.0.1", "[::1]", NULL};
 	char *addr, *port, *host, *end, name[300];
@@ -973,13 +1039,14 @@ http_listen(void)
 			    sup.conf->listen);
 		*end = '\0';
 	}
-	if (!is_loopback(host) && token == NULL)
+	/* Beyond loopback, a token the operator chose (and gives to
+	 * clients by other means than this stderr). */
+	if (!is_loopback(host) && (token == NULL || token_generated))
 		fatalx("refusing to listen on %s beyond loopback without an "
 		       "auth token: set --auth-token-file or "
 		       "MCP_SANDBOXD_AUTH_TOKEN (or listen on 127.0.0.1)",
 		    sup.conf->listen);
 
-	list_parse(origins, &norigins, sup.conf->allowed_origins, def_origins);
 	list_parse(hosts, &nhosts, sup.conf->allowed_hosts, def_hosts);
 	/* The listen address itself is a name clients use. */
 	if (sup.conf->allowed_hosts == NULL && strcmp(host, "0.0.0.0") != 0 &&
@@ -1003,9 +1070,38 @@ http_listen(void)
 		p = ntohs(ss.ss_family == AF_INET6
 		              ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		              : ((struct sockaddr_in *)&ss)->sin_port);
+	/*
+	 * Origins: the operator's list, or by default only this server's
+	 * own (a page it served, were there one): never the other ports of
+	 * localhost, where any local program's page may live.
+	 */
+	if (sup.conf->allowed_origins != NULL)
+		list_parse(origins, &norigins, sup.conf->allowed_origins, NULL);
+	else {
+		snprintf(name, sizeof name, "http://localhost:%ld", p);
+		list_add(origins, &norigins, name);
+		snprintf(name, sizeof name, "http://127.0.0.1:%ld", p);
+		list_add(origins, &norigins, name);
+		snprintf(name, sizeof name, "http://[::1]:%ld", p);
+		list_add(origins, &norigins, name);
+	}
 	log_info("Streamable HTTP on http://%s%s%s:%ld/mcp%s",
 	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", p,
-	    token != NULL ? " (bearer token required)" : "");
+	    token != NULL ? " (bearer token required)"
+	                  : " (--no-auth: no token required)");
+	if (token_generated) {
+		/* Once, on stderr only (never the log file or syslog). */
+		fprintf(stderr,
+		    "mcp-sandboxd: no --auth-token-file was given, so this "
+		    "run made a token.  Connect with\n"
+		    "    URL:    http://%s%s%s:%ld/mcp\n"
+		    "    Header: Authorization: Bearer %s\n"
+		    "(give --auth-token-file FILE for a token of your own, "
+		    "or --no-auth to serve loopback without one)\n",
+		    strchr(host, ':') ? "[" : "", host,
+		    strchr(host, ':') ? "]" : "", p, token);
+		fflush(stderr);
+	}
 	free(addr);
 }
 

@@ -36,6 +36,7 @@ struct sreq {
 
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static unsigned int next_session_id = 1;
+static long ncalls; /* calls in flight, every session (--max-calls) */
 
 /* syslog severities, as MCP names them; notifications at or above. */
 static const char *const mcp_levels[] = {"emergency", "alert", "critical",
@@ -462,6 +463,23 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 		*why = "arguments must be an object";
 		return NULL;
 	}
+	/*
+	 * Each call in flight holds its arguments (up to --max-line bytes)
+	 * until it ends: calls are capped per session and in all, and one
+	 * past a cap is refused at once with a tool error, before anything
+	 * of it is kept.
+	 */
+	if (sess->ncalls >= sup.conf->max_calls_per_session)
+		return tool_error(
+		    "too many calls in flight in this session "
+		    "(%ld, the limit of --max-calls-per-session): "
+		    "wait for one to end, or cancel one",
+		    sup.conf->max_calls_per_session);
+	if (ncalls >= sup.conf->max_calls)
+		return tool_error(
+		    "the server has too many calls in flight "
+		    "(%ld, the limit of --max-calls): retry later",
+		    sup.conf->max_calls);
 	c = call_new(sess, id, t->name);
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();
@@ -486,6 +504,8 @@ call_new(struct session *sess, json_object *id, const char *name)
 	c->tool = xstrdup(name);
 	LIST_INIT(&c->runs);
 	TAILQ_INSERT_TAIL(&sess->calls, c, entry);
+	sess->ncalls++;
+	ncalls++;
 	return c;
 }
 
@@ -515,6 +535,8 @@ call_free(struct call *c)
 	}
 	xrun_forget_call(c);
 	TAILQ_REMOVE(&sess->calls, c, entry);
+	sess->ncalls--;
+	ncalls--;
 	/* Answered: whatever still names it sees cancelled, nothing sent. */
 	c->cancelled = 1;
 	c->answered = 1;

@@ -946,6 +946,7 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 
 static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
 static int starting;
+static unsigned int last_served; /* the session admitted last */
 
 static void
 screate_create(struct screate *s)
@@ -974,6 +975,7 @@ screate_admit(struct screate *s)
 	}
 	starting++;
 	s->admitted = 1;
+	last_served = s->call->sess->id;
 	screate_create(s);
 }
 
@@ -1122,6 +1124,32 @@ screate_abort_queued(void)
 		    "the server is shutting down");
 }
 
+/*
+ * The next creation to let in, round robin over the sessions that wait:
+ * the oldest of the first session (by id) after the one served last, so
+ * that a session with fifty queued creations takes turns with the others
+ * instead of going first fifty times.
+ */
+static struct screate *
+screate_next(void)
+{
+	struct screate *q, *after = NULL, *first = NULL;
+	unsigned int id;
+
+	TAILQ_FOREACH(q, &start_queue, qentry)
+	{
+		/* The creating call's session: the sandbox's owner, which a
+		 * detach or a session's end may change, is not asked. */
+		id = q->call->sess->id;
+		if (first == NULL || id < first->call->sess->id)
+			first = q;
+		if (id > last_served &&
+		    (after == NULL || id < after->call->sess->id))
+			after = q;
+	}
+	return after != NULL ? after : first;
+}
+
 /* A creation ended (either way): let the next one in. */
 static void
 screate_leave(struct screate *s)
@@ -1136,7 +1164,7 @@ screate_leave(struct screate *s)
 		return;
 	s->admitted = 0;
 	starting--;
-	if ((next = TAILQ_FIRST(&start_queue)) != NULL) {
+	if ((next = screate_next()) != NULL) {
 		TAILQ_REMOVE(&start_queue, next, qentry);
 		next->queued = 0;
 		screate_admit(next);
@@ -1375,9 +1403,21 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	struct screate *s;
 	struct sandbox *sb;
 	char *ename, why[512];
-	long uid;
+	long uid, mine = 0;
 
-	if (!sandbox_image_allowed(image, why, sizeof why) ||
+	/* A session's share: one client cannot take every sandbox. */
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	if (sb->owner == c->sess && sb->state != SB_STOPPING)
+		mine++;
+	if (mine >= sup.conf->max_sandboxes_per_session)
+		snprintf(why, sizeof why,
+		    "too many sandboxes in this session (%ld, the limit of "
+		    "--max-sandboxes-per-session): stop one with sandbox_stop "
+		    "first",
+		    sup.conf->max_sandboxes_per_session);
+
+	if (mine >= sup.conf->max_sandboxes_per_session ||
+	    !sandbox_image_allowed(image, why, sizeof why) ||
 	    (uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
 		stats.sandboxes_failed++;
 		if (cb != NULL)

@@ -73,6 +73,7 @@ struct session {
 	json_object *subs; /* resource URIs subscribed to (a set) */
 	json_object *client_caps; /* the client's capabilities, owned */
 	TAILQ_HEAD(, call) calls;
+	long ncalls; /* calls in flight (--max-calls-per-session) */
 	TAILQ_HEAD(, sreq) sreqs; /* the server's requests awaiting answers */
 	long long last_sreq; /* the last id given to one */
 	/*

@@ -491,9 +491,10 @@ class HttpMcpClient(McpTools):
     """One MCP client over Streamable HTTP: one keep-alive connection and
     one session.  Not shared between threads."""
 
-    def __init__(self, port, tracker, timeout=RPC_TIMEOUT):
+    def __init__(self, port, tracker, timeout=RPC_TIMEOUT, token=None):
         self.port = port
         self.tracker = tracker
+        self.token = token
         self.conn = http.client.HTTPConnection("127.0.0.1", port,
                                                timeout=timeout)
         self.session_id = None
@@ -508,6 +509,8 @@ class HttpMcpClient(McpTools):
         }
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
+        if self.token is not None:
+            headers["Authorization"] = "Bearer " + self.token
         self.conn.request("POST", "/mcp", body=json.dumps(msg).encode(),
                           headers=headers)
         resp = self.conn.getresponse()
@@ -572,9 +575,11 @@ class HttpMcpClient(McpTools):
         """End the session (its sandboxes go with it); never raises."""
         try:
             if self.session_id is not None:
-                self.conn.request("DELETE", "/mcp", headers={
-                    "Mcp-Session-Id": self.session_id,
-                    "MCP-Protocol-Version": PROTOCOL_VERSION})
+                headers = {"Mcp-Session-Id": self.session_id,
+                           "MCP-Protocol-Version": PROTOCOL_VERSION}
+                if self.token is not None:
+                    headers["Authorization"] = "Bearer " + self.token
+                self.conn.request("DELETE", "/mcp", headers=headers)
                 self.conn.getresponse().read()
                 self.session_id = None
         except (OSError, http.client.HTTPException):

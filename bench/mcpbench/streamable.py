@@ -3,6 +3,8 @@ Streamable HTTP transport against stdio, on one server serving both; then
 many HTTP clients at once, each with its own session and sandbox, and the
 raw Engine API under the same concurrency for comparison."""
 
+import os
+import secrets
 import threading
 import time
 
@@ -72,8 +74,8 @@ def run_concurrent(n, execs, setup, teardown):
 class HttpState:
     """One HTTP client with its session and sandbox."""
 
-    def __init__(self, port, tracker):
-        self.client = HttpMcpClient(port, tracker)
+    def __init__(self, port, tracker, token):
+        self.client = HttpMcpClient(port, tracker, token=token)
         self.cid = None
         try:
             self.client.handshake()
@@ -124,7 +126,14 @@ def measure(ctx, results):
     n, execs = args.http_clients, args.http_execs
 
     port = free_port()
-    extra = ["--transport", "both", "--listen", "127.0.0.1:%d" % port]
+    # The server wants a token over HTTP: one of ours, in a file.
+    token = secrets.token_hex(32)
+    token_file = os.path.join(ctx.mkdtemp("token"), "token")
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                      0o600), "w") as f:
+        f.write(token + "\n")
+    extra = ["--transport", "both", "--listen", "127.0.0.1:%d" % port,
+             "--auth-token-file", token_file]
     if n + 4 > 32:
         extra += ["--max-sandboxes", str(n + 4)]
     if n + 4 > 100:
@@ -135,7 +144,7 @@ def measure(ctx, results):
 
     # One client on each transport, and the raw API, turn about.
     stdio_cid = server.initialize()
-    single = HttpState(port, ctx.tracker)
+    single = HttpState(port, ctx.tracker, token)
     raw = RawMethod(args.image, ctx.tracker)
     raw_cid = raw.initialize()
     calls = {
@@ -170,7 +179,7 @@ def measure(ctx, results):
 
     log("http: %d clients x %d execs at once" % (n, execs))
     wall, xs = run_concurrent(n, execs,
-                              lambda k: HttpState(port, ctx.tracker),
+                              lambda k: HttpState(port, ctx.tracker, token),
                               lambda s: s.close())
     res["concurrent"] = concurrent_row(wall, xs, med["http"], n, execs)
 

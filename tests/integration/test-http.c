@@ -39,6 +39,7 @@ struct srv {
 	char url[64]; /* http://127.0.0.1:<port>/mcp */
 	char metrics[64];
 	char token[64]; /* sent as a bearer token when set */
+	char token_file[64]; /* made by srv_startv(), removed at the end */
 	long next_id;
 };
 
@@ -93,6 +94,21 @@ connect_port(int port)
 	return fd;
 }
 
+/* Do the extra arguments (or the environment) set up auth? */
+static int
+srv_auth_given(const char *const *extra)
+{
+	const char *v = getenv("MCP_SANDBOXD_AUTH_TOKEN");
+
+	if (v != NULL && *v != '\0')
+		return 1;
+	for (; extra != NULL && *extra != NULL; extra++)
+		if (strcmp(*extra, "--auth-token-file") == 0 ||
+		    strcmp(*extra, "--no-auth") == 0)
+			return 1;
+	return 0;
+}
+
 /* Start a server on a free port with extra arguments (NULL-ended). */
 static struct srv *
 srv_startv(const char *const *extra)
@@ -115,6 +131,21 @@ srv_startv(const char *const *extra)
 	args[n++] = "http";
 	args[n++] = "--listen";
 	args[n++] = listen;
+	/* Every server needs a token now: the tests give one in a file
+	 * unless they set up auth themselves. */
+	if (!srv_auth_given(extra)) {
+		snprintf(s->token, sizeof s->token, "test-token-%d-%d",
+		    (int)getpid(), s->port);
+		snprintf(s->token_file, sizeof s->token_file,
+		    "/tmp/mcp-sandboxd-test-token-XXXXXX");
+		fd = mkstemp(s->token_file);
+		cr_assert(fd >= 0);
+		cr_assert(write(fd, s->token, strlen(s->token)) ==
+		          (ssize_t)strlen(s->token));
+		close(fd);
+		args[n++] = "--auth-token-file";
+		args[n++] = s->token_file;
+	}
 	while (extra != NULL && *extra != NULL && n < 39)
 		args[n++] = *extra++;
 	args[n] = NULL;
@@ -162,6 +193,8 @@ srv_finish(struct srv *s)
 		cr_expect(!h_container_exists(s->h->ids[i]),
 		    "container %.12s remains", s->h->ids[i]);
 	h_free(s->h);
+	if (s->token_file[0] != '\0')
+		unlink(s->token_file);
 	free(s);
 	cr_assert_eq(rc, 0);
 }
@@ -561,6 +594,10 @@ get_open(struct srv *s, const char *sid, const char *last_event)
 	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
 	g->list = curl_slist_append(g->list, "Accept: text/event-stream");
 	g->list = curl_slist_append(g->list, sh);
+	if (s->token[0] != '\0') {
+		snprintf(lh, sizeof lh, "Authorization: Bearer %s", s->token);
+		g->list = curl_slist_append(g->list, lh);
+	}
 	if (last_event != NULL) {
 		snprintf(lh, sizeof lh, "Last-Event-ID: %s", last_event);
 		g->list = curl_slist_append(g->list, lh);
@@ -797,7 +834,7 @@ Test(http, accept_checked, .timeout = 60)
 Test(http, origin_and_host_checked, .timeout = 60)
 {
 	struct srv *s;
-	char *sid, sh[160], host[64];
+	char *sid, sh[160], host[64], origin[64];
 
 	s = srv_start(NULL);
 	sid = mcp_init(s);
@@ -817,10 +854,18 @@ Test(http, origin_and_host_checked, .timeout = 60)
 	                     ACCEPT_BOTH, CT_JSON, sh, "Origin: null", NULL},
 	                 PING),
 	    403);
+	/* Another port of localhost is another origin: refused by default
+	 * (any local program's page may live there); the server's own
+	 * origin passes. */
 	cr_expect_eq(status_of(s, "POST",
 	                 (const char *[]){ACCEPT_BOTH, CT_JSON, sh,
 	                     "Origin: http://localhost:5173", NULL},
 	                 PING),
+	    403);
+	snprintf(origin, sizeof origin, "Origin: http://localhost:%d", s->port);
+	cr_expect_eq(
+	    status_of(s, "POST",
+	        (const char *[]){ACCEPT_BOTH, CT_JSON, sh, origin, NULL}, PING),
 	    200);
 	/* DNS rebinding: a page of evil.example resolved to 127.0.0.1 */
 	snprintf(host, sizeof host, "Host: evil.example:%d", s->port);
@@ -920,6 +965,56 @@ Test(http, auth_token_env, .timeout = 60)
 	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	snprintf(s->token, sizeof s->token, "the-right-token");
 	check_auth(s);
+	srv_finish(s);
+}
+
+/* Does /proc/PID/environ hold this text?  -1 if it cannot be read. */
+static int
+environ_has(pid_t pid, const char *text)
+{
+	char path[64], buf[65536];
+	size_t n, i, tlen = strlen(text);
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	for (i = 0; i + tlen <= n; i++)
+		if (memcmp(buf + i, text, tlen) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * unsetenv() alone leaves the token's bytes where the kernel put them at
+ * exec, and /proc/PID/environ (readable by the same user, and by root
+ * tools that collect it) shows them: the server overwrites them.
+ */
+Test(http, token_not_in_environ, .timeout = 120)
+{
+	const char *tok = "environ-secret-token-4d1f09";
+	struct srv *s;
+	pid_t kids[16];
+	char *sid, *cid;
+	int n, i;
+
+	setenv("MCP_SANDBOXD_AUTH_TOKEN", tok, 1);
+	s = srv_start(NULL);
+	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
+	snprintf(s->token, sizeof s->token, "%s", tok);
+	sid = mcp_init(s); /* the token works: it was read */
+	cid = mcp_create(s, sid); /* a worker, a child of the server */
+	cr_expect_eq(environ_has(s->h->pid, tok), 0,
+	    "the token is in /proc/%d/environ", (int)s->h->pid);
+	n = h_children(s->h->pid, kids, 16, NULL);
+	cr_expect_geq(n, 1, "no worker");
+	for (i = 0; i < n; i++)
+		cr_expect_eq(environ_has(kids[i], tok), 0,
+		    "the token is in the environ of worker %d", (int)kids[i]);
+	free(cid);
+	free(sid);
 	srv_finish(s);
 }
 
@@ -1091,7 +1186,7 @@ Test(http, connection_cap, .timeout = 60)
 	long long deadline;
 	int a, b, c, d, st;
 
-	s = srv_start("--http-max-connections", "2", NULL);
+	s = srv_start("--http-max-connections", "2", "--no-auth", NULL);
 	/* A refused client is closed: it keeps no slot. */
 	a = connect_port(s->port);
 	cr_assert(a >= 0);
@@ -1765,7 +1860,7 @@ Test(http, cors_preflight_for_allowed_origins, .timeout = 60)
 	struct resp *r;
 
 	setenv("MCP_SANDBOXD_AUTH_TOKEN", "cors-token", 1);
-	s = srv_start(NULL);
+	s = srv_start("--allowed-origins", "http://localhost:6274", NULL);
 	unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	/* a preflight carries no credentials */
 	r = http_do(s, "OPTIONS",
@@ -1788,6 +1883,14 @@ Test(http, cors_preflight_for_allowed_origins, .timeout = 60)
 	cr_expect_eq(r->status, 403);
 	cr_expect(resp_header(r, "Access-Control-Allow-Origin") == NULL);
 	resp_free(r);
+	/* another port of localhost is another origin, not listed */
+	r = http_do(s, "OPTIONS",
+	    (const char *[]){"Origin: http://localhost:5173",
+	        "Access-Control-Request-Method: POST", NULL},
+	    NULL);
+	cr_expect_eq(r->status, 403);
+	cr_expect(resp_header(r, "Access-Control-Allow-Origin") == NULL);
+	resp_free(r);
 	/* the real request still needs the token */
 	r = http_do(s, "POST",
 	    (const char *[]){
@@ -1804,7 +1907,7 @@ Test(http, cancel_ends_the_stream, .timeout = 120)
 {
 	struct srv *s;
 	struct resp *r, *body;
-	char *sid, *cid, sh[160], req[512];
+	char *sid, *cid, sh[160], req[512], auth[128];
 	struct curl_slist *list = NULL;
 	CURLM *multi;
 	CURL *c;
@@ -1825,6 +1928,8 @@ Test(http, cancel_ends_the_stream, .timeout = 120)
 	list = curl_slist_append(list, ACCEPT_BOTH);
 	list = curl_slist_append(list, CT_JSON);
 	list = curl_slist_append(list, sh);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", s->token);
+	list = curl_slist_append(list, auth);
 	curl_easy_setopt(c, CURLOPT_URL, s->url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);

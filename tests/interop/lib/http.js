@@ -4,8 +4,11 @@
 // exits 0 and leaves no container behind.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -39,20 +42,55 @@ function canConnect(port) {
 /**
  * Spawn the server over HTTP with a unique label
  * (mcp-sandboxd-test=interop-http-<random>); resolves once it listens.
+ * The server needs a token: unless args or env set up auth themselves
+ * (--auth-token-file, --no-auth, MCP_SANDBOXD_AUTH_TOKEN), a random one
+ * goes in a file (--auth-token-file); server.token holds it, and
+ * connectClient() sends it unless told otherwise.  makeToken: false starts
+ * it with no auth set up at all (the server then makes its own).
  */
-export async function startHttpServer({ args = [], env = {} } = {}) {
+export async function startHttpServer({ args = [], env = {}, makeToken = true } = {}) {
   assert.ok(existsSync(BIN), `server binary not found at ${BIN} (build it, or set MCP_SANDBOXD_BIN)`);
   const port = await freePort();
   const label = uniqueLabel('http');
+  let token;
+  let tokenDir;
+  const authGiven =
+    !makeToken ||
+    args.includes('--auth-token-file') ||
+    args.includes('--no-auth') ||
+    Boolean(env.MCP_SANDBOXD_AUTH_TOKEN ?? process.env.MCP_SANDBOXD_AUTH_TOKEN);
+  const authArgs = [];
+  if (!authGiven) {
+    token = randomBytes(24).toString('base64url');
+    tokenDir = mkdtempSync(path.join(tmpdir(), 'mcp-sandboxd-interop-'));
+    const file = path.join(tokenDir, 'token');
+    writeFileSync(file, `${token}\n`, { mode: 0o600 });
+    authArgs.push('--auth-token-file', file);
+  }
   const child = spawn(
     BIN,
-    ['--transport', 'http', '--listen', `127.0.0.1:${port}`, '--image', IMAGE, '--label', label, '--log-level', 'warn', ...args],
+    [
+      '--transport',
+      'http',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--image',
+      IMAGE,
+      '--label',
+      label,
+      '--log-level',
+      'warn',
+      ...authArgs,
+      ...args,
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
   );
   const server = {
     child,
     port,
     label,
+    token,
+    tokenDir,
     url: new URL(`http://127.0.0.1:${port}/mcp`),
     stderr: '',
     exit: undefined,
@@ -66,6 +104,7 @@ export async function startHttpServer({ args = [], env = {} } = {}) {
   server.exited = new Promise((resolve) => {
     child.once('exit', (code, signal) => {
       server.exit = { code, signal };
+      if (tokenDir) rmSync(tokenDir, { recursive: true, force: true });
       resolve(server.exit);
     });
   });
@@ -82,7 +121,7 @@ export async function startHttpServer({ args = [], env = {} } = {}) {
  * An SDK Client connected over Streamable HTTP.  token: sent as a bearer
  * token; headers: more request headers.  Remembers the sandboxes it makes.
  */
-export async function connectClient(server, { token, headers = {}, name = 'mcp-sandboxd-interop-http' } = {}) {
+export async function connectClient(server, { token = server.token, headers = {}, name = 'mcp-sandboxd-interop-http' } = {}) {
   const h = { ...headers };
   if (token !== undefined) h.Authorization = `Bearer ${token}`;
   const transport = new StreamableHTTPClientTransport(server.url, { requestInit: { headers: h } });
@@ -97,6 +136,11 @@ export async function connectClient(server, { token, headers = {}, name = 'mcp-s
   await client.connect(transport);
   server.clients.push({ client, transport });
   return { client, transport };
+}
+
+/** The request headers that carry the server's token (none if it has none). */
+export function authHeaders(server) {
+  return server.token ? { Authorization: `Bearer ${server.token}` } : {};
 }
 
 /** End a client's session (DELETE) and close it. */

@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { containerExists, createSandbox, exec } from '../lib/harness.js';
-import { connectClient, startHttpServer, stopHttpServer, stopQuietly } from '../lib/http.js';
+import { authHeaders, connectClient, startHttpServer, stopHttpServer, stopQuietly } from '../lib/http.js';
 
 describe('Streamable HTTP session lifecycle', { timeout: 120_000 }, () => {
   let server;
@@ -36,7 +36,10 @@ describe('Streamable HTTP session lifecycle', { timeout: 120_000 }, () => {
     await client.close();
 
     // The ended session is gone: a client that reuses its id gets 404.
-    const stale = new StreamableHTTPClientTransport(server.url, { sessionId: sid });
+    const stale = new StreamableHTTPClientTransport(server.url, {
+      sessionId: sid,
+      requestInit: { headers: authHeaders(server) },
+    });
     await stale.start();
     await assert.rejects(
       stale.send({ jsonrpc: '2.0', id: 1, method: 'ping' }),
@@ -58,7 +61,7 @@ describe('Streamable HTTP session lifecycle', { timeout: 120_000 }, () => {
   });
 
   it('a client may also speak 2025-06-18 (no priming events)', async () => {
-    const transport = new StreamableHTTPClientTransport(server.url);
+    const transport = new StreamableHTTPClientTransport(server.url, { requestInit: { headers: authHeaders(server) } });
     const client = new Client({ name: 'old', version: '0' });
     await transport.start();
     const got = [];

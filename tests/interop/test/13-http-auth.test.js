@@ -12,7 +12,10 @@ const TOKEN = randomBytes(24).toString('base64url');
 describe('HTTP auth and Origin', { timeout: 60_000 }, () => {
   let server;
   before(async () => {
-    server = await startHttpServer({ env: { MCP_SANDBOXD_AUTH_TOKEN: TOKEN } });
+    server = await startHttpServer({
+      env: { MCP_SANDBOXD_AUTH_TOKEN: TOKEN },
+      args: ['--allowed-origins', 'http://localhost:6274'],
+    });
   });
   after(() => stopQuietly(server));
 
@@ -45,6 +48,11 @@ describe('HTTP auth and Origin', { timeout: 60_000 }, () => {
   it('an Origin outside the allowlist: 403', async () => {
     await assert.rejects(
       connectClient(server, { token: TOKEN, headers: { Origin: 'http://evil.example' } }),
+      (err) => err.code === 403,
+    );
+    // Another port of localhost is another origin: only the listed one passes.
+    await assert.rejects(
+      connectClient(server, { token: TOKEN, headers: { Origin: 'http://localhost:5173' } }),
       (err) => err.code === 403,
     );
     const { client } = await connectClient(server, { token: TOKEN, headers: { Origin: 'http://localhost:6274' } });
