@@ -53,7 +53,7 @@ wait_stopped(struct h_server *s, const char *cid, int ms)
 
 	for (;;) {
 		out = h_exec_ok(s, cid,
-		    "ps -eo stat=,args= | grep -c '^T.*cat -- /' || true");
+		    "ps -eo stat=,args= | grep -c '^T.*tar -cf - -C .* -- big$' || true");
 		n = atoi(out);
 		free(out);
 		if (n > 0 || h_now_ms() >= deadline)
@@ -160,7 +160,7 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	/* A process of the sandbox stops the reader as soon as it runs
 	 * (the same user may): the copy stalls for good. */
 	json_object_put(h_exec(s, cid,
-	    "setsid sh -c 'while :; do pkill -STOP -f \"^cat -- .*/big$\"; "
+	    "setsid sh -c 'while :; do pkill -STOP -f \"^ta[r] -cf - -C .* -- big$\"; "
 	    "sleep 0.02; done' </dev/null >/dev/null 2>&1 & sleep 1",
 	    30));
 
@@ -180,7 +180,7 @@ Test(cancel, copy_file_from_sandbox_of_a_stalled_big_file, .timeout = 240)
 	    r != NULL ? json_object_to_json_string(r) : "");
 
 	cancel(s, id);
-	ms = procs_gone(s, cid, "cat -- /", 15000);
+	ms = procs_gone(s, cid, "tar -cf - -C", 15000);
 	fprintf(stderr,
 	    "copy_file_from_sandbox cancelled: its reader gone in %lld ms\n",
 	    ms);
