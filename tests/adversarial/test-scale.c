@@ -25,8 +25,11 @@ Test(scale, fifty_sandboxes_no_crosstalk, .timeout = 900)
 	long long t0, ms;
 	int i, ok = 0;
 
-	s = adv_start(
-	    "--max-sandboxes", "60", "--max-concurrent-starts", "8", NULL);
+	/* One client with 50 at once: past the per-session defaults
+	 * (16 sandboxes, 32 calls in flight), as an operator may allow. */
+	s = adv_start("--max-sandboxes", "60", "--max-sandboxes-per-session",
+	    "60", "--max-calls-per-session", "60", "--max-concurrent-starts",
+	    "8", NULL);
 	/* 50 sandbox_initialize requests at once. */
 	t0 = h_now_ms();
 	for (i = 0; i < N_SANDBOXES; i++) {
