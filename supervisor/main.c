@@ -252,6 +252,7 @@ main(int argc, char **argv)
 	defer_flush();
 	spool_cleanup();
 	docker_free(sup.docker);
+	reaper_free();
 	event_free(ev_term);
 	event_free(ev_int);
 	event_free(ev_chld);

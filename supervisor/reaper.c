@@ -4,6 +4,8 @@
  * later instance can tell a dead owner from a live one and remove what a
  * dead one left behind.  Containers without our labels are never touched.
  */
+#include <sys/queue.h>
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +25,17 @@
 #define REAPER_FOREIGN_GRACE 3600
 /* Our own containers missing from the registry go after this. */
 #define REAPER_OWN_GRACE 60
+
+/*
+ * Removals under way, each the argument of its engine call: kept here so
+ * that those still in flight at exit (docker_free() cancels them without
+ * their callbacks) are freed by reaper_free().
+ */
+struct reaping {
+	TAILQ_ENTRY(reaping) entry;
+	char id[]; /* the container's */
+};
+static TAILQ_HEAD(, reaping) reapings = TAILQ_HEAD_INITIALIZER(reapings);
 
 void
 reaper_labels(json_object *labels, time_t expires)
@@ -87,18 +100,32 @@ reaper_owner_alive(json_object *labels)
 static void
 reaper_removed_cb(const struct docker_resp *resp, void *arg)
 {
-	char *id = arg;
+	struct reaping *r = arg;
 
 	if (resp->error != NULL && resp->status != 404)
-		log_warnx("reaper: remove %.12s: %s", id, resp->error);
+		log_warnx("reaper: remove %.12s: %s", r->id, resp->error);
 	else
-		log_info("reaper: removed orphan sandbox %.12s", id);
-	free(id);
+		log_info("reaper: removed orphan sandbox %.12s", r->id);
+	TAILQ_REMOVE(&reapings, r, entry);
+	free(r);
+}
+
+/* At exit, after docker_free(): the removals that never answered. */
+void
+reaper_free(void)
+{
+	struct reaping *r;
+
+	while ((r = TAILQ_FIRST(&reapings)) != NULL) {
+		TAILQ_REMOVE(&reapings, r, entry);
+		free(r);
+	}
 }
 
 static void
 reaper_list_cb(const struct docker_resp *resp, void *arg)
 {
+	struct reaping *r;
 	json_object *c, *id, *labels, *v;
 	const char *inst;
 	long long expires;
@@ -143,10 +170,12 @@ reaper_list_cb(const struct docker_resp *resp, void *arg)
 			                        (long long)time(NULL)))
 				continue;
 		}
-		xasprintf(&path, "/containers/%s?v=1&force=1",
-		    json_object_get_string(id));
-		docker_call(sup.docker, "DELETE", path, NULL, reaper_removed_cb,
-		    xstrdup(json_object_get_string(id)));
+		r = xmalloc(sizeof *r + strlen(json_object_get_string(id)) + 1);
+		strcpy(r->id, json_object_get_string(id));
+		TAILQ_INSERT_TAIL(&reapings, r, entry);
+		xasprintf(&path, "/containers/%s?v=1&force=1", r->id);
+		docker_call(
+		    sup.docker, "DELETE", path, NULL, reaper_removed_cb, r);
 		free(path);
 	}
 }

@@ -433,6 +433,7 @@ void wproc_kill_all(void);
 
 /* reaper.c */
 void reaper_run(void);
+void reaper_free(void);
 void reaper_sweep_own(void (*)(void));
 int owner_alive(const char *, const char *, const char *);
 void reaper_labels(json_object *, time_t);
