@@ -23,10 +23,18 @@
 static char *spool_base; /* the private directory of every instance */
 static char *spool_root; /* private (0700) directory of this instance */
 
+/*
+ * A sandbox's spools.  The sandbox holds one reference and each open spool
+ * one: an exec whose sandbox went away may still be given output by its
+ * worker, which then goes nowhere (the tree is gone) but touches no freed
+ * memory.
+ */
 struct spool_dir {
 	char *path;
 	long long used, quota;
 	unsigned int next_id;
+	int refs;
+	int gone; /* spool_dir_free() ran: the tree is removed */
 };
 
 struct spool {
@@ -225,17 +233,28 @@ spool_dir_new(const char *sandbox_id, long long quota)
 	}
 	sd->quota = quota;
 	sd->next_id = 1;
+	sd->refs = 1;
 	return sd;
 }
 
+static void
+spool_dir_unref(struct spool_dir *sd)
+{
+	if (--sd->refs > 0)
+		return;
+	free(sd->path);
+	free(sd);
+}
+
+/* The sandbox is gone: its spools' tree goes now, the rest with them. */
 void
 spool_dir_free(struct spool_dir *sd)
 {
 	if (sd == NULL)
 		return;
 	rm_tree(sd->path);
-	free(sd->path);
-	free(sd);
+	sd->gone = 1;
+	spool_dir_unref(sd);
 }
 
 /* A new exec's spool (both streams); NULL if it cannot be made. */
@@ -246,10 +265,11 @@ spool_open(struct spool_dir *sd)
 	char *p;
 	int i;
 
-	if (sd == NULL)
+	if (sd == NULL || sd->gone)
 		return NULL;
 	sp = xcalloc(1, sizeof *sp);
 	sp->dir = sd;
+	sd->refs++;
 	sp->id = sd->next_id++;
 	sp->complete = 1;
 	for (i = 0; i < 2; i++) {
@@ -276,7 +296,7 @@ spool_write(struct spool *sp, int stream, const void *data, size_t len)
 	const char *p = data;
 	ssize_t n;
 
-	if (sp == NULL || sp->fd[stream] == -1 || len == 0)
+	if (sp == NULL || sp->fd[stream] == -1 || len == 0 || sp->dir->gone)
 		return;
 	if (sp->dir->used + (long long)len > sp->dir->quota) {
 		sp->complete = 0;
@@ -313,6 +333,7 @@ spool_close(struct spool *sp)
 		close(sp->fd[0]);
 	if (sp->fd[1] != -1)
 		close(sp->fd[1]);
+	spool_dir_unref(sp->dir);
 	free(sp);
 }
 
