@@ -60,10 +60,12 @@ digits(const char *p, size_t n, long long *value)
 	long long v = 0;
 	size_t i;
 
-	for (i = 0; i < n && i <= NUM_MAX_DIGITS && p[i] >= '0' && p[i] <= '9';
-	     i++)
+	for (i = 0; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+		if (i == NUM_MAX_DIGITS)
+			return 0; /* longer: refused before it can overflow */
 		v = v * 10 + (p[i] - '0');
-	if (i == 0 || i > NUM_MAX_DIGITS)
+	}
+	if (i == 0)
 		return 0;
 	if (value != NULL)
 		*value = v;
