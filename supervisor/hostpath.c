@@ -11,24 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "hostpath.h"
 #include "xmalloc.h"
-
-static void seterr(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Formats a message into err when the caller gave room for one. */
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Is canonical path equal to or below canonical dir, component-wise? */
 static int
@@ -52,11 +37,11 @@ canon_dir(const char *path, char *err, size_t errlen)
 	char *real;
 
 	if ((real = realpath(path, NULL)) == NULL) {
-		seterr(err, errlen, "%s: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	if (stat(real, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		seterr(err, errlen, "%s: not a directory", path);
+		errbuf_set(err, errlen, "%s: not a directory", path);
 		free(real);
 		return NULL;
 	}
@@ -130,7 +115,7 @@ hostpolicy_init(struct hostpolicy *hp, char *const *dirs, int ndirs,
 	memset(hp, 0, sizeof *hp);
 	if (cwd == NULL) {
 		if ((here = getcwd(NULL, 0)) == NULL) {
-			seterr(err, errlen, "current directory: %s",
+			errbuf_set(err, errlen, "current directory: %s",
 			    strerror(errno));
 			return -1;
 		}
@@ -249,12 +234,12 @@ outside_error(const struct hostpolicy *hp, const char *path, const char *canon,
 		list = tmp;
 	}
 	if (canon != NULL && strcmp(path, canon) != 0)
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "%s (%s) is outside the allowed directories (%s); the "
 		    "operator can allow more with --allow-dir",
 		    path, canon, list);
 	else
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "%s is outside the allowed directories (%s); the operator "
 		    "can allow more with --allow-dir",
 		    path, list);
@@ -275,10 +260,10 @@ lookup_error(const struct hostpolicy *hp, const char *path, const char *abs,
 	if (!policy_allows(hp, lex))
 		outside_error(hp, path, NULL, err, errlen);
 	else if (error == ENOENT)
-		seterr(err, errlen, "%s%s does not exist on the host",
+		errbuf_set(err, errlen, "%s%s does not exist on the host",
 		    parent ? "the directory of " : "", path);
 	else
-		seterr(err, errlen, "%s: %s", path, strerror(error));
+		errbuf_set(err, errlen, "%s: %s", path, strerror(error));
 	free(lex);
 }
 
@@ -314,7 +299,7 @@ resolve_create(const struct hostpolicy *hp, const char *path, char *abs,
 	name = slash + 1;
 	if (*name == '\0' || strcmp(name, ".") == 0 ||
 	    strcmp(name, "..") == 0) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "%s does not end in a file name: give the name to create",
 		    path);
 		return NULL;
@@ -339,7 +324,7 @@ resolve_create(const struct hostpolicy *hp, const char *path, char *abs,
 		xasprintf(&canon, "%s/%s", parent, name);
 	free(parent);
 	if (lstat(canon, &st) == 0 && S_ISLNK(st.st_mode)) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "%s is a symbolic link on the host: refusing to write "
 		    "through it",
 		    path);
@@ -357,17 +342,17 @@ hostpath_resolve(const struct hostpolicy *hp, const char *path, int mode,
 	char *abs, *canon;
 
 	if (hostpolicy_empty(hp)) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "no host directory is allowed: start the server with "
 		    "--allow-dir DIR (or MCP_SANDBOXD_ALLOW_DIRS)");
 		return NULL;
 	}
 	if (path == NULL || *path == '\0') {
-		seterr(err, errlen, "empty host path");
+		errbuf_set(err, errlen, "empty host path");
 		return NULL;
 	}
 	if (strlen(path) >= PATH_MAX) {
-		seterr(err, errlen, "host path longer than %d bytes",
+		errbuf_set(err, errlen, "host path longer than %d bytes",
 		    PATH_MAX - 1);
 		return NULL;
 	}
@@ -394,18 +379,18 @@ hostpath_open_new(
 
 	if (*name == '\0' || strchr(name, '/') != NULL ||
 	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		seterr(err, errlen, "invalid file name \"%s\"", name);
+		errbuf_set(err, errlen, "invalid file name \"%s\"", name);
 		return -1;
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd == -1) {
-		seterr(err, errlen, "%s: %s", dir, strerror(errno));
+		errbuf_set(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
 	if (overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode)) {
 		/* Never open a device or FIFO, even to look at it. */
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    S_ISLNK(st.st_mode)
 		        ? "%s/%s is a symbolic link: refusing to write through it"
 		        : "%s/%s exists and is not a regular file: refusing to "
@@ -421,22 +406,22 @@ hostpath_open_new(
 	close(dfd);
 	if (fd == -1) {
 		if (errno == EEXIST)
-			seterr(err, errlen,
+			errbuf_set(err, errlen,
 			    "%s/%s already exists on the host; ask for "
 			    "overwrite to replace it",
 			    dir, name);
 		else if (errno == ELOOP)
-			seterr(err, errlen,
+			errbuf_set(err, errlen,
 			    "%s/%s is a symbolic link: refusing to write "
 			    "through it",
 			    dir, name);
 		else
-			seterr(err, errlen, "%s/%s: %s", dir, name,
+			errbuf_set(err, errlen, "%s/%s: %s", dir, name,
 			    strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "%s/%s is not a regular file: refusing to overwrite it",
 		    dir, name);
 		close(fd);
@@ -445,7 +430,8 @@ hostpath_open_new(
 	if ((overwrite && ftruncate(fd, 0) == -1) ||
 	    (flags = fcntl(fd, F_GETFL)) == -1 ||
 	    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
-		seterr(err, errlen, "%s/%s: %s", dir, name, strerror(errno));
+		errbuf_set(
+		    err, errlen, "%s/%s: %s", dir, name, strerror(errno));
 		close(fd);
 		return -1;
 	}

@@ -20,6 +20,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "errbuf.h"
 #include "hosttar.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -37,22 +38,6 @@
  * calls take this lock.
  */
 static pthread_mutex_t umask_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void seterr(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Formats a message into err when the caller gave room for one. */
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /*
  * A UTF-8 locale for this thread's libarchive name conversions: in the C
@@ -464,7 +449,7 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	int fd;
 
 	if ((clean = name_clean(name, &reason)) == NULL || *clean == '\0') {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "invalid name in the archive \"%s\": it must be a "
 		    "relative path without \"..\"",
 		    name);
@@ -479,7 +464,7 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	fd = open(
 	    path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd == -1) {
-		seterr(err, errlen, "%s: %s", src, strerror(errno));
+		errbuf_set(err, errlen, "%s: %s", src, strerror(errno));
 		goto fail;
 	}
 
@@ -489,8 +474,8 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	t->owner = TAR_OWNER_ID;
 	if (fstat(fd, &t->root_st) == -1 ||
 	    (!S_ISREG(t->root_st.st_mode) && !S_ISDIR(t->root_st.st_mode))) {
-		seterr(err, errlen, "%s is not a regular file or a directory",
-		    src);
+		errbuf_set(err, errlen,
+		    "%s is not a regular file or a directory", src);
 		close(fd);
 		free(t);
 		goto fail;
@@ -515,7 +500,7 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	    archive_write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
 	    archive_write_open2(t->a, t, NULL, out_write, NULL, NULL) !=
 	        ARCHIVE_OK) {
-		seterr(err, errlen, "cannot start the archive: %s",
+		errbuf_set(err, errlen, "cannot start the archive: %s",
 		    t->a != NULL ? archive_error_string(t->a) : "no memory");
 		tar_out_free(t);
 		return NULL;
@@ -1356,12 +1341,13 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	if ((t->dest = realpath(dest, NULL)) == NULL ||
 	    (t->destfd = open(t->dest,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		seterr(err, errlen, "%s: %s", dest, strerror(errno));
+		errbuf_set(err, errlen, "%s: %s", dest, strerror(errno));
 		goto fail;
 	}
 	if (in_mkroot(t) == -1) {
-		seterr(err, errlen, "cannot make a private directory in %s: %s",
-		    dest, strerror(errno));
+		errbuf_set(err, errlen,
+		    "cannot make a private directory in %s: %s", dest,
+		    strerror(errno));
 		goto fail;
 	}
 	if (lim != NULL)
@@ -1382,7 +1368,7 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	    pipe2(t->done, O_CLOEXEC | O_NONBLOCK) == -1 ||
 	    (flags = fcntl(t->in[1], F_GETFL)) == -1 ||
 	    fcntl(t->in[1], F_SETFL, flags | O_NONBLOCK) == -1) {
-		seterr(err, errlen, "pipe: %s", strerror(errno));
+		errbuf_set(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
 	fcntl(t->in[1], F_SETPIPE_SZ, 1024 * 1024); /* fewer wakeups */
@@ -1398,7 +1384,7 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	if (t->r == NULL || t->w == NULL ||
 	    archive_read_support_format_tar(t->r) != ARCHIVE_OK ||
 	    archive_write_disk_set_options(t->w, flags) != ARCHIVE_OK) {
-		seterr(err, errlen, "cannot start extracting");
+		errbuf_set(err, errlen, "cannot start extracting");
 		goto fail;
 	}
 	t->loc = utf8_locale();
@@ -1411,7 +1397,7 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	error = pthread_create(&t->thread, NULL, in_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (error != 0) {
-		seterr(
+		errbuf_set(
 		    err, errlen, "cannot start a thread: %s", strerror(error));
 		goto fail;
 	}

@@ -12,26 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "sbout.h"
 #include "utf8.h"
 #include "xmalloc.h"
 
 #define NUM_MAX_DIGITS 18 /* fits a long long */
-
-static void seterr(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void
 sbout_nonce(char *out, size_t len)
@@ -243,7 +229,7 @@ sbout_listing(const char *buf, size_t len, const char *nonce, int cut,
 	*truncated = 0;
 	if ((r = record(&p, end, &rlen)) == NULL || rlen != SBOUT_NONCE_LEN ||
 	    !nonce_is(r, rlen, nonce)) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "the listing's output does not start as the lister "
 		    "writes it (something in the sandbox wrote into it)");
 		return NULL;
@@ -279,7 +265,7 @@ sbout_listing(const char *buf, size_t len, const char *nonce, int cut,
 	return list;
 bad:
 	json_object_put(list);
-	seterr(err, errlen,
+	errbuf_set(err, errlen,
 	    "the listing's output is not as the lister writes it "
 	    "(something in the sandbox wrote into it); nothing listed");
 	return NULL;
@@ -331,7 +317,7 @@ sbout_read(const char *buf, size_t len, const char *nonce, long long offset,
 	lo = span_of(before < after ? before : after, offset, length);
 	hi = span_of(before < after ? after : before, offset, length);
 	if (got < lo || got > hi) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "the reader's output has %lld bytes where the file has "
 		    "%lld from the offset (something in the sandbox wrote "
 		    "into it); nothing read",
@@ -343,7 +329,7 @@ sbout_read(const char *buf, size_t len, const char *nonce, long long offset,
 	out->data_len = (size_t)got;
 	return 0;
 bad:
-	seterr(err, errlen,
+	errbuf_set(err, errlen,
 	    "the reader's output is not as the reader writes it (something "
 	    "in the sandbox wrote into it); nothing read");
 	return -1;
@@ -483,7 +469,7 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 	memset(out, 0, sizeof out[0]);
 	if ((r = record(&p, end, &rlen)) == NULL || rlen != SBOUT_NONCE_LEN ||
 	    !nonce_is(r, rlen, nonce)) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "the project probe's output is not as the probe writes "
 		    "it");
 		return -1;
@@ -500,7 +486,7 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 		    r[1] != ' ' ||
 		    json_object_object_length(names) >= SBOUT_PROBE_ENTRIES) {
 			json_object_put(names);
-			seterr(err, errlen,
+			errbuf_set(err, errlen,
 			    "the project probe's output is not as the probe "
 			    "writes it");
 			return -1;
@@ -512,7 +498,7 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 	}
 	if (pkg == NULL && p != end) {
 		json_object_put(names);
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "the project probe's output is not as the probe writes it");
 		return -1;
 	}
@@ -527,7 +513,7 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 	else
 		out->language = detect_language(names);
 	if (out->language == NULL) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    language != NULL && strcmp(language, "auto") != 0
 		        ? "unknown language"
 		        : "cannot tell the language of the project; pass "
@@ -538,7 +524,7 @@ sbout_project(const char *buf, size_t len, const char *nonce,
 		out->entry = xstrdup(entry);
 	else if ((out->entry = detect_entry(names, out->language, start)) ==
 	         NULL) {
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		    "no entrypoint found (main.py, npm start, index.js, go "
 		    "run .): pass entrypoint");
 		goto fail;

@@ -45,44 +45,6 @@ struct asrv {
 
 static int nservers;
 
-static int
-free_port(void)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof sin;
-	int fd, port;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	memset(&sin, 0, sizeof sin);
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0);
-	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
-}
-
-static int
-dial(int port)
-{
-	struct sockaddr_in sin;
-	int fd;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	memset(&sin, 0, sizeof sin);
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /*
  * A server over HTTP with extra arguments (NULL-ended).  With token set
  * it gets that token in a file; NULL: no auth arguments at all (the
@@ -101,7 +63,7 @@ asrv_start(const char *token, ...)
 	signal(SIGPIPE, SIG_IGN);
 	s = calloc(1, sizeof *s);
 	cr_assert(s != NULL);
-	s->port = free_port();
+	s->port = h_free_port();
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", s->port);
 	snprintf(s->label, sizeof s->label, H_LABEL_KEY "=advhttp-%d-%d",
 	    (int)getpid(), ++nservers);
@@ -158,7 +120,7 @@ asrv_start(const char *token, ...)
 		_exit(127);
 	}
 	deadline = h_now_ms() + 15000;
-	while ((fd = dial(s->port)) == -1) {
+	while ((fd = h_dial(s->port)) == -1) {
 		cr_assert(h_now_ms() < deadline, "the server did not listen");
 		cr_assert(h_pid_alive(s->pid), "the server exited early");
 		usleep(20000);
@@ -282,7 +244,7 @@ rpc(struct asrv *s, const char *sid, const char *body, char **reply)
 	snprintf(hdrs, sizeof hdrs, ACCEPT CTYPE "%s%s%s",
 	    sid != NULL ? "Mcp-Session-Id: " : "", sid != NULL ? sid : "",
 	    sid != NULL ? "\r\n" : "");
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	send_req(s, fd, "POST", "/mcp", s->token[0] ? s->token : NULL, hdrs,
 	    body, strlen(body));
@@ -329,7 +291,7 @@ call_start(struct asrv *s, const char *sid, long id, const char *tool,
 	    pad != NULL ? pad : "", pad != NULL ? "\"}" : "");
 	cr_assert(n > 0);
 	snprintf(hdrs, sizeof hdrs, ACCEPT CTYPE "Mcp-Session-Id: %s\r\n", sid);
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	send_req(s, fd, "POST", "/mcp", s->token[0] ? s->token : NULL, hdrs,
 	    body, (size_t)n);
@@ -362,7 +324,7 @@ Test(http_adv, ambiguous_content_length_refused, .timeout = 60)
 	int fd, n, st;
 
 	s = asrv_start("the-right-token", NULL);
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	n = snprintf(req, sizeof req,
 	    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
@@ -374,7 +336,7 @@ Test(http_adv, ambiguous_content_length_refused, .timeout = 60)
 	cr_expect(h_contains(buf, "ambiguous"), "%s", buf);
 	close(fd);
 
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	n = snprintf(req, sizeof req,
 	    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
@@ -388,7 +350,7 @@ Test(http_adv, ambiguous_content_length_refused, .timeout = 60)
 	cr_expect(st == 400 || st == 0, "%s", buf);
 	close(fd);
 	/* The same length twice is only redundant. */
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	n = snprintf(req, sizeof req,
 	    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
@@ -427,7 +389,7 @@ Test(http_adv, default_token_made_and_printed, .timeout = 60)
 
 	/* Without it: 401, for /mcp and /metrics. */
 	cr_expect_eq(rpc(s, NULL, INIT_BODY, NULL), 401);
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	send_req(s, fd, "GET", "/metrics", NULL, NULL, NULL, 0);
 	cr_expect_eq(read_reply(fd, buf, sizeof buf, 5000, NULL), 401);
 	close(fd);
@@ -457,7 +419,7 @@ Test(http_adv, other_localhost_origin_refused, .timeout = 60)
 
 	s = asrv_start("the-right-token", NULL);
 	/* A page of another local program (a dev server on 5173). */
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	send_req(s, fd, "OPTIONS", "/mcp", NULL,
 	    "Origin: http://localhost:5173\r\n"
 	    "Access-Control-Request-Method: POST\r\n",
@@ -466,7 +428,7 @@ Test(http_adv, other_localhost_origin_refused, .timeout = 60)
 	    read_reply(fd, buf, sizeof buf, 5000, NULL), 403, "%s", buf);
 	cr_expect(!h_contains(buf, "Access-Control-Allow-Origin"), "%s", buf);
 	close(fd);
-	fd = dial(s->port);
+	fd = h_dial(s->port);
 	snprintf(hdrs, sizeof hdrs,
 	    ACCEPT CTYPE "Origin: http://127.0.0.1:%d\r\n", s->port + 1);
 	send_req(s, fd, "POST", "/mcp", s->token, hdrs, INIT_BODY,

@@ -273,26 +273,6 @@ Test(lifecycle, worker_killed_during_every_operation, .timeout = 600)
 
 /* --- over HTTP: DELETE of the session --- */
 
-/* A loopback port nobody listens on now. */
-static int
-free_port(void)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof sin;
-	int fd, port;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	memset(&sin, 0, sizeof sin);
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0);
-	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
-}
-
 struct hop {
 	const char *url, *sid;
 	char *body;
@@ -468,7 +448,7 @@ Test(lifecycle, http_delete_during_every_operation, .timeout = 600)
 	fprintf(f, "%s\n", TOKEN);
 	fclose(f);
 	chmod(tokfile, 0600);
-	port = free_port();
+	port = h_free_port();
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp", port);
 	s = adv_start("--transport", "both", "--listen", listen,

@@ -1,9 +1,13 @@
 /* Integration test harness: see harness.h. */
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -935,4 +939,42 @@ h_children(pid_t pid, pid_t *out, int max, int *zombies)
 	}
 	closedir(d);
 	return n;
+}
+
+int
+h_free_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof sin;
+	int fd, port;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+int
+h_dial(int port)
+{
+	struct sockaddr_in sin;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }

@@ -118,6 +118,10 @@ long h_status_kb(pid_t, const char *);
 void h_rm_rf(const char *);
 int h_children(pid_t, pid_t *, int, int *);
 long long h_now_ms(void);
+/* A loopback port nobody listens on now. */
+int h_free_port(void);
+/* A connection to a loopback port, or -1. */
+int h_dial(int);
 int h_contains(const char *, const char *);
 
 #endif

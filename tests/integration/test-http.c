@@ -56,44 +56,6 @@ struct resp {
 
 /* --- the server --- */
 
-static int
-free_port(void)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof sin;
-	int fd, port;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	memset(&sin, 0, sizeof sin);
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0);
-	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
-}
-
-static int
-connect_port(int port)
-{
-	struct sockaddr_in sin;
-	int fd;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	memset(&sin, 0, sizeof sin);
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Do the extra arguments (or the environment) set up auth? */
 static int
 srv_auth_given(const char *const *extra)
@@ -121,7 +83,7 @@ srv_startv(const char *const *extra)
 
 	s = calloc(1, sizeof *s);
 	cr_assert(s != NULL);
-	s->port = free_port();
+	s->port = h_free_port();
 	s->next_id = 100;
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", s->port);
 	snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/mcp", s->port);
@@ -151,7 +113,7 @@ srv_startv(const char *const *extra)
 	args[n] = NULL;
 	s->h = h_startv(args);
 	deadline = h_now_ms() + 10000;
-	while ((fd = connect_port(s->port)) == -1) {
+	while ((fd = h_dial(s->port)) == -1) {
 		cr_assert(h_now_ms() < deadline,
 		    "the server did not listen on port %d", s->port);
 		cr_assert(h_pid_alive(s->h->pid), "the server exited early");
@@ -1026,7 +988,7 @@ Test(http, refuses_wildcard_without_token, .timeout = 60)
 	snprintf(cmd, sizeof cmd,
 	    "MCP_SANDBOXD_AUTH_TOKEN= %s --transport http --listen "
 	    "0.0.0.0:%d --image " H_IMAGE " </dev/null 2>&1",
-	    getenv("MCP_SANDBOXD_BIN"), free_port());
+	    getenv("MCP_SANDBOXD_BIN"), h_free_port());
 	out = h_run(cmd, &st);
 	cr_expect_neq(st, 0, "listening on 0.0.0.0 without a token");
 	cr_expect(h_contains(out, "without an auth token"), "said: %s", out);
@@ -1113,7 +1075,7 @@ Test(http, slowloris_does_not_block, .timeout = 90)
 	s = srv_start(NULL);
 	sid = mcp_init(s);
 	snprintf(sh, sizeof sh, "Mcp-Session-Id: %s", sid);
-	fd = connect_port(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	for (i = 0; slow[i] != '\0' && i < 8; i++) {
 		cr_assert(write(fd, slow + i, 1) == 1);
@@ -1188,7 +1150,7 @@ Test(http, connection_cap, .timeout = 60)
 
 	s = srv_start("--http-max-connections", "2", "--no-auth", NULL);
 	/* A refused client is closed: it keeps no slot. */
-	a = connect_port(s->port);
+	a = h_dial(s->port);
 	cr_assert(a >= 0);
 	cr_expect_eq(
 	    raw_get_host(a, "/metrics", "evil.example", buf, sizeof buf), 403,
@@ -1196,14 +1158,14 @@ Test(http, connection_cap, .timeout = 60)
 	cr_expect_eq(read(a, buf, 1), 0, "the refused connection stays open");
 	close(a);
 
-	a = connect_port(s->port);
-	b = connect_port(s->port);
+	a = h_dial(s->port);
+	b = h_dial(s->port);
 	cr_assert(a >= 0 && b >= 0);
 	cr_assert_eq(raw_get(a, "/metrics", buf, sizeof buf), 200);
 	cr_assert_eq(raw_get(b, "/metrics", buf, sizeof buf), 200);
 
 	/* A third is told why, and closed. */
-	c = connect_port(s->port);
+	c = h_dial(s->port);
 	cr_assert(c >= 0);
 	cr_expect_eq(raw_get(c, "/metrics", buf, sizeof buf), 503, "%s", buf);
 	cr_expect(h_contains(buf, "too many connections"), "%s", buf);
@@ -1223,7 +1185,7 @@ Test(http, connection_cap, .timeout = 60)
 	close(b);
 	deadline = h_now_ms() + 5000;
 	for (;;) {
-		d = connect_port(s->port);
+		d = h_dial(s->port);
 		cr_assert(d >= 0);
 		st = raw_get(d, "/metrics", buf, sizeof buf);
 		if (st == 200 || h_now_ms() > deadline)
@@ -1258,7 +1220,7 @@ Test(http, out_of_descriptors_rests, .timeout = 60)
 	cr_assert(prlimit(s->h->pid, RLIMIT_NOFILE, &low, NULL) == 0, "%s",
 	    strerror(errno));
 	for (i = 0; i < 80; i++)
-		if ((fds[n] = connect_port(s->port)) >= 0)
+		if ((fds[n] = h_dial(s->port)) >= 0)
 			n++;
 	cr_assert_geq(n, 45, "only %d connections", n);
 	usleep(500000);
@@ -1288,7 +1250,7 @@ Test(http, idle_connection_closed, .timeout = 60)
 	int fd;
 
 	s = srv_start("--http-timeout", "2", NULL);
-	fd = connect_port(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	cr_assert(write(fd, "GET /mcp HTTP/1.1\r\n", 19) == 19);
 	t0 = h_now_ms();
@@ -1612,7 +1574,7 @@ post_hanging(struct srv *s, const char *sid, const char *body)
 	char req[2048];
 	int fd, n;
 
-	fd = connect_port(s->port);
+	fd = h_dial(s->port);
 	cr_assert(fd >= 0);
 	n = snprintf(req, sizeof req,
 	    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
@@ -1744,7 +1706,7 @@ Test(http, both_with_stdin_devnull_keeps_http, .timeout = 60)
 	memset(&srv, 0, sizeof srv);
 	memset(&h, 0, sizeof h);
 	srv.h = &h;
-	srv.port = free_port();
+	srv.port = h_free_port();
 	srv.next_id = 100;
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", srv.port);
 	snprintf(srv.url, sizeof srv.url, "http://127.0.0.1:%d/mcp", srv.port);
@@ -1763,7 +1725,7 @@ Test(http, both_with_stdin_devnull_keeps_http, .timeout = 60)
 	}
 	cr_assert(h.pid > 0);
 	deadline = h_now_ms() + 10000;
-	while ((fd = connect_port(srv.port)) == -1) {
+	while ((fd = h_dial(srv.port)) == -1) {
 		cr_assert(h_now_ms() < deadline, "no listener");
 		usleep(20000);
 	}
