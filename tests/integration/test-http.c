@@ -2001,6 +2001,33 @@ count_lines_with(const char *path, const char *needle)
 }
 
 /*
+ * A server whose token is "the-right-token", in the file made at
+ * tokpath, and whose stderr (its log) goes to the file made at logpath
+ * (both mkstemp templates).
+ */
+static struct srv *
+srv_start_logged(char *tokpath, char *logpath)
+{
+	struct srv *s;
+	int fd, logfd, saved;
+
+	fd = mkstemp(tokpath);
+	cr_assert(fd >= 0);
+	cr_assert(write(fd, "the-right-token\n", 16) == 16);
+	close(fd);
+	logfd = mkstemp(logpath);
+	cr_assert(logfd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
+	s = srv_start("--auth-token-file", tokpath, NULL);
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+	return s;
+}
+
+/*
  * The server does no OAuth, and says so the way the MCP authorization
  * specification lets a client understand: its discovery paths (and the
  * OAuth endpoints clients assume without them) answer 404 without a token,
@@ -2025,22 +2052,9 @@ Test(http, auth_challenge_and_no_oauth, .timeout = 90)
 	const char *www;
 	struct resp *r;
 	struct srv *s;
-	int fd, logfd, saved, i;
+	int i;
 
-	fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	cr_assert(write(fd, "the-right-token\n", 16) == 16);
-	close(fd);
-	/* The server's stderr into a file, to read its log. */
-	logfd = mkstemp(logpath);
-	cr_assert(logfd >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
-	s = srv_start("--auth-token-file", path, NULL);
-	dup2(saved, 2);
-	close(saved);
-	close(logfd);
+	s = srv_start_logged(path, logpath);
 	snprintf(s->token, sizeof s->token, "the-right-token");
 
 	for (i = 0; oauth_paths[i] != NULL; i++) {
@@ -2207,21 +2221,9 @@ Test(http, auth_failures_log_is_bounded_across_peers, .timeout = 90)
 	char logpath[] = "/tmp/mcp-sandboxd-log-XXXXXX";
 	char cmd[1024], *out;
 	struct srv *s;
-	int fd, logfd, saved, st;
+	int st;
 
-	fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	cr_assert(write(fd, "the-right-token\n", 16) == 16);
-	close(fd);
-	logfd = mkstemp(logpath);
-	cr_assert(logfd >= 0);
-	fflush(stderr);
-	saved = dup(2);
-	cr_assert(saved >= 0 && dup2(logfd, 2) == 2);
-	s = srv_start("--auth-token-file", path, NULL);
-	dup2(saved, 2);
-	close(saved);
-	close(logfd);
+	s = srv_start_logged(path, logpath);
 
 	snprintf(cmd, sizeof cmd,
 	    "n=0; for i in $(seq 2 31); do "
