@@ -192,11 +192,20 @@ static const struct opt opts[] = {
         "detached ones)"},
     {"http-max-connections", "MCP_SANDBOXD_HTTP_MAX_CONNECTIONS", OPT_LONG,
         O(http_max_connections), "512", 1, 65536,
-        "HTTP connections served at once; a new one past it gets 503"},
+        "HTTP connections served at once, counted from accept(); a new "
+        "one past it gets 503 and is closed"},
     {"http-timeout", "MCP_SANDBOXD_HTTP_TIMEOUT", OPT_LONG, O(http_timeout),
         "30", 1, 3600,
         "seconds an HTTP connection may stay silent (reading a request, or "
         "waiting to write)"},
+    {"http-header-timeout", "MCP_SANDBOXD_HTTP_HEADER_TIMEOUT", OPT_LONG,
+        O(http_header_timeout), "10", 1, 3600,
+        "seconds from a request's first byte to the end of its headers; "
+        "then its body must keep up --http-min-rate"},
+    {"http-min-rate", "MCP_SANDBOXD_HTTP_MIN_RATE", OPT_LONG, O(http_min_rate),
+        "4096", 1, 1L << 30,
+        "bytes/s a request body must average (after --http-header-timeout "
+        "seconds of grace), or the connection is cut"},
     {"max-sandboxes-per-session", "MCP_SANDBOXD_MAX_SANDBOXES_PER_SESSION",
         OPT_LONG, O(max_sandboxes_per_session), "16", 1, 100000,
         "most sandboxes one client session may have alive at once"},

@@ -70,6 +70,8 @@ struct config {
 	long session_idle; /* seconds */
 	long http_timeout; /* seconds */
 	long http_max_connections;
+	long http_header_timeout; /* seconds */
+	long http_min_rate; /* bytes/s */
 	int no_auth; /* HTTP without a token, asked for explicitly */
 
 	/* Per client session (HTTP session, or the stdio client). */

@@ -120,16 +120,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	strict = fuzz_env_strict();
 	log_init("fuzz-mcp", LOG_ERROR);
-	if (config_parse(&conf, 1, args, stderr) == -1)
-		fatalx("config_parse");
-	conf.max_sandboxes = 0;
-	sup.conf = &conf;
-	/* Progress timers are made on it, never run. */
-	if ((sup.base = event_base_new()) == NULL)
-		fatalx("event_base_new");
-	snprintf(sup.instance, sizeof sup.instance, "%032x", 0);
-	snprintf(sup.boot_id, sizeof sup.boot_id, "fuzz");
-	stats_init();
+	/* Progress timers are made on its loop, never run. */
+	fuzz_supervisor(&conf, 1, args);
 	if (prompts_register(&fuzz_prompt) == -1)
 		fatalx("prompts_register");
 	/* sup.hosts stays zeroed: no host directory is allowed. */

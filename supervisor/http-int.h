@@ -1,8 +1,9 @@
 /*
  * The Streamable HTTP transport's insides, shared by http.c (the server:
- * listening, request checks, auth, /metrics) and http-session.c (MCP
- * sessions over HTTP: POST, GET and DELETE of /mcp, SSE streams, event
- * buffering and resumption).
+ * listening, request checks, auth, /metrics), http-conn.c (connections
+ * from accept to close: the gate before the token, counts, deadlines) and
+ * http-session.c (MCP sessions over HTTP: POST, GET and DELETE of /mcp,
+ * SSE streams, event buffering and resumption).
  */
 #ifndef HTTP_INT_H
 #define HTTP_INT_H
@@ -11,7 +12,9 @@
 
 #include <json-c/json.h>
 
+struct bufferevent;
 struct evbuffer;
+struct event_base;
 struct evhttp_connection;
 struct evhttp_request;
 
@@ -33,9 +36,20 @@ void http_reply_json(struct evhttp_request *, int, json_object *);
 void http_reply_error(
     struct evhttp_request *, int, json_object *, int, const char *);
 void http_count(int);
+int http_stdio_sessions(void);
+int http_auth_required(void);
+int http_auth_value_ok(const char *);
+
+/* http-conn.c */
+#define HTTP_MAX_HEADERS (64 * 1024)
+/* Put on a request whose body length was ambiguous (answered 400). */
+#define HTTP_AMBIGUOUS_HEADER "X-Mcp-Sandboxd-Ambiguous-Length"
+struct bufferevent *http_conn_new(struct event_base *, void *);
 void http_conn_closecb(struct evhttp_connection *,
     void (*)(struct evhttp_connection *, void *), void *);
-int http_stdio_sessions(void);
+long http_conn_count(void);
+void http_conn_stats(long *, long *, long *);
+void http_conn_stop(void);
 
 /* http-session.c */
 void http_sessions_init(void);

@@ -5,13 +5,13 @@
  * (DNS rebinding), the bearer token when one is configured, then the
  * MCP-Protocol-Version, Accept and Content-Type of /mcp.
  *
- * Limits: bodies over --max-line get 413 from evhttp before they are
- * read, headers over HTTP_MAX_HEADERS 400, and a connection silent for
- * --http-timeout seconds is closed; the loop never waits on one client.
- * At most --http-max-connections connections are served at once (a new
- * one past that gets 503 and is closed), and when accept() fails for
- * want of descriptors the listener rests a moment instead of spinning
- * on a socket that stays readable.
+ * Limits: every connection passes http-conn.c's gate first (the token
+ * checked before a body is read, connections counted from accept, header
+ * deadline and body minimum rate).  Bodies over --max-line get 413 from
+ * evhttp before they are read, and a connection silent for --http-timeout
+ * seconds is closed; the loop never waits on one client.  When accept()
+ * fails for want of descriptors the listener rests a moment instead of
+ * spinning on a socket that stays readable.
  */
 #include <sys/queue.h>
 #include <sys/random.h>
@@ -43,7 +43,6 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
-#define HTTP_MAX_HEADERS (64 * 1024)
 #define HTTP_TOKEN_MAX 4096
 #define HTTP_MAX_LIST 64
 #define HTTP_ACCEPT_REST_MS 250
@@ -52,17 +51,8 @@
 #define HTTP_AUTH_LOG_LINES 20 /* lines per window, all peers together */
 #define HTTP_GEN_TOKEN_BYTES 32
 
-/* A connection that has sent a request, and who wants to know its end. */
-struct hconn {
-	struct evhttp_connection *evcon;
-	void (*closecb)(struct evhttp_connection *, void *);
-	void *arg;
-	LIST_ENTRY(hconn) entry;
-};
-
 static struct evhttp *httpd;
-static LIST_HEAD(, hconn) hconns = LIST_HEAD_INITIALIZER(hconns);
-static long nhconns, conns_refused, accept_rests;
+static long accept_rests;
 static struct evconnlistener *listener;
 static struct event *accept_timer;
 static char *token; /* the bearer token, or NULL: no auth */
@@ -401,6 +391,8 @@ framing_ok(struct evhttp_request *req)
 
 	TAILQ_FOREACH(h, in, next)
 	{
+		if (strcasecmp(h->key, HTTP_AMBIGUOUS_HEADER) == 0)
+			return 0; /* http-conn.c saw both lengths */
 		if (strcasecmp(h->key, "Transfer-Encoding") == 0)
 			te = 1;
 		else if (strcasecmp(h->key, "Content-Length") == 0) {
@@ -413,6 +405,36 @@ framing_ok(struct evhttp_request *req)
 }
 
 /* --- authentication --- */
+
+/* Is a token needed (none with --no-auth)? */
+int
+http_auth_required(void)
+{
+	return token != NULL;
+}
+
+/*
+ * An Authorization value "Bearer <token>", the scheme in any case, the
+ * token compared in constant time.  http-conn.c asks it of a request's
+ * header block before evhttp reads its body; auth_check() once it is read.
+ */
+int
+http_auth_value_ok(const char *v)
+{
+	size_t len;
+
+	if (token == NULL)
+		return 1;
+	if (v == NULL || strncasecmp(v, "Bearer ", 7) != 0)
+		return 0;
+	v += 7;
+	while (*v == ' ')
+		v++;
+	len = strlen(v);
+	while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+		len--;
+	return http_ct_equal(v, len, token, token_len);
+}
 
 enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_NOT_BEARER, AUTH_WRONG };
 
@@ -430,11 +452,7 @@ auth_check(struct evhttp_request *req)
 		return AUTH_MISSING;
 	if (strncasecmp(v, "Bearer ", 7) != 0)
 		return AUTH_NOT_BEARER;
-	v += 7;
-	while (*v == ' ')
-		v++;
-	return http_ct_equal(v, strlen(v), token, token_len) ? AUTH_OK
-	                                                     : AUTH_WRONG;
+	return http_auth_value_ok(v) ? AUTH_OK : AUTH_WRONG;
 }
 
 /*
@@ -615,8 +633,10 @@ http_metrics(struct evbuffer *b)
 {
 	static const char *const classes[] = {
 	    NULL, "1xx", "2xx", "3xx", "4xx", "5xx"};
+	long refused, cut, preauth;
 	int i;
 
+	http_conn_stats(&refused, &cut, &preauth);
 	stats_prometheus(b);
 	evbuffer_add_printf(b,
 	    "# HELP mcp_sandboxd_sessions_open Client sessions open.\n"
@@ -635,18 +655,27 @@ http_metrics(struct evbuffer *b)
 		    classes[i], replies[i]);
 	evbuffer_add_printf(b,
 	    "# HELP mcp_sandboxd_http_connections HTTP connections served "
-	    "(that have sent a request).\n"
+	    "(from accept, whether or not they sent a request).\n"
 	    "# TYPE mcp_sandboxd_http_connections gauge\n"
 	    "mcp_sandboxd_http_connections %ld\n"
 	    "# HELP mcp_sandboxd_http_connections_refused_total Connections "
 	    "refused past --http-max-connections.\n"
 	    "# TYPE mcp_sandboxd_http_connections_refused_total counter\n"
 	    "mcp_sandboxd_http_connections_refused_total %ld\n"
+	    "# HELP mcp_sandboxd_http_connections_cut_total Connections cut "
+	    "for a request too slow (--http-header-timeout, --http-min-rate) "
+	    "or a header block too large.\n"
+	    "# TYPE mcp_sandboxd_http_connections_cut_total counter\n"
+	    "mcp_sandboxd_http_connections_cut_total %ld\n"
+	    "# HELP mcp_sandboxd_http_preauth_refused_total Requests without "
+	    "the token refused before their body was read.\n"
+	    "# TYPE mcp_sandboxd_http_preauth_refused_total counter\n"
+	    "mcp_sandboxd_http_preauth_refused_total %ld\n"
 	    "# HELP mcp_sandboxd_http_accept_rests_total Times accept() failed "
 	    "(out of descriptors) and the listener rested.\n"
 	    "# TYPE mcp_sandboxd_http_accept_rests_total counter\n"
 	    "mcp_sandboxd_http_accept_rests_total %ld\n",
-	    nhconns, conns_refused, accept_rests);
+	    http_conn_count(), refused, cut, preauth, accept_rests);
 }
 
 static void
@@ -664,67 +693,6 @@ http_metrics_reply(struct evhttp_request *req)
 }
 
 /* --- connections --- */
-
-static struct hconn *
-hconn_find(struct evhttp_connection *evcon)
-{
-	struct hconn *c;
-
-	LIST_FOREACH(c, &hconns, entry)
-	if (c->evcon == evcon)
-		return c;
-	return NULL;
-}
-
-static void
-hconn_closed(struct evhttp_connection *evcon, void *arg)
-{
-	struct hconn *c = arg;
-
-	if (c->closecb != NULL)
-		c->closecb(evcon, c->arg);
-	LIST_REMOVE(c, entry);
-	nhconns--;
-	free(c);
-}
-
-/*
- * Who else wants to know when a connection ends (an SSE stream); the
- * connection's own close callback is the count's.
- */
-void
-http_conn_closecb(struct evhttp_connection *evcon,
-    void (*cb)(struct evhttp_connection *, void *), void *arg)
-{
-	struct hconn *c;
-
-	if ((c = hconn_find(evcon)) == NULL)
-		return;
-	c->closecb = cb;
-	c->arg = arg;
-}
-
-/* Counts a connection at its first request; 0 if it may be served. */
-static int
-http_conn_admit(struct evhttp_request *req)
-{
-	struct evhttp_connection *evcon;
-	struct hconn *c;
-
-	if ((evcon = evhttp_request_get_connection(req)) == NULL ||
-	    hconn_find(evcon) != NULL)
-		return 0;
-	if (nhconns >= sup.conf->http_max_connections) {
-		conns_refused++;
-		return -1;
-	}
-	c = xcalloc(1, sizeof *c);
-	c->evcon = evcon;
-	LIST_INSERT_HEAD(&hconns, c, entry);
-	nhconns++;
-	evhttp_connection_set_closecb(evcon, hconn_closed, c);
-	return 0;
-}
 
 static void
 http_accept_resume(evutil_socket_t fd, short what, void *arg)
@@ -802,14 +770,6 @@ http_cb(struct evhttp_request *req, void *arg)
 	if (sup.shutting_down) {
 		http_reply_error(req, 503, NULL, HTTP_RPC_BAD_REQUEST,
 		    "the server is shutting down");
-		return;
-	}
-	if (http_conn_admit(req) == -1) {
-		evhttp_add_header(out, "Connection", "close");
-		evhttp_add_header(out, "Retry-After", "1");
-		http_reply_error(req, 503, NULL, HTTP_RPC_BAD_REQUEST,
-		    "Service Unavailable: too many connections (see "
-		    "--http-max-connections); retry later");
 		return;
 	}
 	if (!framing_ok(req)) {
@@ -1122,6 +1082,8 @@ http_start(void)
 	               EVHTTP_REQ_PATCH);
 	evhttp_set_default_content_type(httpd, NULL);
 	evhttp_set_gencb(httpd, http_cb, NULL);
+	/* Every connection through http-conn.c's gate. */
+	evhttp_set_bevcb(httpd, http_conn_new, NULL);
 	http_listen();
 	http_sessions_init();
 	return 0;
@@ -1136,7 +1098,8 @@ http_stop(void)
 	if (httpd == NULL)
 		return;
 	http_sessions_stop();
-	evhttp_free(httpd); /* closes every connection: hconns go */
+	evhttp_free(httpd); /* closes every connection */
+	http_conn_stop();
 	httpd = NULL;
 	listener = NULL;
 	if (accept_timer != NULL)

@@ -8,6 +8,7 @@
 
 #include <event2/buffer.h>
 
+#include "clock.h"
 #include "supervisor.h"
 
 struct stats stats;
@@ -16,19 +17,10 @@ struct stats stats;
 static const double bounds[STATS_BUCKETS] = {
     10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000};
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void
 stats_init(void)
 {
-	stats.started_ms = now_ms();
+	stats.started_ms = clock_ms();
 }
 
 void
@@ -97,7 +89,7 @@ stats_json(void)
 	json_object_object_add(s, "exec", histogram_json(&stats.exec_ms));
 	json_object_object_add(o, "latency", s);
 	ADD(o, "engine_errors", stats.engine_errors);
-	ADD(o, "uptime_seconds", (now_ms() - stats.started_ms) / 1000);
+	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
 	return o;
 }
 
@@ -159,7 +151,7 @@ stats_prometheus(struct evbuffer *b)
 	    "Docker Engine API errors.", stats.engine_errors);
 	prom_value(b, "mcp_sandboxd_uptime_seconds", "gauge",
 	    "Seconds since the server started.",
-	    (now_ms() - stats.started_ms) / 1000);
+	    (clock_ms() - stats.started_ms) / 1000);
 	prom_histogram(b, "mcp_sandboxd_create_seconds",
 	    "Time to create a sandbox.", &stats.create_ms);
 	prom_histogram(b, "mcp_sandboxd_exec_seconds", "Time to run a command.",
