@@ -38,7 +38,9 @@ struct evbuffer;
 
 enum proto_type {
 	/* Control, 1-99. */
-	PROTO_HELLO = 1, /* worker -> sup: JSON {pid, container_id} */
+	PROTO_HELLO = 1, /* worker -> sup: JSON {pid, container_id, version}:
+	                    version is PROTO_VERSION; the supervisor drops a
+	                    worker that speaks another */
 	PROTO_SHUTDOWN = 2, /* sup -> worker: empty, finish and exit */
 	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news),
 	                     "gone" (the container died: why) */

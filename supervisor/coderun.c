@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "deps.h"
 #include "log.h"
@@ -175,15 +176,6 @@ struct coderun {
 	struct coderun **slot; /* the caller's handle, cleared at the end */
 };
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The program that runs a language's code in the sandbox. */
 static const char *
 code_interpreter(const char *language)
@@ -341,7 +333,7 @@ coderun_go(struct coderun *cr)
 		return;
 	}
 	memset(&o, 0, sizeof o);
-	o.timeout_ms = cr->deadline_ms - now_ms();
+	o.timeout_ms = cr->deadline_ms - clock_ms();
 	o.output_cap = sup.conf->output_cap;
 	if (strcmp(cr->language, "go") == 0 ||
 	    strcmp(cr->language, "bash") == 0) {
@@ -409,7 +401,7 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	cr->language = xstrdup(language);
 	cr->code = xstrdup(code);
 	cr->session = session;
-	cr->deadline_ms = now_ms() + timeout_ms;
+	cr->deadline_ms = clock_ms() + timeout_ms;
 	cr->done = done;
 	cr->arg = arg;
 	/* Set now: the run may end (and clear it) before this returns. */

@@ -25,11 +25,9 @@
  * side at once (nothing names it but the table); the protocol layer's
  * session lives on, closing, until its calls are answered (mcp.c).
  */
-#include <sys/random.h>
 
 #include <errno.h>
 #include <inttypes.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +37,11 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "clock.h"
 #include "config.h"
 #include "http-int.h"
 #include "log.h"
+#include "random.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -79,7 +79,7 @@ struct hsession {
 	uint64_t last_event; /* the last n given */
 	unsigned int last_stream; /* the last stream number given */
 	struct event *idle;
-	struct timespec last_seen; /* the last request (monotonic) */
+	long long last_seen_ns; /* the last request (clock_ns()) */
 	TAILQ_ENTRY(hsession) entry;
 };
 
@@ -494,7 +494,7 @@ hsession_touch(struct hsession *hs)
 {
 	struct timeval tv = {sup.conf->session_idle, 0};
 
-	clock_gettime(CLOCK_MONOTONIC, &hs->last_seen);
+	hs->last_seen_ns = clock_ns();
 	evtimer_add(hs->idle, &tv);
 }
 
@@ -512,10 +512,7 @@ hsession_evict(void)
 		if (!TAILQ_EMPTY(&hs->streams) ||
 		    (hs->sess != NULL && !TAILQ_EMPTY(&hs->sess->calls)))
 			continue;
-		if (oldest == NULL ||
-		    hs->last_seen.tv_sec < oldest->last_seen.tv_sec ||
-		    (hs->last_seen.tv_sec == oldest->last_seen.tv_sec &&
-		        hs->last_seen.tv_nsec < oldest->last_seen.tv_nsec))
+		if (oldest == NULL || hs->last_seen_ns < oldest->last_seen_ns)
 			oldest = hs;
 	}
 	if (oldest == NULL)
@@ -547,18 +544,10 @@ http_sessions_metrics(struct evbuffer *b)
 static struct hsession *
 hsession_new(void)
 {
-	unsigned char r[HTTP_SID_BYTES];
 	struct hsession *hs;
-	size_t i;
 
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-		log_warn("getrandom");
-		return NULL;
-	}
 	hs = xcalloc(1, sizeof *hs);
-	for (i = 0; i < sizeof r; i++)
-		snprintf(hs->id + 2 * i, 3, "%02x", r[i]);
-	explicit_bzero(r, sizeof r);
+	random_hex(hs->id, HTTP_SID_BYTES);
 	TAILQ_INIT(&hs->streams);
 	TAILQ_INIT(&hs->events);
 	hs->idle = evtimer_new(sup.base, hsession_idle_cb, hs);

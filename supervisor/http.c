@@ -14,7 +14,6 @@
  * spinning on a socket that stays readable.
  */
 #include <sys/queue.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -40,6 +39,7 @@
 #include "config.h"
 #include "http-int.h"
 #include "log.h"
+#include "random.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -869,15 +869,8 @@ http_cb(struct evhttp_request *req, void *arg)
 static void
 token_generate(void)
 {
-	unsigned char r[HTTP_GEN_TOKEN_BYTES];
-	size_t i;
-
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom");
-	token = xmalloc(2 * sizeof r + 1);
-	for (i = 0; i < sizeof r; i++)
-		snprintf(token + 2 * i, 3, "%02x", r[i]);
-	explicit_bzero(r, sizeof r);
+	token = xmalloc(2 * HTTP_GEN_TOKEN_BYTES + 1);
+	random_hex(token, HTTP_GEN_TOKEN_BYTES);
 	token_generated = 1;
 }
 

@@ -1,10 +1,10 @@
 /*
  * mcp-sandboxd: the supervisor's main, and the entry of worker mode.
  */
-#include <sys/random.h>
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
 #include <signal.h>
@@ -20,6 +20,7 @@
 #include "docker.h"
 #include "log.h"
 #include "procinfo.h"
+#include "random.h"
 #include "spool.h"
 #include "supervisor.h"
 #include "version.h"
@@ -141,13 +142,7 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 static void
 make_instance_id(void)
 {
-	unsigned char r[16];
-	size_t i;
-
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom");
-	for (i = 0; i < sizeof r; i++)
-		snprintf(sup.instance + 2 * i, 3, "%02x", r[i]);
+	random_hex(sup.instance, 16);
 }
 
 int
@@ -191,6 +186,11 @@ main(int argc, char **argv)
 		fatal("readlink /proc/self/exe");
 	exe[n] = '\0';
 	sup.self_exe = exe;
+	/* Workers are started from this very file, not from its path: an
+	 * upgrade installed meanwhile cannot start a worker of another
+	 * version under this supervisor. */
+	if ((sup.self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)) == -1)
+		fatal("open /proc/self/exe");
 	if (conf.print_config != NULL) {
 		rv = print_config(&conf, conf.print_config, exe);
 		config_free(&conf);

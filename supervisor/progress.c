@@ -5,11 +5,11 @@
  * progress never time out on a quiet build), and none after the response.
  */
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "clock.h"
 #include "supervisor.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -26,15 +26,6 @@ struct progress {
 	double value;
 	struct event *timer;
 };
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 progress_send(struct progress *p)
@@ -63,7 +54,7 @@ progress_send(struct progress *p)
 	}
 	json_object_object_add(n, "params", params);
 	mcp_send(p->call->sess, n);
-	p->last_ms = now_ms();
+	p->last_ms = clock_ms();
 	evtimer_add(p->timer, &tv);
 }
 
@@ -116,7 +107,7 @@ progress_output(struct call *c, const char *data, size_t len)
 	evbuffer_add(p->tail, data, len);
 	if ((have = evbuffer_get_length(p->tail)) > PROGRESS_TAIL)
 		evbuffer_drain(p->tail, have - PROGRESS_TAIL);
-	wait = p->last_ms + PROGRESS_MIN_MS - now_ms();
+	wait = p->last_ms + PROGRESS_MIN_MS - clock_ms();
 	if (wait <= 0) {
 		progress_send(p);
 		return;

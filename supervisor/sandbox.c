@@ -24,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "config.h"
 #include "docker.h"
 #include "log.h"
@@ -529,16 +530,6 @@ sandbox_touch(struct sandbox *sb)
 
 /* --- creation --- */
 
-static double
-elapsed_ms(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t0->tv_sec) * 1000 +
-	       (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 struct screate {
 	struct call *call;
 	struct sandbox *sb;
@@ -552,7 +543,7 @@ struct screate {
 	void (*cb)(struct call *, struct sandbox *, const char *, void *);
 	void *cbarg;
 	TAILQ_ENTRY(screate) qentry;
-	struct timespec t0;
+	long long t0_ns; /* clock_ns() at the start */
 	char *error;
 	size_t pull_len;
 	/* Until admitted: the image's inspection or pull in flight. */
@@ -693,7 +684,7 @@ screate_ready(struct screate *s)
 	/* Its logs resource joins the owner's resources/list. */
 	mcp_notify(sb->owner, "notifications/resources/list_changed");
 	stats.sandboxes_created++;
-	stats_observe(&stats.create_ms, elapsed_ms(&s->t0));
+	stats_observe(&stats.create_ms, (double)(clock_ns() - s->t0_ns) / 1e6);
 	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
 	sandbox_touch(sb);
 	tv.tv_sec = sandbox_deadline(sb, &idle) - time(NULL);
@@ -1444,7 +1435,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	s->sb = sandbox_ref(sb);
 	s->cb = cb;
 	s->cbarg = cbarg;
-	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	s->t0_ns = clock_ns();
 	s->config = sandbox_config(sb, env, network);
 	if (name != NULL) {
 		ename = docker_escape(name);

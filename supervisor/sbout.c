@@ -2,17 +2,16 @@
  * Parsers of what the server's own commands in a sandbox print (sbout.h):
  * strict formats, bounded, every malformed answer an error.
  */
-#include <sys/random.h>
 
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "errbuf.h"
+#include "random.h"
 #include "sbout.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -22,21 +21,9 @@
 void
 sbout_nonce(char *out, size_t len)
 {
-	unsigned char r[SBOUT_NONCE_LEN / 2];
-	struct timespec ts;
-	size_t i;
-
 	if (len < SBOUT_NONCE_LEN + 1)
 		return;
-	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-		/* Not a secret (sandbox code can read it back): a marker. */
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		for (i = 0; i < sizeof r; i++)
-			r[i] = (unsigned char)((ts.tv_nsec >> (i * 3)) ^
-			                       (getpid() >> i) ^ random());
-	}
-	for (i = 0; i < sizeof r; i++)
-		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	random_hex(out, SBOUT_NONCE_LEN / 2);
 }
 
 /* A run of 1 to NUM_MAX_DIGITS digits at p (at most n bytes): its length. */

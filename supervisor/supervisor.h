@@ -34,7 +34,8 @@ struct supervisor {
 	char instance[33]; /* random hex id of this instance */
 	char boot_id[64];
 	unsigned long long start_ticks;
-	char *self_exe; /* this binary, for starting workers */
+	char *self_exe; /* this binary's path, for client configurations */
+	int self_fd; /* this binary, opened at start: workers run it */
 	struct hostpolicy hosts; /* host dirs the file tools may use */
 	int shutting_down;
 	int exit_code;
@@ -450,7 +451,8 @@ void http_stop(void);
 /* main.c */
 void supervisor_quit(void);
 
-/* fixtures.c (-Dfixtures=true only: the mcp-sandboxd-fixtures binary) */
+/* tests/conformance/fixtures.c (-Dfixtures=true only: the
+ * mcp-sandboxd-fixtures binary) */
 void fixtures_init(void);
 
 /* The tools. */

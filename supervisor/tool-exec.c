@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "proto.h"
@@ -77,21 +77,11 @@ struct xcall {
 	struct xrun *run; /* the command running */
 	int stop_on_error, failed, timed_out;
 	long long cap_left;
-	struct timespec deadline;
+	long long deadline_ms; /* clock_ms() */
 	json_object *env; /* borrowed from the call's arguments */
 	const char *workdir;
 	const char *stdin_text;
 };
-
-static long long
-ms_until(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long long)(t->tv_sec - now.tv_sec) * 1000 +
-	       (t->tv_nsec - now.tv_nsec) / 1000000;
-}
 
 static void
 xcall_text_append(struct evbuffer *t, json_object *r)
@@ -247,7 +237,7 @@ xcall_next(struct xcall *x)
 	o.workdir = x->workdir;
 	o.env = x->env;
 	o.stdin_text = x->next == 0 ? x->stdin_text : NULL;
-	o.timeout_ms = ms_until(&x->deadline);
+	o.timeout_ms = x->deadline_ms - clock_ms();
 	o.output_cap = x->cap_left;
 	x->next++;
 	x->run = xrun_start(x->call, sb, &o, xcall_done, x);
@@ -373,8 +363,7 @@ sandbox_exec(struct call *c)
 	x->env = env;
 	x->workdir = arg_string(c, "workdir");
 	x->stdin_text = arg_string(c, "stdin");
-	clock_gettime(CLOCK_MONOTONIC, &x->deadline);
-	x->deadline.tv_sec += timeout;
+	x->deadline_ms = clock_ms() + (long long)timeout * 1000;
 	c->state = x;
 	c->cancel = xcall_cancel;
 	xcall_next(x);

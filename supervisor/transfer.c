@@ -6,7 +6,6 @@
  * that failed had newly made is removed, so nothing half-written is left
  * looking like a success.
  */
-#include <sys/random.h>
 
 #include <libgen.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "hosttar.h"
 #include "log.h"
 #include "proto.h"
+#include "random.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -55,16 +55,10 @@ static const char untar[] =
 void
 upload_tmp_name(char buf[UPLOAD_TMP_NAME])
 {
-	unsigned char r[8];
-	size_t i;
-	int n;
+	static const char prefix[] = ".mcp-upload.";
 
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom");
-	n = snprintf(buf, UPLOAD_TMP_NAME, ".mcp-upload.");
-	for (i = 0; i < sizeof r; i++)
-		n += snprintf(
-		    buf + n, UPLOAD_TMP_NAME - (size_t)n, "%02x", r[i]);
+	memcpy(buf, prefix, sizeof prefix - 1);
+	random_hex(buf + sizeof prefix - 1, 8);
 }
 
 static void

@@ -4,7 +4,6 @@
  * route calls to it and its output back, reap it and say how it died.
  */
 #include <sys/queue.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -22,6 +21,7 @@
 #include "config.h"
 #include "log.h"
 #include "proto.h"
+#include "random.h"
 #include "supervisor.h"
 #include "xmalloc.h"
 
@@ -50,6 +50,7 @@ struct wproc {
 	struct sandbox *sb; /* NULL once the sandbox is gone */
 	int ready, exited;
 	int told; /* sent PROTO_SHUTDOWN */
+	const char *bad; /* why its last frame was refused, if not a crash */
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct sandbox *ready_sb; /* referenced while ready_cb waits */
 	struct event *hello_timer;
@@ -211,6 +212,32 @@ wproc_find_call(struct wproc *wp, uint32_t reqid)
 	return NULL;
 }
 
+/*
+ * A worker's hello speaks this supervisor's protocol version, or says why
+ * not.  Workers are started from this process's own executable (see
+ * wproc_spawn), so only a broken build differs; never trusted all the same.
+ */
+static const char *
+wproc_hello_check(struct wproc *wp, struct proto_frame *f)
+{
+	json_object *obj, *v;
+	int64_t version = -1;
+
+	if ((obj = proto_frame_json(f)) != NULL &&
+	    json_object_object_get_ex(obj, "version", &v) &&
+	    json_object_is_type(v, json_type_int))
+		version = json_object_get_int64(v);
+	json_object_put(obj);
+	if (version == PROTO_VERSION)
+		return NULL;
+	log_warnx("%s: worker %d speaks protocol version %lld, this "
+	          "supervisor %d; dropping it",
+	    __func__, (int)wp->pid, (long long)version, PROTO_VERSION);
+	return "the sandbox's worker speaks another protocol version than "
+	       "the server (a mismatched mcp-sandboxd build); the worker was "
+	       "stopped";
+}
+
 /* One frame from a worker; -1 drops it. */
 static int
 wproc_dispatch(struct wproc *wp, struct proto_frame *f)
@@ -222,6 +249,8 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 	switch (f->hdr.type) {
 	case PROTO_HELLO:
 		if (wp->ready)
+			return -1;
+		if ((wp->bad = wproc_hello_check(wp, f)) != NULL)
 			return -1;
 		wp->ready = 1;
 		evtimer_del(wp->hello_timer);
@@ -299,7 +328,8 @@ wproc_read_cb(struct bufferevent *bev, void *arg)
 			    __func__, (int)wp->pid);
 			if (rv == 1)
 				proto_frame_free(&f);
-			wproc_lost(wp, WPROC_CRASHED);
+			wproc_lost(
+			    wp, wp->bad != NULL ? wp->bad : WPROC_CRASHED);
 			return;
 		}
 		proto_frame_free(&f);
@@ -339,7 +369,10 @@ wproc_spawn(
 	struct wproc *wp;
 	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
 	char cap[32], logkb[32], uid[32];
-	int sv[2], null;
+	char *argv[] = {"mcp-sandboxd", "--worker", sb->id, "--docker-host",
+	    c->docker_host, "--log-level", c->log_level, "--output-cap", cap,
+	    "--log-buffer-kb", logkb, "--worker-uid", uid, NULL};
+	int sv[2], null, ch, exe;
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
@@ -353,19 +386,24 @@ wproc_spawn(
 		close(sv[1]);
 		return -1;
 	case 0:
-		/* fd 3 is the channel; stdin and stdout are the client's. */
-		if (dup2(sv[1], 3) == -1)
+		/*
+		 * fd 3 is the channel, fd 4 this executable (closed by the
+		 * exec it serves); stdin and stdout are the client's.  Both
+		 * are moved above 4 first, so that neither lands on the
+		 * other's place.
+		 */
+		if ((ch = fcntl(sv[1], F_DUPFD, 5)) == -1 ||
+		    (exe = fcntl(sup.self_fd, F_DUPFD, 5)) == -1 ||
+		    dup2(ch, 3) == -1 || dup2(exe, 4) == -1 ||
+		    fcntl(4, F_SETFD, FD_CLOEXEC) == -1)
 			_exit(127);
 		if ((null = open("/dev/null", O_RDWR)) != -1) {
 			dup2(null, 0);
 			dup2(null, 1);
 		}
-		closefrom(4);
+		closefrom(5);
 		signal(SIGPIPE, SIG_DFL);
-		execl(sup.self_exe, "mcp-sandboxd", "--worker", sb->id,
-		    "--docker-host", c->docker_host, "--log-level",
-		    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
-		    "--worker-uid", uid, (char *)NULL);
+		fexecve(4, argv, environ);
 		_exit(127);
 	}
 	close(sv[1]);
@@ -420,8 +458,7 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 {
 	struct wcall *wc;
 	json_object *op;
-	unsigned char r[16];
-	size_t i, size;
+	size_t size;
 
 	wc = xcalloc(1, sizeof *wc);
 	wc->wp = wp;
@@ -433,10 +470,7 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 	if (json_object_object_get_ex(call, "op", &op) &&
 	    strcmp(json_object_get_string(op), PROTO_OP_EXEC) == 0) {
 		/* Ours, so that a new worker can kill it if this one dies. */
-		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-			fatal("getrandom");
-		for (i = 0; i < sizeof r; i++)
-			snprintf(wc->token + 2 * i, 3, "%02x", r[i]);
+		random_hex(wc->token, 16);
 		json_object_object_add(
 		    call, "token", json_object_new_string(wc->token));
 	}

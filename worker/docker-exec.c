@@ -10,13 +10,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "clock.h"
 #include "config.h"
 #include "demux.h"
 #include "docker.h"
@@ -88,7 +88,7 @@ struct wexec {
 	int probe; /* runs as PROBE_USER */
 	long exit_code;
 	unsigned long oom_before;
-	struct timespec start;
+	long long start_ms; /* clock_ms() */
 	struct acct *acct; /* from the command's start */
 	struct event *timer; /* timeout, then kill grace, then OOM wait */
 	struct event *kick; /* runs the killer outside curl callbacks */
@@ -112,16 +112,6 @@ exec_find(struct worker *w, uint32_t reqid)
 	if (x->reqid == reqid)
 		return x;
 	return NULL;
-}
-
-static long long
-exec_elapsed_ms(const struct wexec *x)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long long)(now.tv_sec - x->start.tv_sec) * 1000 +
-	       (now.tv_nsec - x->start.tv_nsec) / 1000000;
 }
 
 static void
@@ -419,7 +409,7 @@ exec_finish(struct wexec *x)
 	    json_object_new_boolean(
 	        x->w->oom_count != x->oom_before && x->exit_code == 137));
 	json_object_object_add(
-	    r, "duration_ms", json_object_new_int64(exec_elapsed_ms(x)));
+	    r, "duration_ms", json_object_new_int64(clock_ms() - x->start_ms));
 	json_object_object_add(
 	    r, "stdout_bytes", json_object_new_int64(x->out_bytes));
 	json_object_object_add(
@@ -486,7 +476,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	x->credit = PROTO_INITIAL_CREDIT;
 	x->exit_code = -1;
 	x->oom_before = w->oom_count;
-	clock_gettime(CLOCK_MONOTONIC, &x->start);
+	x->start_ms = clock_ms();
 	demux_init(&x->demux);
 	x->timer = evtimer_new(w->base, exec_timer_cb, x);
 	x->kick = event_new(w->base, -1, 0, exec_kick_cb, x);

@@ -11,22 +11,22 @@
  * interpreter (and with it the session's state, which the result says).
  */
 #include <sys/queue.h>
-#include <sys/random.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "clock.h"
 #include "config.h"
 #include "demux.h"
 #include "docker.h"
 #include "log.h"
 #include "proto.h"
+#include "random.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -177,7 +177,7 @@ struct icall {
 	uint32_t reqid;
 	json_object *code;
 	long long timeout_ms, cap;
-	struct timespec start;
+	long long start_ms; /* clock_ms() */
 	struct acct *acct; /* from the call's start */
 	TAILQ_ENTRY(icall) entry;
 };
@@ -213,16 +213,6 @@ static LIST_HEAD(, interp) interps = LIST_HEAD_INITIALIZER(interps);
 
 static void interp_next(struct interp *);
 static void interp_die(struct interp *, const char *);
-
-static long long
-since_ms(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long long)(now.tv_sec - t->tv_sec) * 1000 +
-	       (now.tv_nsec - t->tv_nsec) / 1000000;
-}
 
 /* Output of the session that no call takes: dropped and counted. */
 static void
@@ -296,7 +286,7 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	json_object_object_add(
 	    r, "truncated", json_object_new_boolean(ip->truncated));
 	json_object_object_add(
-	    r, "duration_ms", json_object_new_int64(since_ms(&c->start)));
+	    r, "duration_ms", json_object_new_int64(clock_ms() - c->start_ms));
 	json_object_object_add(
 	    r, "stdout_bytes", json_object_new_int64(ip->out_bytes));
 	json_object_object_add(
@@ -649,7 +639,7 @@ interp_next(struct interp *ip)
 	ip->credit = PROTO_INITIAL_CREDIT;
 	if (ip->paused)
 		event_active(ip->resume, 0, 0);
-	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->start_ms = clock_ms();
 	c->acct = acct_begin();
 	n = snprintf(
 	    hdr, sizeof hdr, "%d\n", json_object_get_string_len(c->code));
@@ -696,18 +686,13 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 {
 	struct interp *ip;
 	json_object *body, *cmd, *env;
-	unsigned char r[16];
 	char *path, *esc, *kv;
-	size_t i;
 
 	ip = xcalloc(1, sizeof *ip);
 	ip->w = w;
 	ip->exit = -1;
 	snprintf(ip->lang, sizeof ip->lang, "%s", lang);
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom");
-	for (i = 0; i < sizeof r; i++)
-		snprintf(ip->nonce + 2 * i, 3, "%02x", r[i]);
+	random_hex(ip->nonce, sizeof ip->nonce / 2);
 	snprintf(ip->token, sizeof ip->token, "%.24s", ip->nonce);
 	demux_init(&ip->demux);
 	ip->hold[0] = evbuffer_new();

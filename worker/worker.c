@@ -266,6 +266,8 @@ worker_main(const struct config *conf)
 	json_object_object_add(hello, "pid", json_object_new_int(getpid()));
 	json_object_object_add(
 	    hello, "container_id", json_object_new_string(w.container));
+	json_object_object_add(
+	    hello, "version", json_object_new_int(PROTO_VERSION));
 	worker_send_json(&w, PROTO_HELLO, 0, hello);
 	json_object_put(hello);
 	events_start(&w);

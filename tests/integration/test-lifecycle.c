@@ -1,5 +1,6 @@
 /* Integration: the MCP lifecycle, JSON-RPC edge cases, and sandboxes
  * coming and going with the server. */
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -655,4 +656,49 @@ Test(lifecycle, max_sandboxes, .timeout = 120)
 	free(a);
 	free(b);
 	h_finish(s);
+}
+
+/*
+ * A new build installed over the running binary (renamed into place, as
+ * package managers do) never becomes a worker of this supervisor: workers
+ * run the very file the supervisor was started from, whose hello then
+ * speaks the supervisor's protocol version.
+ */
+Test(lifecycle, workers_run_the_started_binary, .timeout = 120)
+{
+	char dir[] = "/tmp/mcp-sandboxd-upgrade-XXXXXX", bin[96], next[96],
+	     mark[96], cmd[512];
+	struct h_server *s;
+	char *a, *out;
+	FILE *f;
+	int st;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(bin, sizeof bin, "%s/mcp-sandboxd", dir);
+	snprintf(next, sizeof next, "%s/next", dir);
+	snprintf(mark, sizeof mark, "%s/ran", dir);
+	snprintf(
+	    cmd, sizeof cmd, "cp '%s' '%s'", getenv("MCP_SANDBOXD_BIN"), bin);
+	free(h_run(cmd, &st));
+	cr_assert_eq(st, 0, "%s", cmd);
+	setenv("MCP_SANDBOXD_BIN", bin, 1);
+	s = h_start(NULL);
+	json_object_put(h_initialize(s));
+	/* The upgrade: another program renamed over the server's path. */
+	f = fopen(next, "w");
+	cr_assert(f != NULL);
+	fprintf(f, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
+	fclose(f);
+	cr_assert(chmod(next, 0755) == 0);
+	cr_assert(rename(next, bin) == 0);
+	a = h_create(s, NULL);
+	out = h_exec_ok(s, a, "echo still-here");
+	cr_expect(h_contains(out, "still-here"), "%s", out);
+	cr_expect(access(mark, F_OK) == -1,
+	    "the program now at the server's path was run as its worker");
+	free(out);
+	h_stop(s, a);
+	free(a);
+	h_finish(s);
+	h_rm_rf(dir);
 }
