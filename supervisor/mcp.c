@@ -443,7 +443,8 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 {
 	const struct tool *t;
 	struct call *c;
-	json_object *name, *args = NULL;
+	json_object *name, *args = NULL, *r;
+	char *msg;
 
 	if (params == NULL || !json_object_is_type(params, json_type_object) ||
 	    !json_object_object_get_ex(params, "name", &name) ||
@@ -480,6 +481,12 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 		    "the server has too many calls in flight "
 		    "(%ld, the limit of --max-calls): retry later",
 		    sup.conf->max_calls);
+	/* Names, types and ranges as the tool's input schema says. */
+	if (toolargs_check(t, args, &msg) == -1) {
+		r = tool_error("%s", msg);
+		free(msg);
+		return r;
+	}
 	c = call_new(sess, id, t->name);
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();

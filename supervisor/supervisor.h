@@ -341,9 +341,11 @@ void tool_result_add_content(json_object *, json_object *);
 json_object *tool_error(const char *, ...)
     __attribute__((format(printf, 1, 2)));
 const char *arg_string(struct call *, const char *);
-int tool_args_known(struct call *, ...) __attribute__((sentinel));
 int arg_type_ok(struct call *, const char *, json_type, json_object **);
 char *sanitize_docker_error(const char *);
+
+/* toolargs.c */
+int toolargs_check(const struct tool *, json_object *, char **);
 
 /* transfer.c */
 struct upload;

@@ -94,9 +94,6 @@ copy_file(struct call *c)
 	struct cfile *f;
 	struct stat st;
 
-	if (!tool_args_known(
-	        c, "container_id", "local_src_file", "dest_path", NULL))
-		return;
 	if (!arg_type_ok(c, "local_src_file", json_type_string, NULL) ||
 	    (src = arg_string(c, "local_src_file")) == NULL || *src == '\0' ||
 	    !arg_type_ok(c, "dest_path", json_type_string, NULL)) {

@@ -394,10 +394,6 @@ copy_from(struct call *c)
 	struct sandbox *sb;
 	struct cfrom *f;
 
-	if (!tool_args_known(c, "container_id", "container_src_path",
-	        "local_dest_path", "overwrite", "max_bytes", "preserve_mode",
-	        NULL))
-		return;
 	if (!arg_type_ok(c, "container_src_path", json_type_string, NULL) ||
 	    (src = arg_string(c, "container_src_path")) == NULL ||
 	    *src == '\0' ||

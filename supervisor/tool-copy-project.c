@@ -84,9 +84,6 @@ copy_project(struct call *c)
 	struct cproj *p;
 	size_t i, n = 0;
 
-	if (!tool_args_known(c, "container_id", "local_src_dir", "dest_dir",
-	        "exclude", NULL))
-		return;
 	if (!arg_type_ok(c, "local_src_dir", json_type_string, NULL) ||
 	    (src = arg_string(c, "local_src_dir")) == NULL || *src == '\0' ||
 	    !arg_type_ok(c, "dest_dir", json_type_string, NULL) ||

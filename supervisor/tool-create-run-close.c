@@ -152,9 +152,6 @@ create_run_close(struct call *c)
 	json_object *packages;
 	long long timeout_ms;
 
-	if (!tool_args_known(c, "code", "language", "image", "dependencies",
-	        "timeout_seconds", NULL))
-		return;
 	if (!arg_type_ok(c, "image", json_type_string, NULL)) {
 		call_reply(c, tool_error("image must be a string"));
 		return;

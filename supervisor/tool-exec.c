@@ -254,20 +254,6 @@ sandbox_exec(struct call *c)
 	long long timeout = conf->exec_timeout;
 	size_t i, n;
 
-	json_object_object_foreach(c->args, key, val)
-	{
-		(void)val;
-		if (strcmp(key, "container_id") != 0 &&
-		    strcmp(key, "commands") != 0 &&
-		    strcmp(key, "timeout_seconds") != 0 &&
-		    strcmp(key, "workdir") != 0 && strcmp(key, "env") != 0 &&
-		    strcmp(key, "stdin") != 0 &&
-		    strcmp(key, "stop_on_error") != 0) {
-			call_reply(
-			    c, tool_error("unknown argument \"%.40s\"", key));
-			return;
-		}
-	}
 	if (!json_object_object_get_ex(c->args, "commands", &cmds) ||
 	    cmds == NULL) {
 		call_reply(c, tool_error("commands is required: a shell "

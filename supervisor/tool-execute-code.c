@@ -223,9 +223,6 @@ execute_code(struct call *c)
 	struct sandbox *sb;
 	struct xcode *x;
 
-	if (!tool_args_known(c, "code", "language", "container_id", "session",
-	        "dependencies", "timeout_seconds", NULL))
-		return;
 	if (!arg_type_ok(c, "session", json_type_boolean, &s)) {
 		call_reply(c, tool_error("session must be a boolean"));
 		return;

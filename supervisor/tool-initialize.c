@@ -123,21 +123,6 @@ sandbox_initialize(struct call *c)
 	long ttl = conf->ttl;
 	int detach = 0;
 
-	json_object_object_foreach(c->args, key, val)
-	{
-		(void)val;
-		if (strcmp(key, "image") != 0 && strcmp(key, "name") != 0 &&
-		    strcmp(key, "env") != 0 && strcmp(key, "workdir") != 0 &&
-		    strcmp(key, "network") != 0 &&
-		    strcmp(key, "memory_mb") != 0 && strcmp(key, "cpus") != 0 &&
-		    strcmp(key, "pids") != 0 &&
-		    strcmp(key, "ttl_seconds") != 0 &&
-		    strcmp(key, "detach") != 0) {
-			call_reply(
-			    c, tool_error("unknown argument \"%.40s\"", key));
-			return;
-		}
-	}
 	if (!arg_type_ok(c, "image", json_type_string, NULL) ||
 	    !arg_type_ok(c, "name", json_type_string, NULL) ||
 	    !arg_type_ok(c, "workdir", json_type_string, NULL) ||

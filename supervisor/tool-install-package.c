@@ -199,8 +199,6 @@ install_package(struct call *c)
 	struct inst *in;
 	size_t i, n;
 
-	if (!tool_args_known(c, "container_id", "packages", "manager", NULL))
-		return;
 	if (!arg_type_ok(c, "packages", json_type_array, &pk) || pk == NULL ||
 	    (n = json_object_array_length(pk)) == 0 || n > INSTALL_MAX) {
 		call_reply(c, tool_error("packages must be an array of 1 to %d "

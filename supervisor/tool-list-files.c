@@ -133,8 +133,6 @@ list_files(struct call *c)
 	struct sandbox *sb;
 	struct lfiles *l;
 
-	if (!tool_args_known(c, "container_id", "path", "recursive", NULL))
-		return;
 	if (!arg_type_ok(c, "path", json_type_string, NULL) ||
 	    !arg_type_ok(c, "recursive", json_type_boolean, &rec)) {
 		call_reply(c, tool_error("path must be a string and recursive "

@@ -164,9 +164,6 @@ read_file(struct call *c)
 	struct rfile *r;
 	char off[32], len[32];
 
-	if (!tool_args_known(c, "container_id", "file_path", "offset", "length",
-	        "encoding", NULL))
-		return;
 	if (!arg_type_ok(c, "file_path", json_type_string, NULL) ||
 	    (path = arg_string(c, "file_path")) == NULL || *path == '\0' ||
 	    strlen(path) > 4096) {

@@ -465,9 +465,6 @@ run_project(struct call *c)
 	struct sandbox *sb = NULL;
 	struct rproj *p;
 
-	if (!tool_args_known(c, "local_src_dir", "container_id", "dest_dir",
-	        "language", "entrypoint", "timeout_seconds", NULL))
-		return;
 	if (!arg_type_ok(c, "local_src_dir", json_type_string, NULL) ||
 	    !arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
 	    !arg_type_ok(c, "language", json_type_string, NULL) ||

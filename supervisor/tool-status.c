@@ -210,15 +210,6 @@ get_sandbox_status(struct call *c)
 	struct status *st;
 	struct sandbox *sb;
 
-	json_object_object_foreach(c->args, key, val)
-	{
-		(void)val;
-		if (strcmp(key, "container_id") != 0) {
-			call_reply(
-			    c, tool_error("unknown argument \"%.40s\"", key));
-			return;
-		}
-	}
 	st = xcalloc(1, sizeof *st);
 	st->call = c;
 	st->list = json_object_new_array();

@@ -57,15 +57,6 @@ sandbox_stop(struct call *c)
 	struct sandbox *sb;
 	struct stop *s;
 
-	json_object_object_foreach(c->args, key, val)
-	{
-		(void)val;
-		if (strcmp(key, "container_id") != 0) {
-			call_reply(
-			    c, tool_error("unknown argument \"%.40s\"", key));
-			return;
-		}
-	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL)
 		return;
 	s = xcalloc(1, sizeof *s);

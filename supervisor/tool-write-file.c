@@ -181,9 +181,6 @@ write_file(struct call *c)
 	size_t len;
 	void *data;
 
-	if (!tool_args_known(c, "container_id", "file_name", "file_contents",
-	        "dest_dir", "encoding", NULL))
-		return;
 	if (!arg_type_ok(c, "file_name", json_type_string, NULL) ||
 	    (name = arg_string(c, "file_name")) == NULL ||
 	    !valid_relative(name)) {

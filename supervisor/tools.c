@@ -203,36 +203,6 @@ tool_error(const char *fmt, ...)
 	return r;
 }
 
-/*
- * Every argument of the call is one of the NULL-terminated names; else
- * the call is answered with an error and 0 returned.
- */
-int
-tool_args_known(struct call *c, ...)
-{
-	const char *name;
-	va_list ap;
-	int found;
-
-	json_object_object_foreach(c->args, key, val)
-	{
-		(void)val;
-		found = 0;
-		va_start(ap, c);
-		while (!found && (name = va_arg(ap, const char *)) != NULL)
-			found = strcmp(name, key) == 0;
-		va_end(ap);
-		if (!found) {
-			call_reply(
-			    c, tool_error("unknown argument \"%.40s\" "
-			                  "(see the tool's input schema)",
-			           key));
-			return 0;
-		}
-	}
-	return 1;
-}
-
 /* A string argument, or NULL when absent (type checked by arg_type_ok). */
 const char *
 arg_string(struct call *c, const char *key)
