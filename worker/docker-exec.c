@@ -28,39 +28,11 @@
 #define EXEC_KILL_GRACE_MS 2000
 #define EXEC_OOM_WAIT_MS 300
 
-/* $1 token, $2 command: record our pid (the process group), run. */
 /*
- * The command runs in the exec's own shell (no extra process), which is
- * the session leader.  When it ends, what it left running in its session
- * (background children) is killed with shell builtins only, so that even
- * a sandbox out of processes gets them back.  Daemons that left the
- * session go with the token killer or with the sandbox.
+ * The shell a command runs in: engine/scripts/exec-wrapper.sh, embedded.
+ * What the command leaves running in its session is killed when it ends.
  */
-/*
- * The sweep stops every member first (a stopped process cannot fork, so a
- * fork bomb cannot outrun it), pass after pass until none runs, then kills
- * them all.  A process that left the session between being seen and being
- * stopped (a setsid daemon starting) is not killed: it is continued, so
- * that it is not left stopped for good.
- */
-static const char exec_wrapper[] =
-    "__mcp_c=$1; shift;"
-    "__mcp_sweep() { __mcp_f=; for __mcp_p in /proc/[0-9]*; do"
-    " read -r __mcp_l 2>/dev/null <\"$__mcp_p/stat\" || continue;"
-    " __mcp_l=${__mcp_l##*) }; set -- $__mcp_l;"
-    " [ \"$4\" = $$ ] && [ ${__mcp_p#/proc/} != $$ ] || continue;"
-    " [ \"$1\" = Z ] && continue;"
-    " if [ $__mcp_s = STOP ]; then [ \"$1\" = T ] && continue;"
-    " __mcp_st=\"$__mcp_st ${__mcp_p#/proc/}\"; fi; __mcp_f=1;"
-    " kill -$__mcp_s ${__mcp_p#/proc/} 2>/dev/null; done; };"
-    "trap '__mcp_rc=$?; set +eu; __mcp_st=; __mcp_i=0; __mcp_s=STOP;"
-    " while [ $__mcp_i -lt 100 ]; do __mcp_sweep; [ -z \"$__mcp_f\" ] && break;"
-    " __mcp_i=$((__mcp_i + 1)); done; __mcp_i=0; __mcp_s=KILL;"
-    " while [ $__mcp_i -lt 20 ]; do __mcp_sweep; [ -z \"$__mcp_f\" ] && break;"
-    " __mcp_i=$((__mcp_i + 1)); done;"
-    " [ -n \"$__mcp_st\" ] && kill -CONT $__mcp_st 2>/dev/null;"
-    " exit $__mcp_rc' EXIT;"
-    "eval \"$__mcp_c\"";
+extern const char exec_wrapper_sh[];
 
 /* Set for probes, after the call's variables (PROBE_USER). */
 static const char *const probe_env[] = {
@@ -521,7 +493,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(exec_wrapper));
+	json_object_array_add(cmd, json_object_new_string(exec_wrapper_sh));
 	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
 	json_object_array_add(cmd, json_object_new_string(command));
 	if (json_object_object_get_ex(call, "args", &v) &&

@@ -25,32 +25,10 @@
 #define KILLER_MAX_OUTPUT (64 * 1024)
 
 /*
- * Tokens are hex, so they may stand unquoted.  One grep reads every
- * environment (-z: NUL-separated); where grep has no -z, tr and grep look
- * at each process in turn.
+ * The killer: engine/scripts/kill-tokens.sh, embedded; its arguments are
+ * the variable that marks a call's processes, then the calls' tokens.
  */
-static const char killer_script[] =
-    "pat=; for t; do pat=\"$pat -e " EXEC_TOKEN_ENV "=$t\"; done;"
-    "find() { ps=$(grep -lzx $pat /proc/[0-9]*/environ 2>/dev/null);"
-    " [ $? -le 1 ] || ps=$(for p in /proc/[0-9]*; do"
-    " tr '\\0' '\\n' <$p/environ 2>/dev/null | grep -qx $pat &&"
-    " echo $p/environ; done); };"
-    /*
-     * Stop them all (no more forks), then kill them and their groups.
-     * grep's output is read back, and sandbox code can write into it:
-     * only words that are /proc/<pid>/environ name a process.
-     */
-    "pid() { p=${1#/proc/}; p=${p%/environ};"
-    " case $1:$p in /proc/*/environ:*[!0-9]*|*:) return 1;;"
-    " /proc/*/environ:*) return 0;; esac; return 1; };"
-    "i=0; while [ $i -lt 20 ]; do find; [ -z \"$ps\" ] && exit 0;"
-    " for f in $ps; do pid \"$f\" && kill -STOP $p 2>/dev/null;"
-    " done;"
-    " for f in $ps; do pid \"$f\" || continue;"
-    " read -r l 2>/dev/null </proc/$p/stat && { l=${l##*) }; set -- $l;"
-    " case $3 in ''|*[!0-9]*) ;; *) kill -9 -$3 2>/dev/null;; esac; };"
-    " kill -9 $p 2>/dev/null; done;"
-    " i=$((i + 1)); done; exit 0";
+extern const char kill_tokens_sh[];
 
 enum killer_state { K_CREATE, K_START, K_INSPECT, K_LIMITS, K_RAISE, K_LOWER };
 
@@ -112,8 +90,9 @@ killer_create(struct killer *k)
 	cmd = json_object_new_array();
 	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
 	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(killer_script));
+	json_object_array_add(cmd, json_object_new_string(kill_tokens_sh));
 	json_object_array_add(cmd, json_object_new_string("mcp-kill"));
+	json_object_array_add(cmd, json_object_new_string(EXEC_TOKEN_ENV));
 	for (i = 0; i < json_object_array_length(k->tokens); i++)
 		json_object_array_add(cmd,
 		    json_object_get(json_object_array_get_idx(k->tokens, i)));

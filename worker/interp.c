@@ -42,136 +42,11 @@
 #define INTERP_ERROR_MAX_S "32768"
 #define INTERP_MAX_STATUS (512 * 1024)
 
-/* argv[1] is the nonce.  The last expression's value is shown. */
-static const char py_driver[] =
-    "import ast, importlib, json, os, site, sys, traceback\n"
-    "nonce = sys.argv[1]\n"
-    "ns = {'__name__': '__main__', '__builtins__': __builtins__}\n"
-    "inp = sys.stdin.buffer\n"
-    "sys.stdin = open(os.devnull)\n"
-    "sys.argv = ['']\n"
-    "while True:\n"
-    "    hdr = inp.readline()\n"
-    "    if not hdr:\n"
-    "        break\n"
-    "    code = inp.read(int(hdr)).decode('utf-8', 'replace')\n"
-    "    st = {'ok': True}\n"
-    "    try:\n"
-    "        u = site.getusersitepackages()\n"
-    "        if os.path.isdir(u) and u not in sys.path:\n"
-    "            site.addsitedir(u)\n"
-    "        importlib.invalidate_caches()\n"
-    "    except Exception:\n"
-    "        pass\n"
-    "    try:\n"
-    "        tree = ast.parse(code, '<code>', 'exec')\n"
-    "        last = None\n"
-    "        if tree.body and isinstance(tree.body[-1], ast.Expr):\n"
-    "            last = ast.Expression(tree.body.pop().value)\n"
-    "        exec(compile(tree, '<code>', 'exec'), ns)\n"
-    "        if last is not None:\n"
-    "            v = eval(compile(last, '<code>', 'eval'), ns)\n"
-    "            if v is not None:\n"
-    "                print(repr(v))\n"
-    "    except SystemExit as e:\n"
-    "        st = {'ok': e.code in (None, 0), 'exit': e.code if "
-    "isinstance(e.code, int) else 1}\n"
-    "    except BaseException as e:\n"
-    "        tb = e.__traceback__\n"
-    "        while tb is not None and tb.tb_frame.f_code.co_filename != "
-    "'<code>':\n"
-    "            tb = tb.tb_next\n"
-    "        err = ''.join(traceback.format_exception(type(e), e, tb))\n"
-    "        if len(err) > " INTERP_ERROR_MAX_S ":\n"
-    "            try:\n"
-    "                sys.stderr.write(err + '\\n')\n"
-    "            except Exception:\n"
-    "                pass\n"
-    "            err = (err[:4096] + '\\n[... %d characters cut (the "
-    "error is kept to " INTERP_ERROR_MAX_S " characters); the whole "
-    "traceback is on stderr ...]\\n' % (len(err) - " INTERP_ERROR_MAX_S
-    ") + err[len(err) - " INTERP_ERROR_MAX_S " + 4096:])\n"
-    "        st = {'ok': False, 'error': err}\n"
-    "    try:\n"
-    "        sys.stdout.flush()\n"
-    "        sys.stderr.flush()\n"
-    "    except Exception:\n"
-    "        pass\n"
-    "    os.write(2, ('\\x1eMCPEND:' + nonce + '\\n').encode())\n"
-    "    os.write(1, ('\\x1eMCPEND:' + nonce + json.dumps(st) + "
-    "'\\n').encode())\n";
-
 /*
- * argv: nonce, language.  Code runs as scripts of one realm, so top-level
- * declarations stay; TypeScript is stripped of its types first (with the
- * typescript package, or Node's own stripping where it has it).
+ * The session drivers, engine/scripts/session.{py,js}, embedded: argv is
+ * the nonce (then, for node, the language) and INTERP_ERROR_MAX_S.
  */
-static const char js_driver[] =
-    "(function () {\n"
-    "const vm = require('vm'), fs = require('fs'), M = require('module');\n"
-    "const [nonce, lang] = process.argv.slice(-2);\n"
-    "globalThis.require = M.createRequire(process.cwd() + '/');\n"
-    "globalThis.exports = {};\n"
-    "globalThis.module = {exports: globalThis.exports};\n"
-    "let ts = null;\n"
-    "function strip(code) {\n"
-    "  if (lang !== 'typescript') return code;\n"
-    "  if (ts === null) { try { ts = require('typescript'); } catch (e) "
-    "{ ts = false; } }\n"
-    "  let js;\n"
-    "  if (ts) js = ts.transpileModule(code, {compilerOptions: "
-    "{target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.CommonJS}})"
-    ".outputText;\n"
-    "  else if (M.stripTypeScriptTypes) js = M.stripTypeScriptTypes(code);\n"
-    "  else throw new Error('TypeScript needs the typescript package "
-    "(Debian: node-typescript) or Node 23.2+');\n"
-    "  /* An import may come again in a later call of the session. */\n"
-    "  return js.replace(/^(\\s*)(?:const|let) (\\w+) = "
-    "require\\(/gm, '$1var $2 = require(');\n"
-    "}\n"
-    "let buf = Buffer.alloc(0);\n"
-    "function end(st) {\n"
-    "  fs.writeSync(2, '\\x1eMCPEND:' + nonce + '\\n');\n"
-    "  fs.writeSync(1, '\\x1eMCPEND:' + nonce + JSON.stringify(st) + "
-    "'\\n');\n"
-    "}\n"
-    "function cut(s) {\n"
-    "  const L = " INTERP_ERROR_MAX_S ";\n"
-    "  if (s.length <= L) return s;\n"
-    "  try { fs.writeSync(2, s + '\\n'); } catch (x) {}\n"
-    "  return s.slice(0, 4096) + '\\n[... ' + (s.length - L) + ' "
-    "characters cut (the error is kept to ' + L + ' characters); the "
-    "whole error is on stderr ...]\\n' + s.slice(s.length - L + 4096);\n"
-    "}\n"
-    "function run(code) {\n"
-    "  let st = {ok: true};\n"
-    "  try {\n"
-    "    const v = vm.runInThisContext(strip(code), {filename: '<code>'});\n"
-    "    if (v !== undefined && typeof v !== 'function') "
-    "console.log(v);\n"
-    "  } catch (e) {\n"
-    "    st = {ok: false, error: cut((e && e.stack) ? String(e.stack) : "
-    "String(e))};\n"
-    "  }\n"
-    "  end(st);\n"
-    "}\n"
-    "process.on('unhandledRejection', (e) => console.error("
-    "'Unhandled rejection:', (e && e.stack) ? e.stack : e));\n"
-    "process.on('uncaughtException', (e) => console.error("
-    "'Uncaught exception:', (e && e.stack) ? e.stack : e));\n"
-    "process.stdin.on('data', (d) => {\n"
-    "  buf = Buffer.concat([buf, d]);\n"
-    "  for (;;) {\n"
-    "    const nl = buf.indexOf(10);\n"
-    "    if (nl < 0) return;\n"
-    "    const n = parseInt(buf.subarray(0, nl).toString(), 10);\n"
-    "    if (buf.length < nl + 1 + n) return;\n"
-    "    const code = buf.subarray(nl + 1, nl + 1 + n).toString();\n"
-    "    buf = buf.subarray(nl + 1 + n);\n"
-    "    run(code);\n"
-    "  }\n"
-    "});\n"
-    "})();\n";
+extern const char session_py[], session_js[];
 
 struct icall {
 	uint32_t reqid;
@@ -709,15 +584,16 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 		json_object_array_add(cmd, json_object_new_string("python3"));
 		json_object_array_add(cmd, json_object_new_string("-u"));
 		json_object_array_add(cmd, json_object_new_string("-c"));
-		json_object_array_add(cmd, json_object_new_string(py_driver));
+		json_object_array_add(cmd, json_object_new_string(session_py));
 		json_object_array_add(cmd, json_object_new_string(ip->nonce));
 	} else {
 		json_object_array_add(cmd, json_object_new_string("node"));
 		json_object_array_add(cmd, json_object_new_string("-e"));
-		json_object_array_add(cmd, json_object_new_string(js_driver));
+		json_object_array_add(cmd, json_object_new_string(session_js));
 		json_object_array_add(cmd, json_object_new_string(ip->nonce));
 		json_object_array_add(cmd, json_object_new_string(lang));
 	}
+	json_object_array_add(cmd, json_object_new_string(INTERP_ERROR_MAX_S));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(
 	    body, "User", json_object_new_string(w->exec_user));
