@@ -3,7 +3,7 @@
  * tools/list shows: the schema is the one declaration of a tool's
  * arguments, so what clients are told and what the server accepts cannot
  * disagree.  A tool's code then sees only arguments of the declared
- * names, types and ranges; what depends on the operator (--max-timeout)
+ * names, types and ranges; what depends on the operator (--max-exec-timeout)
  * or on more than one argument it still checks itself.
  *
  * The JSON Schema keywords the tools use are understood: type (a name or
