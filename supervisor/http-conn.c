@@ -37,7 +37,9 @@
  * When evhttp lets go of a connection (a reply with "Connection: close",
  * a cut, a refusal), it has shut down the socket's sending side; the
  * socket stays ours for HTTP_LINGER_MS more, reading and dropping, so that
- * a client still sending gets the answer rather than a reset.
+ * a client still sending gets the answer rather than a reset.  At most
+ * --http-max-connections sockets linger at once; past that one is closed
+ * at once.
  *
  * A body sent with Transfer-Encoding: chunked has no length to pace here:
  * a connection that sent one with the token is passed through unread from
@@ -105,6 +107,7 @@ struct hconn {
 	struct event *tick; /* setup, deadlines, the end of lingering */
 	int refused; /* past --http-max-connections */
 	int counted; /* in nconns: accepted, not refused, not let go of */
+	int lingering; /* in nlinger */
 	const char *cut; /* why it is being cut, or NULL */
 	void (*closecb)(struct evhttp_connection *, void *);
 	void *closearg;
@@ -112,7 +115,7 @@ struct hconn {
 };
 
 static LIST_HEAD(, hconn) hconns = LIST_HEAD_INITIALIZER(hconns);
-static long nconns, refused_total, cut_total, preauth_refused_total;
+static long nconns, nlinger, refused_total, cut_total, preauth_refused_total;
 
 /* Connections served: from accept() until evhttp lets go of them. */
 long
@@ -144,6 +147,8 @@ hconn_free(struct hconn *c)
 	LIST_REMOVE(c, entry);
 	if (c->counted)
 		nconns--;
+	if (c->lingering)
+		nlinger--;
 	event_free(c->tick);
 	evbuffer_free(c->stage);
 	evbuffer_free(c->head);
@@ -210,10 +215,15 @@ hconn_linger(struct hconn *c)
 {
 	struct timeval tv = {HTTP_LINGER_MS / 1000, 0};
 
-	if (c->t_linger != 0 || bufferevent_getfd(c->bev) == -1) {
+	/* Lingering sockets are not counted as served: they are bounded
+	 * apart, so that a flood of refusals cannot hold descriptors. */
+	if (c->t_linger != 0 || bufferevent_getfd(c->bev) == -1 ||
+	    nlinger >= sup.conf->http_max_connections) {
 		hconn_free(c);
 		return;
 	}
+	c->lingering = 1;
+	nlinger++;
 	c->t_linger = clock_ms() + HTTP_LINGER_MS;
 	bufferevent_setcb(
 	    c->bev, hconn_linger_read, NULL, hconn_linger_event, c);

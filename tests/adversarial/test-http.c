@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -621,6 +622,62 @@ Test(http_adv, pipelined_requests_never_pile_up, .timeout = 60)
 	    "RSS grew from %ld to %ld KiB: pipelined requests held", rss1,
 	    rss2);
 	/* The server still answers. */
+	cr_expect_geq(metric(s, "mcp_sandboxd_http_connections"), 1);
+	asrv_stop(s);
+}
+
+/* Descriptors a process holds. */
+static int
+open_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * Refused connections linger a moment to deliver their answer, but a
+ * flood of them holds no more descriptors than --http-max-connections
+ * lingering ones: 60 connections, each refused without the token and
+ * still open at the client, past a limit of 4.
+ */
+Test(http_adv, lingering_is_bounded, .timeout = 60)
+{
+	enum { FLOOD = 60, MAX = 4 };
+	char req[256];
+	struct asrv *s;
+	int fds[FLOOD], base, peak = 0, n, i, m;
+
+	s = asrv_start("the-right-token", "--http-max-connections", "4", NULL);
+	base = open_fds(s->pid);
+	m = snprintf(req, sizeof req,
+	    "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", s->port);
+	for (i = 0; i < FLOOD; i++) {
+		fds[i] = h_dial(s->port);
+		cr_assert(fds[i] >= 0);
+		cr_assert(write(fds[i], req, (size_t)m) == m);
+		usleep(5000);
+		if ((n = open_fds(s->pid)) > peak)
+			peak = n;
+	}
+	cr_log_info("lingering: %d connections refused, descriptors %d -> "
+	            "peak %d",
+	    FLOOD, base, peak);
+	cr_expect_leq(peak - base, 2 * MAX + 2,
+	    "%d descriptors held past the %d before the flood", peak - base,
+	    base);
+	for (i = 0; i < FLOOD; i++)
+		close(fds[i]);
 	cr_expect_geq(metric(s, "mcp_sandboxd_http_connections"), 1);
 	asrv_stop(s);
 }
