@@ -18,57 +18,15 @@
 #include "xmalloc.h"
 
 /*
- * Install what is missing of "$@" with the language's manager, into the
- * sandbox user's home (the workdir): pip --user, npm --prefix $HOME.
- * Paths (to local wheels, sdists or npm tarballs copied in) install as
- * they are.  The first line of output lists what was missing.
+ * What is missing of "$@", installed with the language's manager into the
+ * sandbox user's home; the first line of output lists what was missing
+ * (engine/scripts/install-{pip,npm,go}.sh, embedded).
  */
-static const char pip_install[] =
-    "set -f; miss=$(python3 -c 'import sys, importlib.metadata as m\n"
-    "out = []\n"
-    "for p in sys.argv[1:]:\n"
-    "    if \"/\" in p:\n"
-    "        out.append(p)\n"
-    "        continue\n"
-    "    try:\n"
-    "        m.distribution(p.split(\"[\")[0].split(\"=\")[0].split(\"<\")[0]"
-    ".split(\">\")[0].split(\"~\")[0].split(\"!\")[0])\n"
-    "    except Exception:\n"
-    "        out.append(p)\n"
-    "print(\" \".join(out))' \"$@\") || exit 1;"
-    /* Only names asked for: sandbox code can write into that output. */
-    "m=; for p; do case \" $miss \" in *\" $p \"*) m=\"$m $p\";; esac; done;"
-    "miss=${m# }; echo \"missing: $miss\"; [ -z \"$miss\" ] && exit 0;"
-    "python3 -m pip --version >/dev/null 2>&1 || { echo 'pip is not in "
-    "this image' >&2; exit 1; };"
-    "PIP_BREAK_SYSTEM_PACKAGES=1 exec python3 -m pip install --user "
-    "--no-input --disable-pip-version-check --no-warn-script-location "
-    "--retries 1 --timeout 15 $miss";
+extern const char install_pip_sh[], install_npm_sh[], install_go_sh[];
 
-static const char npm_install[] =
-    "set -f; cd \"$HOME\" || exit 1; miss=;"
-    "for p; do case $p in */*.tgz|/*) miss=\"$miss $p\";;"
-    " *) node -e 'require.resolve(process.argv[1])' \"$p\" 2>/dev/null ||"
-    " miss=\"$miss $p\";; esac; done;"
-    "echo \"missing:$miss\"; [ -z \"$miss\" ] && exit 0;"
-    "exec npm install --no-audit --no-fund --no-update-notifier "
-    "--prefix \"$HOME\" $miss";
-
-static const char go_install[] =
-    "export GOTMPDIR=\"$HOME/.cache/gotmp\" GOFLAGS=-mod=mod;"
-    "mkdir -p \"$GOTMPDIR\"; echo \"missing: $*\";"
-    "for p; do go install \"$p\" || exit 1; done";
-
-/* Code on stdin, for the languages without a session. */
-static const char bash_run[] =
-    "if command -v bash >/dev/null 2>&1; then exec bash -s; fi; "
-    "exec sh -s";
-
-static const char go_run[] =
-    "d=\"$HOME/.cache/mcp-go/$$\"; export GOTMPDIR=\"$d\" GOFLAGS=-mod=mod;"
-    "mkdir -p \"$d\" && cat >\"$d/main.go\" && cd \"$d\" &&"
-    " { go mod init mcpmain >/dev/null 2>&1; go mod tidy >/dev/null 2>&1;"
-    " go build -o prog . && ./prog; }; rc=$?; rm -rf \"$d\"; exit $rc";
+/* Code on stdin, for the languages without a session
+ * (engine/scripts/run-{shell,go}.sh, embedded). */
+extern const char run_shell_sh[], run_go_sh[];
 
 const char *
 code_manager(const char *language)
@@ -153,11 +111,11 @@ const char *
 code_installer(const char *manager)
 {
 	if (strcmp(manager, "pip") == 0)
-		return pip_install;
+		return install_pip_sh;
 	if (strcmp(manager, "npm") == 0)
-		return npm_install;
+		return install_npm_sh;
 	if (strcmp(manager, "go") == 0)
-		return go_install;
+		return install_go_sh;
 	return NULL;
 }
 
@@ -337,7 +295,8 @@ coderun_go(struct coderun *cr)
 	o.output_cap = sup.conf->output_cap;
 	if (strcmp(cr->language, "go") == 0 ||
 	    strcmp(cr->language, "bash") == 0) {
-		o.command = strcmp(cr->language, "go") == 0 ? go_run : bash_run;
+		o.command =
+		    strcmp(cr->language, "go") == 0 ? run_go_sh : run_shell_sh;
 		o.stdin_text = cr->code;
 		xasprintf(&line, "%s: %s code (%zu bytes)", cr->call->tool,
 		    cr->language, strlen(cr->code));

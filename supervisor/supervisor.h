@@ -350,7 +350,8 @@ int toolargs_check(const struct tool *, json_object *, char **);
 /* transfer.c */
 struct upload;
 struct tar_out;
-extern const char upload_file_script[];
+/* engine/scripts/upload-file.sh, embedded: one file in. */
+extern const char upload_file_sh[];
 #define UPLOAD_TMP_NAME 32
 void upload_tmp_name(char[UPLOAD_TMP_NAME]);
 void upload_file_cleanup(const char *, const char *, const char *);

@@ -62,22 +62,8 @@ static const char output_schema[] =
     "UTF-8), exists...\"}},"
     "\"required\":[\"path\",\"bytes\"]}";
 
-/*
- * $1: "F" and a tar of the file, or "D" and a tar of the directory. Tar,
- * even for one file: it reads regular files only (a symlink, a FIFO or a
- * device goes in as an entry, never read, and the host refuses it), opens
- * them without following a symlink (GNU tar: O_NOFOLLOW) and sends no
- * more than the size it found, whatever the file does meanwhile. No -h,
- * no --dereference; the host checks every entry again and counts every
- * byte, so none of this is trusted.
- */
-static const char sender[] =
-    "if [ -d \"$1\" ]; then h=; tar --help 2>&1 | grep -q hard-deref &&"
-    " h=--hard-dereference; printf D && exec tar -cf - $h -C \"$1\" .;"
-    " elif [ -e \"$1\" ] || [ -L \"$1\" ]; then printf F &&"
-    " exec tar -cf - -C \"$(dirname -- \"$1\")\" -- "
-    "\"$(basename -- \"$1\")\";"
-    " else echo \"no such file or directory: $1\" >&2; fi; exit 3";
+/* Out as a tar: engine/scripts/send-tar.sh, embedded. */
+extern const char send_tar_sh[];
 
 struct cfrom {
 	struct call *call;
@@ -468,7 +454,7 @@ copy_from(struct call *c)
 	args[0] = src;
 	args[1] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = sender;
+	o.command = send_tar_sh;
 	o.args = args;
 	xasprintf(&line, "copy_file_from_sandbox %s", src);
 	o.log_as = line;

@@ -37,17 +37,8 @@ static const char output_schema[] =
     "\"output\":{\"type\":\"string\"}},"
     "\"required\":[\"manager\",\"installed\",\"output\"]}";
 
-/*
- * Which manager the image has, when its image does not tell: a probe
- * (xrun_opts.probe), so that sandbox code can neither write into its
- * answer nor put a python3 of its own on its PATH.  The answer is one
- * name and a newline (sbout_manager()); anything else is refused.
- */
-static const char installer_probe[] =
-    "if command -v python3 >/dev/null 2>&1; then echo pip;"
-    " elif command -v node >/dev/null 2>&1; then echo npm;"
-    " elif command -v go >/dev/null 2>&1; then echo go;"
-    " else echo 'no pip, npm or go in this image' >&2; exit 1; fi";
+/* Which manager: engine/scripts/probe-manager.sh, embedded (a probe). */
+extern const char probe_manager_sh[];
 
 struct inst {
 	struct call *call;
@@ -254,7 +245,7 @@ install_package(struct call *c)
 		return;
 	}
 	memset(&o, 0, sizeof o);
-	o.command = installer_probe;
+	o.command = probe_manager_sh;
 	o.probe = 1;
 	o.workdir = "/";
 	o.log_as = "install_package: which package manager the image has";

@@ -34,19 +34,8 @@ static const char output_schema[] =
     "\"truncated\":{\"type\":\"boolean\"}},"
     "\"required\":[\"path\",\"entries\",\"truncated\"]}";
 
-/*
- * $1 directory, $2 "1" for the whole tree, $3 the call's marker.  Records
- * NUL-separated, each carrying the marker, between a header and an end
- * (sbout.h): runs as the sandbox user, so sandbox code can write into its
- * output, and what does not parse is refused rather than listed.
- */
-static const char lister[] =
-    "if [ ! -d \"$1\" ]; then if [ -e \"$1\" ]; then echo \"$1 is not a "
-    "directory\" >&2; else echo \"no such directory: $1\" >&2; fi; exit 3;"
-    " fi; if [ \"$2\" = 1 ]; then d=; else d='-maxdepth 1'; fi;"
-    "printf '%s\\0' \"$3\";"
-    "find \"$1\" -mindepth 1 $d -printf \"$3 %y %s %m %T@ %P\\\\0\" || exit;"
-    "printf '%s end\\0' \"$3\"";
+/* The listing: engine/scripts/list-files.sh, embedded. */
+extern const char list_files_sh[];
 
 struct lfiles {
 	struct call *call;
@@ -157,7 +146,7 @@ list_files(struct call *c)
 	args[2] = l->nonce;
 	args[3] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = lister;
+	o.command = list_files_sh;
 	o.args = args;
 	xasprintf(&line, "list_files %s%s", l->path,
 	    args[1][0] == '1' ? " (recursive)" : "");

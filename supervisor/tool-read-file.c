@@ -38,21 +38,8 @@ static const char output_schema[] =
     "\"size\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
     "\"required\":[\"path\",\"content\",\"size\",\"truncated\"]}";
 
-/*
- * $1 path, $2 offset, $3 length, $4 the call's marker: the size on a
- * line, the bytes, the size again (sbout.h).  Runs as the sandbox user,
- * so sandbox code can write into its output: what does not add up is
- * refused.
- */
-static const char reader[] =
-    "if [ ! -e \"$1\" ]; then echo \"no such file: $1\" >&2; exit 3; fi;"
-    "if [ -d \"$1\" ]; then echo \"$1 is a directory (use list_files)\" "
-    ">&2; exit 3; fi;"
-    "if [ ! -f \"$1\" ]; then echo \"$1 is not a regular file\" >&2; "
-    "exit 3; fi;"
-    "s=$(wc -c <\"$1\") || exit 3; printf '%s %s\\n' \"$4\" $s;"
-    "tail -c +$(($2 + 1)) -- \"$1\" | head -c \"$3\" || exit 3;"
-    "s=$(wc -c <\"$1\"); printf '\\n%s %s\\n' \"$4\" $s";
+/* The reading: engine/scripts/read-file.sh, embedded. */
+extern const char read_file_sh[];
 
 struct rfile {
 	struct call *call;
@@ -211,7 +198,7 @@ read_file(struct call *c)
 	args[3] = r->nonce;
 	args[4] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = reader;
+	o.command = read_file_sh;
 	o.args = args;
 	xasprintf(&line, "read_file %s", r->path);
 	o.log_as = line;

@@ -56,60 +56,19 @@ static const char output_schema[] =
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/*
- * $1 dir, $2 the call's marker: the names in the project's directory and
- * the start of its package.json (sbout_project() reads them).  A probe
- * (xrun_opts.probe): sandbox code cannot write into its output, and the
- * language and the entrypoint are decided on the host from what it lists.
- */
-static const char prober[] =
-    "cd -- \"$1\" 2>/dev/null || { echo \"cannot read the project "
-    "directory $1 (it must exist and be readable by others)\" >&2; exit 3; };"
-    "printf '%s\\0' \"$2\"; n=0;"
-    "for f in *; do [ -e \"$f\" ] || continue; n=$((n + 1));"
-    " [ $n -le " STR(
-        SBOUT_PROBE_ENTRIES) " ] || break;"
-                             " if [ -f \"$f\" ]; then t=f; elif [ -d \"$f\" ]; then t=d; else t=o; fi;"
-                             " printf '%s %s\\0' $t \"$f\"; done;"
-                             "if [ -f package.json ]; then printf '%s package.json\\0' \"$2\";"
-                             " head -c " STR(
-                                 SBOUT_PKG_MAX) " package.json; fi; exit 0";
+/* What the project holds: engine/scripts/probe-project.sh, embedded (a
+ * probe; its arguments: dir, marker, SBOUT_PROBE_ENTRIES, SBOUT_PKG_MAX). */
+extern const char probe_project_sh[];
 
 /* Bytes of the probe's output kept: every name, and package.json. */
 #define PROBE_OUT_MAX ((size_t)SBOUT_PROBE_ENTRIES * 260 + SBOUT_PKG_MAX + 64)
 #define PROBE_TIMEOUT_MS 30000
 
-/*
- * $1 dir, $2 language: install the dependencies, as the sandbox user.
- * Its output is the result's install_output, nothing more.
- */
-static const char installer[] =
-    "cd \"$1\" || exit 3;"
-    "export PIP_BREAK_SYSTEM_PACKAGES=1 GOTMPDIR=\"$HOME/.cache/gotmp\" "
-    "GOFLAGS=-mod=mod; mkdir -p \"$GOTMPDIR\";"
-    "pip='python3 -m pip install --user --no-input "
-    "--disable-pip-version-check --no-warn-script-location';"
-    "case $2 in"
-    " python) if [ -f requirements.txt ]; then $pip -r requirements.txt ||"
-    " exit 4; fi; if [ -f pyproject.toml ] || [ -f setup.py ]; then"
-    " $pip . || exit 4; fi;;"
-    " javascript|typescript) if [ -f package.json ]; then npm install "
-    "--no-audit --no-fund --no-update-notifier || exit 4; fi;;"
-    " go) if [ -f go.mod ]; then go mod download || exit 4; fi;; esac;"
-    "exit 0";
+/* Its dependencies: engine/scripts/install-project.sh, embedded. */
+extern const char install_project_sh[];
 
-/* TypeScript files run through the typescript package's transpiler. */
-static const char ts_runner[] =
-    "mcp_ts() { node -e 'const ts = require(\"typescript\"), "
-    "fs = require(\"fs\"), M = require(\"module\"), p = require(\"path\");"
-    "const f = p.resolve(process.argv[1]);"
-    "const js = ts.transpileModule(fs.readFileSync(f, \"utf8\"), "
-    "{compilerOptions: {module: ts.ModuleKind.CommonJS, target: "
-    "ts.ScriptTarget.ES2020}}).outputText;"
-    "const m = new M(f, null); m.filename = f; "
-    "m.paths = M._nodeModulePaths(p.dirname(f)); m._compile(js, f);' "
-    "\"$@\"; };"
-    "export GOTMPDIR=\"$HOME/.cache/gotmp\" GOFLAGS=-mod=mod;";
+/* Before the entrypoint: engine/scripts/run-prelude.sh, embedded. */
+extern const char run_prelude_sh[];
 
 struct rproj {
 	struct call *call;
@@ -283,9 +242,9 @@ rproj_prepared(struct xrun *run, json_object *r, void *arg)
 		return;
 	}
 	if (strncmp(p->entry, "mcp-ts ", 7) == 0)
-		xasprintf(&cmd, "%s mcp_ts %s", ts_runner, p->entry + 7);
+		xasprintf(&cmd, "%s mcp_ts %s", run_prelude_sh, p->entry + 7);
 	else
-		xasprintf(&cmd, "%s %s", ts_runner, p->entry);
+		xasprintf(&cmd, "%s %s", run_prelude_sh, p->entry);
 	memset(&o, 0, sizeof o);
 	o.command = cmd;
 	o.workdir = p->dir;
@@ -354,7 +313,7 @@ rproj_probed(struct xrun *run, json_object *r, void *arg)
 	args[1] = p->language;
 	args[2] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = installer;
+	o.command = install_project_sh;
 	o.args = args;
 	xasprintf(&line, "run_project %s: installing its dependencies (%s)",
 	    args[0], args[1]);
@@ -368,7 +327,7 @@ rproj_probed(struct xrun *run, json_object *r, void *arg)
 static void
 rproj_prepare(struct rproj *p)
 {
-	const char *args[3];
+	const char *args[5];
 	struct xrun_opts o;
 	char *line;
 	struct sandbox *sb;
@@ -381,9 +340,11 @@ rproj_prepare(struct rproj *p)
 	p->probe = evbuffer_new();
 	args[0] = p->dir;
 	args[1] = p->nonce;
-	args[2] = NULL;
+	args[2] = STR(SBOUT_PROBE_ENTRIES);
+	args[3] = STR(SBOUT_PKG_MAX);
+	args[4] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = prober;
+	o.command = probe_project_sh;
 	o.args = args;
 	xasprintf(&line, "run_project %s: looking at the project", args[0]);
 	o.log_as = line;

@@ -246,7 +246,7 @@ write_file(struct call *c)
 	args[2] = w->tmp;
 	args[3] = NULL;
 	memset(&o, 0, sizeof o);
-	o.command = upload_file_script;
+	o.command = upload_file_sh;
 	o.args = args;
 	xasprintf(&line, "write_file %s (%zu bytes)", w->path, w->bytes);
 	o.log_as = line;

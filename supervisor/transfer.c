@@ -22,34 +22,8 @@
 #include "supervisor.h"
 #include "xmalloc.h"
 
-/*
- * One file: $1 directory (made if missing), $2 the file's name (may hold
- * '/'), $3 the name of a new directory beside it (upload_tmp_name()).
- * Unpacked there first, then renamed over its place, so that a failure
- * (no space, say) leaves an existing file as it was.  A script killed (a
- * cancellation, a timeout) cannot remove that directory itself:
- * upload_file_cleanup() does.
- *
- * Nothing here reads a command's output ($(mktemp), $(dirname)): sandbox
- * code can write into the output of the sandbox user's processes, so the
- * names come from the host or from shell builtins only.
- */
-const char upload_file_script[] =
-    "d=$1; n=$2; mkdir -p -- \"$d\" || exit 1;"
-    "t=\"$d/$3\"; mkdir -m 700 -- \"$t\" || exit 1;"
-    "trap 'rm -rf -- \"$t\"' EXIT;"
-    "tar -xf - -C \"$t\" || exit 1;"
-    "[ -f \"$t/$n\" ] || { echo \"the archive did not hold $n\" >&2; exit 1; };"
-    "if [ -d \"$d/$n\" ]; then echo \"$d/$n is a directory\" >&2; exit 1; fi;"
-    "p=\"$d/$n\"; mkdir -p -- \"${p%/*}\" && mv -f -- \"$t/$n\" \"$p\"";
-
-/* A tree: $1 directory (made if missing), $2 the top name, merged in. */
-static const char untar[] =
-    "if [ -e \"$1/$2\" ] && [ ! -d \"$1/$2\" ]; then"
-    " echo \"$1/$2 exists and is not a directory\" >&2; exit 1; fi;"
-    "[ -e \"$1/$2\" ] || new=1;"
-    "mkdir -p -- \"$1\" && tar -xf - -C \"$1\" && exit 0;"
-    "[ -n \"$new\" ] && rm -rf -- \"$1/$2\"; exit 1";
+/* A tree in: engine/scripts/untar.sh, embedded. */
+extern const char untar_sh[];
 
 /* A random name for a one-file upload's directory, ".mcp-upload.<hex>". */
 void
@@ -193,7 +167,7 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 	u->done = done;
 	u->arg = arg;
 	memset(&o, 0, sizeof o);
-	o.command = one_file ? upload_file_script : untar;
+	o.command = one_file ? upload_file_sh : untar_sh;
 	o.args = args;
 	/* The host side is not the sandbox's business: its path only. */
 	xasprintf(&line, "%s into %s%s%s", c->tool, dir,
