@@ -1,6 +1,9 @@
 /*
  * The wire protocol between the supervisor and its workers.
  *
+ * Both sides speak it over the same channel (chan.c: frames read on the
+ * event loop and handed over one by one, the end reported once).
+ *
  * Every message is one frame: a fixed 16-byte header followed by `len`
  * payload bytes.  All header fields are big-endian.  Nothing outside this
  * header defines a wire format; bump PROTO_VERSION if any of this changes.
@@ -132,5 +135,23 @@ int proto_write(
 int proto_write_json(
     struct evbuffer *, uint16_t, uint32_t, uint32_t, json_object *);
 json_object *proto_frame_json(const struct proto_frame *);
+
+/* chan.c: the channel, the same on both sides. */
+struct event_base;
+struct proto_chan;
+enum proto_chan_end {
+	PROTO_CHAN_BAD, /* a frame did not parse, or its owner refused it */
+	PROTO_CHAN_CLOSED, /* the peer closed it, or an error */
+};
+/* A frame, freed after it returns; -1 refuses it (the channel ends). */
+typedef int (*proto_frame_cb)(struct proto_frame *, void *);
+typedef void (*proto_lost_cb)(enum proto_chan_end, void *);
+struct proto_chan *proto_chan_new(
+    struct event_base *, int, proto_frame_cb, proto_lost_cb, void *);
+void proto_chan_free(struct proto_chan *);
+int proto_chan_send(struct proto_chan *, uint16_t, uint16_t, uint32_t, uint32_t,
+    const void *, size_t);
+int proto_chan_send_json(
+    struct proto_chan *, uint16_t, uint32_t, uint32_t, json_object *);
 
 #endif

@@ -14,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "config.h"
@@ -46,7 +44,7 @@ struct wcall {
 
 struct wproc {
 	pid_t pid;
-	struct bufferevent *bev; /* NULL once the channel is gone */
+	struct proto_chan *chan; /* NULL once the channel is gone */
 	struct sandbox *sb; /* NULL once the sandbox is gone */
 	int ready, exited;
 	int told; /* sent PROTO_SHUTDOWN */
@@ -113,7 +111,7 @@ wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
 static void
 wproc_maybe_free(struct wproc *wp)
 {
-	if (wp->bev != NULL || !wp->exited)
+	if (wp->chan != NULL || !wp->exited)
 		return;
 	LIST_REMOVE(wp, entry);
 	event_free(wp->hello_timer);
@@ -131,13 +129,13 @@ wproc_lost(struct wproc *wp, const char *why)
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct sandbox *sb = wp->sb;
 
-	if (wp->bev == NULL)
+	if (wp->chan == NULL)
 		return;
 	if (wp->told || sup.shutting_down)
 		why = "the sandbox was stopped (or the server is shutting "
 		      "down) while the call ran";
-	bufferevent_free(wp->bev);
-	wp->bev = NULL;
+	proto_chan_free(wp->chan);
+	wp->chan = NULL;
 	evtimer_del(wp->hello_timer);
 	if (sb != NULL && sb->worker == wp)
 		sb->worker = NULL;
@@ -314,36 +312,23 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 	return -1;
 }
 
-static void
-wproc_read_cb(struct bufferevent *bev, void *arg)
+/* A frame from the worker (proto_chan's frame_cb). */
+static int
+wproc_frame(struct proto_frame *f, void *arg)
 {
-	struct wproc *wp = arg;
-	struct proto_frame f;
-	int rv;
-
-	while (wp->bev != NULL &&
-	       (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
-		if (rv == -1 || wproc_dispatch(wp, &f) == -1) {
-			log_warnx("%s: worker %d sent a bad frame; dropping it",
-			    __func__, (int)wp->pid);
-			if (rv == 1)
-				proto_frame_free(&f);
-			wproc_lost(
-			    wp, wp->bad != NULL ? wp->bad : WPROC_CRASHED);
-			return;
-		}
-		proto_frame_free(&f);
-	}
+	return wproc_dispatch(arg, f);
 }
 
+/* The channel ended: a bad frame, or the worker's end. */
 static void
-wproc_event_cb(struct bufferevent *bev, short what, void *arg)
+wproc_chan_lost(enum proto_chan_end why, void *arg)
 {
 	struct wproc *wp = arg;
 
-	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		wproc_lost(wp, WPROC_CRASHED);
+	if (why == PROTO_CHAN_BAD)
+		log_warnx("%s: worker %d sent a bad frame; dropping it",
+		    __func__, (int)wp->pid);
+	wproc_lost(wp, wp->bad != NULL ? wp->bad : WPROC_CRASHED);
 }
 
 static void
@@ -414,11 +399,9 @@ wproc_spawn(
 	if (ready_cb != NULL)
 		wp->ready_sb = sandbox_ref(sb);
 	TAILQ_INIT(&wp->calls);
-	evutil_make_socket_nonblocking(sv[0]);
-	wp->bev =
-	    bufferevent_socket_new(sup.base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-	bufferevent_setcb(wp->bev, wproc_read_cb, NULL, wproc_event_cb, wp);
-	bufferevent_enable(wp->bev, EV_READ | EV_WRITE);
+	if ((wp->chan = proto_chan_new(
+	         sup.base, sv[0], wproc_frame, wproc_chan_lost, wp)) == NULL)
+		fatal("%s: the worker's channel", __func__);
 	wp->hello_timer = evtimer_new(sup.base, wproc_hello_timeout, wp);
 	evtimer_add(wp->hello_timer, &tv);
 	LIST_INSERT_HEAD(&wprocs, wp, entry);
@@ -484,8 +467,8 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 		    "nothing ran.  Put large inputs in a file first "
 		    "(write_file, copy_file)",
 		    size, PROTO_MAX_PAYLOAD);
-	else if (proto_write_json(bufferevent_get_output(wp->bev), PROTO_CALL,
-	             wc->reqid, wc->reqid, call) == -1)
+	else if (proto_chan_send_json(
+	             wp->chan, PROTO_CALL, wc->reqid, wc->reqid, call) == -1)
 		xasprintf(&wc->refusal,
 		    "cannot send the call to the "
 		    "sandbox's worker: %s",
@@ -503,13 +486,12 @@ wproc_credit(struct wproc *wp, uint32_t reqid, size_t bytes)
 {
 	json_object *c;
 
-	if (wp->bev == NULL || bytes == 0)
+	if (wp->chan == NULL || bytes == 0)
 		return;
 	c = json_object_new_object();
 	json_object_object_add(
 	    c, "bytes", json_object_new_int64((int64_t)bytes));
-	proto_write_json(
-	    bufferevent_get_output(wp->bev), PROTO_CREDIT, reqid, reqid, c);
+	proto_chan_send_json(wp->chan, PROTO_CREDIT, reqid, reqid, c);
 	json_object_put(c);
 }
 
@@ -517,20 +499,18 @@ wproc_credit(struct wproc *wp, uint32_t reqid, size_t bytes)
 void
 wproc_send(struct wproc *wp, uint32_t reqid, const void *p, size_t len, int eof)
 {
-	struct proto_hdr h = {.type = PROTO_DATA,
-	    .flags = PROTO_F_STDIN,
-	    .stream = reqid,
-	    .reqid = reqid};
+	uint16_t flags = PROTO_F_STDIN;
 	const char *s = p;
 	size_t n;
 
-	if (wp->bev == NULL)
+	if (wp->chan == NULL)
 		return;
 	do {
 		n = len > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK : len;
 		if (eof && n == len)
-			h.flags |= PROTO_F_EOF;
-		proto_write(bufferevent_get_output(wp->bev), &h, s, n);
+			flags |= PROTO_F_EOF;
+		proto_chan_send(
+		    wp->chan, PROTO_DATA, flags, reqid, reqid, s, n);
 		s += n;
 		len -= n;
 	} while (len > 0);
@@ -550,20 +530,16 @@ wproc_on_credit(struct wproc *wp, uint32_t reqid, wcall_credit_cb cb)
 void
 wproc_cancel(struct wproc *wp, uint32_t reqid)
 {
-	struct proto_hdr h = {.type = PROTO_CANCEL, .reqid = reqid};
-
-	if (wp->bev != NULL)
-		proto_write(bufferevent_get_output(wp->bev), &h, NULL, 0);
+	if (wp->chan != NULL)
+		proto_chan_send(wp->chan, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
 }
 
 /* The sandbox is going: tell the worker to finish; drop its calls. */
 void
 wproc_shutdown(struct wproc *wp)
 {
-	struct proto_hdr h = {.type = PROTO_SHUTDOWN};
-
-	if (wp->bev != NULL)
-		proto_write(bufferevent_get_output(wp->bev), &h, NULL, 0);
+	if (wp->chan != NULL)
+		proto_chan_send(wp->chan, PROTO_SHUTDOWN, 0, 0, 0, NULL, 0);
 	wp->told = 1;
 	if (wp->sb != NULL && wp->sb->worker == wp)
 		wp->sb->worker = NULL;
@@ -620,7 +596,7 @@ wproc_reap(void)
 		if (wp == NULL)
 			continue;
 		wp->exited = 1;
-		if (wp->bev != NULL && WIFSIGNALED(status)) {
+		if (wp->chan != NULL && WIFSIGNALED(status)) {
 			/* Its owner only (NULL would tell every session). */
 			if (wp->sb != NULL && wp->sb->owner != NULL)
 				mcp_log(wp->sb->owner, 4,

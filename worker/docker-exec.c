@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "clock.h"
@@ -299,8 +298,7 @@ exec_stdin_sent(size_t n, void *arg)
 		return;
 	c = json_object_new_object();
 	json_object_object_add(c, "bytes", json_object_new_int64((int64_t)n));
-	proto_write_json(bufferevent_get_output(x->w->bev), PROTO_CREDIT,
-	    x->reqid, x->reqid, c);
+	proto_chan_send_json(x->w->chan, PROTO_CREDIT, x->reqid, x->reqid, c);
 	json_object_put(c);
 }
 

@@ -13,8 +13,6 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "config.h"
@@ -33,10 +31,7 @@ int
 worker_send(struct worker *w, uint16_t type, uint16_t flags, uint32_t stream,
     uint32_t reqid, const void *data, size_t len)
 {
-	struct proto_hdr h = {
-	    .type = type, .flags = flags, .stream = stream, .reqid = reqid};
-
-	return proto_write(bufferevent_get_output(w->bev), &h, data, len);
+	return proto_chan_send(w->chan, type, flags, stream, reqid, data, len);
 }
 
 /*
@@ -86,12 +81,11 @@ int
 worker_send_json(
     struct worker *w, uint16_t type, uint32_t reqid, json_object *obj)
 {
-	struct evbuffer *out = bufferevent_get_output(w->bev);
 	json_object *cut;
 	size_t size;
 	int rv;
 
-	if (proto_write_json(out, type, reqid, reqid, obj) == 0)
+	if (proto_chan_send_json(w->chan, type, reqid, reqid, obj) == 0)
 		return 0;
 	if (errno != EMSGSIZE || type != PROTO_RESULT) {
 		log_warn("%s: message type %u of call %u", __func__,
@@ -102,7 +96,7 @@ worker_send_json(
 	log_warnx("%s: the result of call %u is %zu bytes; cut to fit",
 	    __func__, (unsigned)reqid, size);
 	cut = worker_result_cut(obj, size);
-	rv = proto_write_json(out, type, reqid, reqid, cut);
+	rv = proto_chan_send_json(w->chan, type, reqid, reqid, cut);
 	json_object_put(cut);
 	if (rv == -1) {
 		cut = json_object_new_object();
@@ -111,7 +105,7 @@ worker_send_json(
 		json_object_object_add(cut, "error",
 		    json_object_new_string("the result was too large for the "
 		                           "worker channel and was dropped"));
-		rv = proto_write_json(out, type, reqid, reqid, cut);
+		rv = proto_chan_send_json(w->chan, type, reqid, reqid, cut);
 		json_object_put(cut);
 	}
 	return rv;
@@ -188,38 +182,26 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 	return -1;
 }
 
-static void
-worker_read_cb(struct bufferevent *bev, void *arg)
+/* A frame from the supervisor (proto_chan's frame_cb). */
+static int
+worker_frame(struct proto_frame *f, void *arg)
 {
 	struct worker *w = arg;
-	struct proto_frame f;
-	int rv;
 
-	while (!w->quitting &&
-	       (rv = proto_read(bufferevent_get_input(bev), &f)) != 0) {
-		if (rv == -1 || worker_dispatch(w, &f) == -1) {
-			if (rv == -1)
-				log_warn(
-				    "%s: bad frame from supervisor", __func__);
-			if (rv == 1)
-				proto_frame_free(&f);
-			worker_quit(w);
-			return;
-		}
-		proto_frame_free(&f);
-	}
+	if (w->quitting)
+		return 0; /* what comes after a shutdown is not served */
+	return worker_dispatch(w, f);
 }
 
+/* The channel ended: the supervisor is gone, or sent a bad frame. */
 static void
-worker_event_cb(struct bufferevent *bev, short what, void *arg)
+worker_chan_lost(enum proto_chan_end why, void *arg)
 {
-	struct worker *w = arg;
-
-	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+	if (why == PROTO_CHAN_BAD)
+		log_warnx("%s: bad frame from the supervisor", __func__);
+	else
 		log_debug("%s: supervisor gone", __func__);
-		worker_quit(w);
-	}
+	worker_quit(arg);
 }
 
 int
@@ -255,12 +237,9 @@ worker_main(const struct config *conf)
 		fatalx("event_base_new");
 	if ((w.docker = docker_new(w.base, conf->docker_host)) == NULL)
 		fatalx("bad DOCKER_HOST: %s", conf->docker_host);
-	if (evutil_make_socket_nonblocking(WORKER_FD) == -1)
+	if ((w.chan = proto_chan_new(w.base, WORKER_FD, worker_frame,
+	         worker_chan_lost, &w)) == NULL)
 		fatal("fd %d", WORKER_FD);
-	w.bev =
-	    bufferevent_socket_new(w.base, WORKER_FD, BEV_OPT_CLOSE_ON_FREE);
-	bufferevent_setcb(w.bev, worker_read_cb, NULL, worker_event_cb, &w);
-	bufferevent_enable(w.bev, EV_READ | EV_WRITE);
 
 	hello = json_object_new_object();
 	json_object_object_add(hello, "pid", json_object_new_int(getpid()));
@@ -279,7 +258,7 @@ worker_main(const struct config *conf)
 	exec_abort_all(&w);
 	events_stop(&w);
 	acct_stop();
-	bufferevent_free(w.bev);
+	proto_chan_free(w.chan);
 	docker_free(w.docker);
 	event_base_free(w.base);
 	curl_global_cleanup();

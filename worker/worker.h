@@ -10,13 +10,13 @@
 
 struct config;
 struct event_base;
-struct bufferevent;
+struct proto_chan;
 struct docker;
 struct wexec;
 
 struct worker {
 	struct event_base *base;
-	struct bufferevent *bev; /* socketpair to the supervisor */
+	struct proto_chan *chan; /* socketpair to the supervisor */
 	struct docker *docker;
 	char *container; /* full container id */
 	char exec_user[48]; /* "uid:gid" of the sandbox's own user */
