@@ -176,3 +176,22 @@ proto_frame_json(const struct proto_frame *f)
 	json_tokener_free(tok);
 	return obj;
 }
+
+/*
+ * The protocol version a PROTO_HELLO speaks (*version, -1 when it names
+ * none); 0 if it is PROTO_VERSION, -1 if not.
+ */
+int
+proto_hello_version(const struct proto_frame *f, long long *version)
+{
+	json_object *obj, *v;
+
+	*version = -1;
+	if (f->hdr.type == PROTO_HELLO && (obj = proto_frame_json(f)) != NULL) {
+		if (json_object_object_get_ex(obj, "version", &v) &&
+		    json_object_is_type(v, json_type_int))
+			*version = json_object_get_int64(v);
+		json_object_put(obj);
+	}
+	return *version == PROTO_VERSION ? 0 : -1;
+}

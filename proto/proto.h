@@ -135,6 +135,7 @@ int proto_write(
 int proto_write_json(
     struct evbuffer *, uint16_t, uint32_t, uint32_t, json_object *);
 json_object *proto_frame_json(const struct proto_frame *);
+int proto_hello_version(const struct proto_frame *, long long *);
 
 /* chan.c: the channel, the same on both sides. */
 struct event_base;

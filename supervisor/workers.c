@@ -218,19 +218,13 @@ wproc_find_call(struct wproc *wp, uint32_t reqid)
 static const char *
 wproc_hello_check(struct wproc *wp, struct proto_frame *f)
 {
-	json_object *obj, *v;
-	int64_t version = -1;
+	long long version;
 
-	if ((obj = proto_frame_json(f)) != NULL &&
-	    json_object_object_get_ex(obj, "version", &v) &&
-	    json_object_is_type(v, json_type_int))
-		version = json_object_get_int64(v);
-	json_object_put(obj);
-	if (version == PROTO_VERSION)
+	if (proto_hello_version(f, &version) == 0)
 		return NULL;
 	log_warnx("%s: worker %d speaks protocol version %lld, this "
 	          "supervisor %d; dropping it",
-	    __func__, (int)wp->pid, (long long)version, PROTO_VERSION);
+	    __func__, (int)wp->pid, version, PROTO_VERSION);
 	return "the sandbox's worker speaks another protocol version than "
 	       "the server (a mismatched mcp-sandboxd build); the worker was "
 	       "stopped";

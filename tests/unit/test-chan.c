@@ -164,3 +164,32 @@ Test(chan, freed_from_its_own_callback)
 	cr_expect_eq(b.lost, 0);
 	cr_expect_null(b.ch);
 }
+
+/* A hello speaks this build's protocol version, or is refused. */
+static int
+hello(const char *json, long long *version)
+{
+	struct proto_frame f;
+
+	memset(&f, 0, sizeof f);
+	f.hdr.type = PROTO_HELLO;
+	f.hdr.len = (uint32_t)strlen(json);
+	f.data = (unsigned char *)json;
+	return proto_hello_version(&f, version);
+}
+
+Test(hello, version_checked)
+{
+	char ok[64];
+	long long v;
+
+	snprintf(ok, sizeof ok, "{\"pid\":7,\"version\":%d}", PROTO_VERSION);
+	cr_expect_eq(hello(ok, &v), 0);
+	cr_expect_eq(v, PROTO_VERSION);
+	cr_expect_eq(hello("{\"pid\":7,\"version\":999}", &v), -1);
+	cr_expect_eq(v, 999);
+	cr_expect_eq(hello("{\"pid\":7}", &v), -1, "a hello without a version");
+	cr_expect_eq(v, -1);
+	cr_expect_eq(hello("{\"version\":\"1\"}", &v), -1, "a string version");
+	cr_expect_eq(hello("not json", &v), -1);
+}
