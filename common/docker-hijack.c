@@ -55,8 +55,13 @@ docker_hijack_init(struct docker_req *r)
 	r->hj = hj;
 }
 
+/*
+ * Stop watching the stream's socket.  Before curl closes it (removing the
+ * handle does): an event deleted after its descriptor was closed is an
+ * epoll error, and on a descriptor reused meanwhile it would be another's.
+ */
 void
-docker_hijack_free(struct docker_req *r)
+docker_hijack_unwatch(struct docker_req *r)
 {
 	struct docker_hijack *hj = r->hj;
 
@@ -64,6 +69,15 @@ docker_hijack_free(struct docker_req *r)
 		event_free(hj->ev_read);
 	if (hj->ev_write != NULL)
 		event_free(hj->ev_write);
+	hj->ev_read = hj->ev_write = NULL;
+}
+
+void
+docker_hijack_free(struct docker_req *r)
+{
+	struct docker_hijack *hj = r->hj;
+
+	docker_hijack_unwatch(r);
 	evbuffer_free(hj->out);
 	evbuffer_free(hj->head);
 	evbuffer_free(hj->held);
@@ -102,6 +116,7 @@ hijack_finish(struct docker_req *r)
 	json_object_put(resp.json);
 	free(err);
 	TAILQ_REMOVE(&d->running, r, entry);
+	docker_hijack_unwatch(r);
 	curl_multi_remove_handle(d->multi, r->easy);
 	docker_req_free(r);
 }

@@ -57,6 +57,7 @@ struct docker {
 void docker_req_free(struct docker_req *);
 void docker_hijack_init(struct docker_req *);
 void docker_hijack_connected(struct docker_req *);
+void docker_hijack_unwatch(struct docker_req *);
 void docker_hijack_free(struct docker_req *);
 void docker_hijack_pause(struct docker_req *, int);
 

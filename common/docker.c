@@ -531,6 +531,8 @@ docker_req_cancel(struct docker_req *r)
 
 	if (r->started) {
 		TAILQ_REMOVE(&d->running, r, entry);
+		if (r->hj != NULL)
+			docker_hijack_unwatch(r);
 		curl_multi_remove_handle(d->multi, r->easy);
 	} else
 		TAILQ_REMOVE(&d->waiting, r, entry);
