@@ -189,9 +189,13 @@ spin(int turns)
 
 TestSuite(hijack, .init = setup, .fini = teardown);
 
-Test(hijack, cancelled_mid_stream)
+/*
+ * A stream started, its first output in, and input pending, so that both
+ * events of its socket are armed.
+ */
+static struct docker_req *
+stream_running(struct docker *d)
 {
-	struct docker *d = docker_new(base, host);
 	struct docker_req *r;
 
 	cr_assert_not_null(d);
@@ -200,8 +204,15 @@ Test(hijack, cancelled_mid_stream)
 	/* Its first frame, as the engine sends it (8-byte header and 3). */
 	spin_until(&got_data, 11);
 	cr_assert_eq(got_data, 11, "the stream's first output never came");
-	/* Input pending, so that both events of the socket are armed. */
 	docker_req_write(r, "input", 5);
+	return r;
+}
+
+Test(hijack, cancelled_mid_stream)
+{
+	struct docker *d = docker_new(base, host);
+	struct docker_req *r = stream_running(d);
+
 	spin(1);
 	docker_req_cancel(r);
 	spin(2);
@@ -213,14 +224,8 @@ Test(hijack, cancelled_mid_stream)
 Test(hijack, engine_ends_the_stream)
 {
 	struct docker *d = docker_new(base, host);
-	struct docker_req *r;
 
-	cr_assert_not_null(d);
-	r = docker_hijack(d, "/exec/x/start", NULL, on_data, on_done, NULL);
-	cr_assert_not_null(r);
-	spin_until(&got_data, 11);
-	cr_assert_eq(got_data, 11);
-	docker_req_write(r, "input", 5);
+	(void)stream_running(d);
 	cr_assert_not_null(peer);
 	engine_event(peer, BEV_EVENT_EOF, NULL); /* the engine hangs up */
 	spin_until(&done, 1);
