@@ -29,7 +29,14 @@
 #include "fuzz.h"
 #include "http-int.h"
 #include "log.h"
+#include "core.h"
+#include "mcp.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
 #include "supervisor.h"
+#include "tools.h"
+#include "transport.h"
 
 #define FUZZ_ROUNDS                                                            \
 	2000 /* loop turns a connection may take to end,                       \
@@ -37,9 +44,6 @@
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
-
-/* What supervisor/main.c defines; the harness is the main here. */
-struct supervisor sup;
 
 static struct config conf;
 static struct sockaddr_in addr;

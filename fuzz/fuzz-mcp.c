@@ -29,13 +29,17 @@
 #include "config.h"
 #include "fuzz.h"
 #include "log.h"
+#include "core.h"
+#include "mcp.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
 #include "supervisor.h"
+#include "tools.h"
+#include "transport.h"
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
-
-/* What supervisor/main.c defines; the harness is the main here. */
-struct supervisor sup;
 
 static struct config conf;
 static int strict;

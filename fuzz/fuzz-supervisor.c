@@ -1,7 +1,7 @@
 /*
  * What the harnesses of the supervisor's own paths share (fuzz.h): its
- * globals set up without Docker.  Linked only into those harnesses, which
- * define `sup` (supervisor/main.c's, not linked).
+ * globals set up without Docker, and the layers joined as at start.
+ * Linked only into those harnesses.
  */
 #include <stdio.h>
 
@@ -9,7 +9,9 @@
 
 #include "config.h"
 #include "fuzz.h"
+#include "core.h"
 #include "log.h"
+#include "sandbox.h"
 #include "supervisor.h"
 
 void
@@ -24,4 +26,5 @@ fuzz_supervisor(struct config *conf, int argc, char **argv)
 	snprintf(sup.instance, sizeof sup.instance, "%032x", 0);
 	snprintf(sup.boot_id, sizeof sup.boot_id, "fuzz");
 	stats_init();
+	layers_init();
 }

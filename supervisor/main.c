@@ -17,20 +17,25 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "core.h"
 #include "docker.h"
 #include "log.h"
+#include "mcp.h"
 #include "procinfo.h"
 #include "random.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
 #include "spool.h"
 #include "supervisor.h"
+#include "tools.h"
+#include "transport.h"
 #include "version.h"
 #include "worker.h"
 #include "xmalloc.h"
 
 #define SHUTDOWN_DEADLINE 30
 #define REAPER_INTERVAL 300
-
-struct supervisor sup;
 
 static struct event *ev_term, *ev_int, *ev_chld, *ev_deadline, *ev_reaper;
 static int sandboxes_gone;
@@ -191,6 +196,7 @@ main(int argc, char **argv)
 	 * version under this supervisor. */
 	if ((sup.self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)) == -1)
 		fatal("open /proc/self/exe");
+	layers_init();
 	if (conf.print_config != NULL) {
 		rv = print_config(&conf, conf.print_config, exe);
 		config_free(&conf);
@@ -236,7 +242,8 @@ main(int argc, char **argv)
 #endif
 	if (strcmp(conf.transport, "stdio") != 0 && http_start() == -1)
 		fatalx("cannot start the HTTP transport");
-	if (strcmp(conf.transport, "http") != 0 && stdio_start() == -1)
+	if (strcmp(conf.transport, "http") != 0 &&
+	    stdio_start(supervisor_quit) == -1)
 		fatal("stdin and stdout must be pipes or sockets");
 	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
 	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());

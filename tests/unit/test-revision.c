@@ -10,10 +10,15 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "core.h"
+#include "mcp.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
 #include "supervisor.h"
+#include "tools.h"
+#include "transport.h"
 
-/* The library needs the supervisor's globals. */
-struct supervisor sup;
 void
 supervisor_quit(void)
 {

@@ -8,10 +8,15 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
+#include "core.h"
+#include "mcp.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
 #include "supervisor.h"
+#include "tools.h"
+#include "transport.h"
 
-/* The library's tools need the supervisor's globals; none is touched. */
-struct supervisor sup;
 void
 supervisor_quit(void)
 {
@@ -55,6 +60,9 @@ refused(const char *tool, const char *args, const char *want)
 		    "%s %s: \"%s\" does not say \"%s\"", tool, args, why, want);
 	free(why);
 }
+
+/* The server's tools, registered as at start. */
+TestSuite(toolargs, .init = tools_init);
 
 Test(toolargs, names)
 {
@@ -157,13 +165,13 @@ Test(toolargs, every_tool_checks_its_unknown_names)
 	char *why;
 	json_object *a;
 
-	for (i = 0; tools[i] != NULL; i++) {
+	for (i = 0; tool_nth(i) != NULL; i++) {
 		a = json_tokener_parse("{\"no_such_argument\":1}");
-		cr_expect_eq(toolargs_check(tools[i], a, &why), -1, "%s",
-		    tools[i]->name);
+		cr_expect_eq(toolargs_check(tool_nth(i), a, &why), -1, "%s",
+		    tool_nth(i)->name);
 		cr_expect(
 		    why != NULL && strstr(why, "unknown argument") != NULL,
-		    "%s: %s", tools[i]->name, why);
+		    "%s: %s", tool_nth(i)->name, why);
 		free(why);
 		json_object_put(a);
 	}

@@ -5,10 +5,15 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
+#include "core.h"
+#include "mcp.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
 #include "supervisor.h"
+#include "tools.h"
+#include "transport.h"
 
-/* The library's tools need the supervisor's globals; none is touched. */
-struct supervisor sup;
 void
 supervisor_quit(void)
 {
@@ -61,18 +66,22 @@ check_schema(const char *tool, const char *which, const char *text)
 	json_object_put(o);
 }
 
+/* The server's tools, registered as at start. */
+TestSuite(tools, .init = tools_init);
+
 Test(tools, every_schema_is_one_whole_object)
 {
 	size_t i;
 
-	for (i = 0; tools[i] != NULL; i++) {
-		check_schema(
-		    tools[i]->name, "inputSchema", tools[i]->input_schema);
-		check_schema(
-		    tools[i]->name, "outputSchema", tools[i]->output_schema);
-		cr_expect(tools[i]->title != NULL && *tools[i]->title != '\0');
-		cr_expect(tools[i]->description != NULL &&
-		          strlen(tools[i]->description) > 20);
+	for (i = 0; tool_nth(i) != NULL; i++) {
+		check_schema(tool_nth(i)->name, "inputSchema",
+		    tool_nth(i)->input_schema);
+		check_schema(tool_nth(i)->name, "outputSchema",
+		    tool_nth(i)->output_schema);
+		cr_expect(
+		    tool_nth(i)->title != NULL && *tool_nth(i)->title != '\0');
+		cr_expect(tool_nth(i)->description != NULL &&
+		          strlen(tool_nth(i)->description) > 20);
 	}
 	cr_expect_eq(i, 14, "%zu tools", i);
 }
@@ -81,10 +90,10 @@ Test(tools, names_are_unique_and_found)
 {
 	size_t i, j;
 
-	for (i = 0; tools[i] != NULL; i++) {
-		cr_expect_eq(tool_find(tools[i]->name), tools[i]);
-		for (j = i + 1; tools[j] != NULL; j++)
-			cr_expect_str_neq(tools[i]->name, tools[j]->name);
+	for (i = 0; tool_nth(i) != NULL; i++) {
+		cr_expect_eq(tool_find(tool_nth(i)->name), tool_nth(i));
+		for (j = i + 1; tool_nth(j) != NULL; j++)
+			cr_expect_str_neq(tool_nth(i)->name, tool_nth(j)->name);
 	}
 	cr_expect_null(tool_find("no_such_tool"));
 }

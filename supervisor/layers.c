@@ -1,0 +1,26 @@
+/* The supervisor's layers joined: what each lower one calls back. */
+#include "mcp.h"
+#include "resources.h"
+#include "run.h"
+#include "sandbox.h"
+#include "supervisor.h"
+#include "tools.h"
+
+/*
+ * Join the layers: what the MCP layer does when a session or a call ends
+ * (their sandboxes removed, their commands killed), then the methods and
+ * tools of the layers above it.
+ */
+void
+layers_init(void)
+{
+	static const struct mcp_hooks hooks = {
+	    .session_close = sandbox_destroy_owned,
+	    .call_cancel = xrun_cancel_call,
+	    .call_free = xrun_forget_call,
+	};
+
+	mcp_hooks_set(&hooks);
+	tools_init();
+	resources_init();
+}

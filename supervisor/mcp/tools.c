@@ -1,0 +1,217 @@
+/* The tool table, tools/list, and what every tool result looks like. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "core.h"
+#include "log.h"
+#include "mcp.h"
+#include "utf8.h"
+#include "xmalloc.h"
+
+/*
+ * The tools, in tools/list's order: the server's (tools/table.c), then
+ * those of a module that is not part of the server proper (the
+ * conformance fixtures, -Dfixtures=true).
+ */
+#define TOOLS_MAX 64
+static const struct tool *tools[TOOLS_MAX];
+static size_t ntools;
+
+/* Add a tool (not copied; it must outlive the server); -1 when full. */
+int
+tools_register(const struct tool *t)
+{
+	if (ntools == TOOLS_MAX || tool_find(t->name) != NULL) {
+		errno = ntools == TOOLS_MAX ? ENOSPC : EEXIST;
+		return -1;
+	}
+	tools[ntools++] = t;
+	return 0;
+}
+
+/* The i-th tool of tools/list; NULL past the last. */
+const struct tool *
+tool_nth(size_t i)
+{
+	return i < ntools ? tools[i] : NULL;
+}
+
+const struct tool *
+tool_find(const char *name)
+{
+	const struct tool *t;
+	size_t i;
+
+	for (i = 0; (t = tool_nth(i)) != NULL; i++)
+		if (strcmp(t->name, name) == 0)
+			return t;
+	return NULL;
+}
+
+static json_object *
+tool_describe(const struct tool *t)
+{
+	json_object *o, *a;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(t->name));
+	json_object_object_add(o, "title", json_object_new_string(t->title));
+	json_object_object_add(
+	    o, "description", json_object_new_string(t->description));
+	json_object_object_add(
+	    o, "inputSchema", json_tokener_parse(t->input_schema));
+	if (t->output_schema != NULL) /* every tool of the server has one */
+		json_object_object_add(
+		    o, "outputSchema", json_tokener_parse(t->output_schema));
+	a = json_object_new_object();
+	json_object_object_add(a, "title", json_object_new_string(t->title));
+	json_object_object_add(
+	    a, "readOnlyHint", json_object_new_boolean(t->read_only));
+	json_object_object_add(
+	    a, "destructiveHint", json_object_new_boolean(t->destructive));
+	json_object_object_add(
+	    a, "idempotentHint", json_object_new_boolean(t->idempotent));
+	json_object_object_add(
+	    a, "openWorldHint", json_object_new_boolean(t->open_world));
+	json_object_object_add(o, "annotations", a);
+	return o;
+}
+
+/*
+ * One page of tools/list.  The cursor is the decimal index of the first
+ * tool of the page; NULL with *code set for a cursor we did not give.
+ */
+json_object *
+tools_list(const char *cursor, int page, int *code)
+{
+	json_object *r, *list;
+	size_t n, start = 0, i;
+	char *end, next[32];
+	long l;
+
+	for (n = 0; tool_nth(n) != NULL; n++)
+		;
+	if (cursor != NULL) {
+		l = strtol(cursor, &end, 10);
+		if (*cursor == '\0' || *end != '\0' || l <= 0 ||
+		    (size_t)l >= n) {
+			*code = RPC_INVALID_PARAMS;
+			return NULL;
+		}
+		start = (size_t)l;
+	}
+	r = json_object_new_object();
+	list = json_object_new_array();
+	for (i = start; i < n && i < start + (size_t)page; i++)
+		json_object_array_add(list, tool_describe(tool_nth(i)));
+	json_object_object_add(r, "tools", list);
+	if (i < n) {
+		snprintf(next, sizeof next, "%zu", i);
+		json_object_object_add(
+		    r, "nextCursor", json_object_new_string(next));
+	}
+	return r;
+}
+
+/*
+ * A tool result: structured content (owned) and a text rendering of it
+ * for clients that read only text.
+ */
+json_object *
+tool_result(json_object *structured, const char *text, int is_error)
+{
+	json_object *r, *content, *t;
+	const char *s;
+	size_t len;
+	char *clean;
+
+	r = json_object_new_object();
+	content = json_object_new_array();
+	t = json_object_new_object();
+	json_object_object_add(t, "type", json_object_new_string("text"));
+	s = text != NULL
+	        ? text
+	        : json_object_to_json_string_ext(structured,
+	              JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	/* Messages quote what clients sent, cut at a byte count: repair. */
+	clean = utf8_sanitize(s, strlen(s), &len);
+	json_object_object_add(
+	    t, "text", json_object_new_string_len(clean, (int)len));
+	free(clean);
+	json_object_array_add(content, t);
+	json_object_object_add(r, "content", content);
+	if (structured != NULL)
+		json_object_object_add(r, "structuredContent", structured);
+	json_object_object_add(r, "isError", json_object_new_boolean(is_error));
+	return r;
+}
+
+/* Append content items (an array; borrowed) to a tool result. */
+void
+tool_result_add_content(json_object *result, json_object *items)
+{
+	json_object *content;
+	size_t i;
+
+	if (items == NULL ||
+	    !json_object_object_get_ex(result, "content", &content))
+		return;
+	for (i = 0; i < json_object_array_length(items); i++)
+		json_object_array_add(content,
+		    json_object_get(json_object_array_get_idx(items, i)));
+}
+
+/* A failure the model can act on: isError with a message, no structure. */
+json_object *
+tool_error(const char *fmt, ...)
+{
+	char *msg;
+	json_object *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatal("%s", __func__);
+	va_end(ap);
+	r = tool_result(NULL, msg, 1);
+	free(msg);
+	return r;
+}
+
+/* A string argument, or NULL when absent (type checked by arg_type_ok). */
+const char *
+arg_string(struct call *c, const char *key)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(c->args, key, &v) &&
+	    json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+/*
+ * Check an optional argument's type: 1 if absent or of type t (*out set
+ * when present), 0 if present with another type.  Integers pass for
+ * doubles.
+ */
+int
+arg_type_ok(struct call *c, const char *key, json_type t, json_object **out)
+{
+	json_object *v;
+
+	if (out != NULL)
+		*out = NULL;
+	if (!json_object_object_get_ex(c->args, key, &v) || v == NULL)
+		return 1;
+	if (!json_object_is_type(v, t) &&
+	    !(t == json_type_double && json_object_is_type(v, json_type_int)))
+		return 0;
+	if (out != NULL)
+		*out = v;
+	return 1;
+}

@@ -1,0 +1,379 @@
+/*
+ * One command run in a sandbox, for any tool: sent to the sandbox's
+ * worker, its output kept bounded for the result (head and tail), spooled
+ * whole to disk, streamed as progress, and its accounting collected.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "core.h"
+#include "mcp.h"
+#include "output.h"
+#include "proto.h"
+#include "run.h"
+#include "sandbox.h"
+#include "spool.h"
+#include "xmalloc.h"
+
+/*
+ * Standard input longer than this is streamed rather than sent in the
+ * call's frame, where JSON escaping (up to 6 bytes a byte) could take it
+ * past PROTO_MAX_PAYLOAD.
+ */
+#define XRUN_STDIN_INLINE (16 * 1024)
+
+struct xrun {
+	struct call *call;
+	char *command;
+	char *short_id; /* the sandbox's, for resource URIs */
+	struct wproc *worker;
+	uint32_t reqid;
+	struct output out, err;
+	struct spool *spool;
+	void (*done)(struct xrun *, json_object *, void *);
+	void *arg;
+	long credit; /* of standard input the worker can take */
+	int eof_sent;
+	char *stdin_text; /* a large stdin_text, streamed as credit allows */
+	size_t stdin_len, stdin_off;
+	void (*on_credit)(struct xrun *, void *);
+	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
+	LIST_ENTRY(xrun) centry; /* in call->runs, while call is set */
+};
+
+static int
+xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
+{
+	struct xrun *x = arg;
+	int stream = (flags & PROTO_F_STDERR) != 0;
+
+	if (!stream && x->stdout_sink != NULL)
+		return x->stdout_sink(x, p, len, x->arg);
+	output_add(stream ? &x->err : &x->out, p, len);
+	spool_write(x->spool, stream, p, len);
+	if (x->call != NULL)
+		progress_output(x->call, p, len);
+	return 0;
+}
+
+static void
+copy_member(json_object *to, json_object *from, const char *key)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(from, key, &v))
+		json_object_object_add(to, key, json_object_get(v));
+}
+
+static long long
+member_int(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v)
+	                                             : 0;
+}
+
+static void
+stats_exec(json_object *r)
+{
+	stats.execs_run++;
+	if (member_int(r, "exit_code") != 0)
+		stats.execs_failed++;
+	if (member_int(r, "timed_out"))
+		stats.execs_timed_out++;
+	if (member_int(r, "cancelled"))
+		stats.execs_cancelled++;
+	stats.bytes_out +=
+	    member_int(r, "stdout_bytes") + member_int(r, "stderr_bytes");
+	stats_observe(&stats.exec_ms, (double)member_int(r, "duration_ms"));
+}
+
+/* Send what the credit allows of a large stdin_text. */
+static void
+xrun_pump_stdin(struct xrun *x)
+{
+	size_t n;
+
+	while (xrun_credit(x) > 0 && x->stdin_off < x->stdin_len) {
+		n = x->stdin_len - x->stdin_off;
+		if (n > PROTO_DATA_CHUNK)
+			n = PROTO_DATA_CHUNK;
+		if ((long)n > xrun_credit(x))
+			n = (size_t)xrun_credit(x);
+		xrun_write(x, x->stdin_text + x->stdin_off, n,
+		    x->stdin_off + n == x->stdin_len);
+		x->stdin_off += n;
+	}
+}
+
+static void
+xrun_credit_cb(long bytes, void *arg)
+{
+	struct xrun *x = arg;
+
+	x->credit += bytes;
+	if (x->stdin_text != NULL)
+		xrun_pump_stdin(x);
+	else if (x->on_credit != NULL && !x->eof_sent)
+		x->on_credit(x, x->arg);
+}
+
+static void
+xrun_done(json_object *res, void *arg)
+{
+	struct xrun *x = arg;
+	json_object *r, *v;
+	char *uri[2] = {NULL, NULL};
+	static const char *const keys[] = {"duration_ms", "timed_out",
+	    "cancelled", "oom_killed", "truncated", "signal", "stdout_bytes",
+	    "stderr_bytes", "session_lost", "cpu_time_ms", "memory_peak_bytes",
+	    "dropped_stdout_bytes", "dropped_stderr_bytes", "result_cut", NULL};
+	int i;
+
+	r = json_object_new_object();
+	json_object_object_add(
+	    r, "command", json_object_new_string(x->command));
+	v = NULL;
+	json_object_object_get_ex(res, "exit_code", &v);
+	json_object_object_add(r, "exit_code",
+	    json_object_new_int64(v != NULL ? json_object_get_int64(v) : -1));
+	if (x->spool != NULL) {
+		for (i = 0; i < 2; i++)
+			if (output_cut(i ? &x->err : &x->out))
+				xasprintf(&uri[i], "sandbox://%s/exec/%u/%s",
+				    x->short_id, spool_id(x->spool),
+				    i ? "stderr" : "stdout");
+		json_object_object_add(
+		    r, "exec_id", json_object_new_int64(spool_id(x->spool)));
+	}
+	json_object_object_add(r, "stdout", output_json(&x->out, uri[0]));
+	json_object_object_add(r, "stderr", output_json(&x->err, uri[1]));
+	for (i = 0; keys[i] != NULL; i++)
+		copy_member(r, res, keys[i]);
+	for (i = 0; i < 2; i++) {
+		if (uri[i] == NULL)
+			continue;
+		json_object_object_add(r, i ? "stderr_uri" : "stdout_uri",
+		    json_object_new_string(uri[i]));
+		if (!spool_complete(x->spool))
+			json_object_object_add(
+			    r, "spool_incomplete", json_object_new_boolean(1));
+		free(uri[i]);
+	}
+	copy_member(r, res, "error");
+	x->worker = NULL;
+	if (x->call != NULL) {
+		LIST_REMOVE(x, centry);
+		x->call = NULL;
+	}
+	stats_exec(r);
+	x->done(x, r, x->arg);
+	json_object_put(r);
+	output_free(&x->out);
+	output_free(&x->err);
+	spool_close(x->spool);
+	free(x->stdin_text);
+	free(x->command);
+	free(x->short_id);
+	free(x);
+}
+
+/*
+ * Run a command; done(x, result, arg) gets the result object (borrowed)
+ * once it ended, whatever happened.
+ */
+struct xrun *
+xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
+    void (*done)(struct xrun *, json_object *, void *), void *arg)
+{
+	struct xrun *x;
+	json_object *op, *a;
+	size_t i;
+
+	x = xcalloc(1, sizeof *x);
+	x->call = c;
+	x->command = xstrdup(o->command);
+	x->short_id = xstrndup(sb->id, 12);
+	x->done = done;
+	x->arg = arg;
+	x->credit = PROTO_INITIAL_CREDIT;
+	x->on_credit = o->on_credit;
+	x->stdout_sink = o->stdout_sink;
+	output_init(&x->out, (size_t)sup.conf->inline_output);
+	output_init(&x->err, (size_t)sup.conf->inline_output);
+	x->spool = spool_open(sb->spool);
+
+	op = json_object_new_object();
+	if (o->language != NULL) {
+		json_object_object_add(
+		    op, "op", json_object_new_string(PROTO_OP_CODE));
+		json_object_object_add(
+		    op, "language", json_object_new_string(o->language));
+		json_object_object_add(
+		    op, "code", json_object_new_string(o->command));
+		json_object_object_add(
+		    op, "session", json_object_new_boolean(o->session));
+	} else {
+		json_object_object_add(
+		    op, "op", json_object_new_string(PROTO_OP_EXEC));
+		json_object_object_add(
+		    op, "command", json_object_new_string(o->command));
+	}
+	if (o->args != NULL) {
+		a = json_object_new_array();
+		for (i = 0; o->args[i] != NULL; i++)
+			json_object_array_add(
+			    a, json_object_new_string(o->args[i]));
+		json_object_object_add(op, "args", a);
+	}
+	if (o->stdin_text != NULL && !o->stdin_stream &&
+	    strlen(o->stdin_text) > XRUN_STDIN_INLINE) {
+		x->stdin_len = strlen(o->stdin_text);
+		x->stdin_text = xstrdup(o->stdin_text);
+	}
+	if (o->stdin_stream || x->stdin_text != NULL)
+		json_object_object_add(
+		    op, "stdin_stream", json_object_new_boolean(1));
+	if (o->log_as != NULL)
+		json_object_object_add(
+		    op, "log_as", json_object_new_string(o->log_as));
+	/* Output that goes to a sink, or of our own script, is data, not
+	 * text for the log. */
+	if (o->stdout_sink != NULL || o->log_quiet)
+		json_object_object_add(
+		    op, "log_stdout", json_object_new_boolean(0));
+	if (o->probe)
+		json_object_object_add(op, "probe", json_object_new_boolean(1));
+	json_object_object_add(op, "workdir",
+	    json_object_new_string(
+	        o->workdir != NULL ? o->workdir : sb->workdir));
+	if (o->env != NULL)
+		json_object_object_add(op, "env", json_object_get(o->env));
+	if (o->stdin_text != NULL && x->stdin_text == NULL) {
+		json_object_object_add(
+		    op, "stdin", json_object_new_string(o->stdin_text));
+		stats.bytes_in += (long long)strlen(o->stdin_text);
+	}
+	json_object_object_add(op, "timeout_ms",
+	    json_object_new_int64(o->timeout_ms > 1 ? o->timeout_ms : 1));
+	json_object_object_add(
+	    op, "output_cap", json_object_new_int64(o->output_cap));
+	sb->exec_count++;
+	x->worker = sb->worker;
+	if (c != NULL)
+		LIST_INSERT_HEAD(&c->runs, x, centry);
+	x->reqid = wproc_call(sb->worker, op, xrun_data, xrun_done, x);
+	if (o->stdin_stream || x->stdin_text != NULL)
+		wproc_on_credit(x->worker, x->reqid, xrun_credit_cb);
+	json_object_put(op);
+	if (x->stdin_text != NULL)
+		xrun_pump_stdin(x);
+	/* A step that starts after its call was cancelled ends at once. */
+	if (c != NULL && c->cancelled)
+		xrun_cancel(x);
+	return x;
+}
+
+/* Bytes of standard input that may be written now. */
+long
+xrun_credit(struct xrun *x)
+{
+	return x->worker != NULL && !x->eof_sent ? x->credit : 0;
+}
+
+/* Standard input (eof: nothing follows); keep within xrun_credit(). */
+void
+xrun_write(struct xrun *x, const void *p, size_t len, int eof)
+{
+	if (x->worker == NULL || x->eof_sent)
+		return;
+	x->credit -= (long)len;
+	x->eof_sent = eof;
+	stats.bytes_in += (long long)len;
+	wproc_send(x->worker, x->reqid, p, len, eof);
+}
+
+/* The stdout sink took bytes it had held: more may come. */
+void
+xrun_took(struct xrun *x, size_t len)
+{
+	if (x->worker != NULL)
+		wproc_credit(x->worker, x->reqid, len);
+}
+
+/* Kill the command's processes; its result still comes (cancelled). */
+void
+xrun_cancel(struct xrun *x)
+{
+	if (x->worker != NULL)
+		wproc_cancel(x->worker, x->reqid);
+}
+
+/*
+ * The call was cancelled: kill the processes of every command it runs,
+ * whichever tool started them.  Each run's result still comes (with
+ * cancelled: true) and ends its tool's work as any failure would.
+ */
+void
+xrun_cancel_call(struct call *c)
+{
+	struct xrun *x;
+
+	LIST_FOREACH(x, &c->runs, centry)
+	xrun_cancel(x);
+}
+
+/* The call is being freed: its runs (if any remain) no longer have it. */
+void
+xrun_forget_call(struct call *c)
+{
+	struct xrun *x;
+
+	while ((x = LIST_FIRST(&c->runs)) != NULL) {
+		LIST_REMOVE(x, centry);
+		x->call = NULL;
+	}
+}
+
+/* Resource links for the spooled outputs a result cut (into content). */
+void
+xrun_links(json_object *result, json_object *content)
+{
+	static const char *const keys[] = {"stdout_uri", "stderr_uri"};
+	json_object *v, *l;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!json_object_object_get_ex(result, keys[i], &v))
+			continue;
+		l = json_object_new_object();
+		json_object_object_add(
+		    l, "type", json_object_new_string("resource_link"));
+		json_object_object_add(l, "uri", json_object_get(v));
+		json_object_object_add(l, "name",
+		    json_object_new_string(i ? "full stderr" : "full stdout"));
+		json_object_object_add(
+		    l, "mimeType", json_object_new_string("text/plain"));
+		json_object_array_add(content, l);
+	}
+}
+
+/*
+ * Why a run failed, for a message: the exec's own error (the engine, the
+ * worker), else what it wrote on stderr, else fallback.
+ */
+const char *
+xrun_failure(json_object *r, const char *fallback)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(r, "error", &v))
+		return json_object_get_string(v);
+	if (json_object_object_get_ex(r, "stderr", &v) &&
+	    json_object_get_string_len(v) > 0)
+		return json_object_get_string(v);
+	return fallback;
+}

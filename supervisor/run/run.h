@@ -1,0 +1,104 @@
+/*
+ * The run layer: commands and code in a sandbox (execrun.c, coderun.c),
+ * files up into it (transfer.c), what its helper scripts print (sbout.c)
+ * and dependency detection (deps.c).  Above the sandbox layer.
+ */
+#ifndef RUN_H
+#define RUN_H
+
+#include <sys/queue.h>
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+struct call;
+struct evbuffer;
+struct sandbox;
+
+/* execrun.c */
+struct xrun;
+struct xrun_opts {
+	const char *command; /* or the code, with language */
+	/* The activity log's line for a command of our own (a tool's helper
+	 * script): what the client asked for.  log_quiet: its standard
+	 * output is data (a listing, a file), logged by size only. */
+	const char *log_as;
+	int log_quiet;
+	const char *language; /* run in the language's session */
+	int session; /* ... that persists (else one call) */
+	const char *const *args; /* $1... of the command, NULL-terminated */
+	const char *workdir; /* NULL: the sandbox's */
+	json_object *env;
+	const char *stdin_text;
+	long long timeout_ms;
+	long long output_cap; /* 0: none */
+	/* Standard input streamed with xrun_write() as credit allows. */
+	int stdin_stream;
+	void (*on_credit)(struct xrun *, void *);
+	/* Standard output to this sink instead of the result (return 1 to
+	 * give its credit back later with xrun_took()). */
+	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
+	/* A read-only probe: runs as a user sandbox code cannot signal or
+	 * write into the output of (worker.h, PROBE_USER). */
+	int probe;
+};
+struct xrun *xrun_start(struct call *, struct sandbox *,
+    const struct xrun_opts *, void (*)(struct xrun *, json_object *, void *),
+    void *);
+void xrun_cancel(struct xrun *);
+void xrun_cancel_call(struct call *);
+void xrun_forget_call(struct call *);
+long xrun_credit(struct xrun *);
+void xrun_write(struct xrun *, const void *, size_t, int);
+void xrun_took(struct xrun *, size_t);
+void xrun_links(json_object *, json_object *);
+/* The output schema's members for what a run used (execrun.c's keys). */
+#define XRUN_USAGE_SCHEMA                                                      \
+	"\"cpu_time_ms\":{\"type\":\"number\",\"description\":\"CPU "          \
+	"time of the whole sandbox while it ran; absent where the server "     \
+	"cannot read the sandbox's cgroup\"},"                                 \
+	"\"memory_peak_bytes\":{\"type\":\"integer\",\"description\":"         \
+	"\"the sandbox's peak memory while it ran (page cache included); "     \
+	"absent where not known\"},"
+const char *xrun_failure(json_object *, const char *);
+
+/* transfer.c */
+struct upload;
+struct tar_out;
+/* engine/scripts/upload-file.sh, embedded: one file in. */
+extern const char upload_file_sh[];
+#define UPLOAD_TMP_NAME 32
+void upload_tmp_name(char[UPLOAD_TMP_NAME]);
+void upload_file_cleanup(const char *, const char *, const char *);
+struct upload *upload_start(struct call *, struct sandbox *, struct tar_out *,
+    const char *, const char *, int,
+    void (*)(struct upload *, const char *, void *), void *);
+struct upload *upload_host(struct call *, struct sandbox *, const char *,
+    const char *, const char *const *, int,
+    void (*)(struct upload *, const char *, void *), void *, char **, char *,
+    size_t);
+struct tar_out *upload_tar(struct upload *);
+void upload_cancel(struct upload *);
+void upload_free(struct upload *);
+
+/* A relative path of names, none of them "." or ".." or empty. */
+int valid_relative(const char *);
+/* A sandbox path (absolute, or relative to its workdir): its directory,
+ * and its last name in *name; NULL if it has no valid last name. */
+char *sandbox_path_split(const struct sandbox *, const char *, char **);
+
+/* coderun.c */
+struct coderun;
+void coderun_start(struct call *, struct sandbox *, const char *, const char *,
+    int, json_object *, long long, void (*)(json_object *, void *), void *,
+    struct coderun **);
+void coderun_cancel(struct coderun *);
+const char *code_manager(const char *);
+const char *code_installer(const char *);
+const char *code_image(const char *);
+const char *code_image_flag(const char *, const char **);
+int code_language_valid(const char *);
+int code_package_valid(const char *, const char *);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * Ownership labels and the reaper: every container names the instance,
+ * pid, boot and process start time of the supervisor that made it, so a
+ * later instance can tell a dead owner from a live one and remove what a
+ * dead one left behind.  Containers without our labels are never touched.
+ */
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "docker.h"
+#include "log.h"
+#include "mcp.h"
+#include "procinfo.h"
+#include "sandbox.h"
+#include "spool.h"
+#include "xmalloc.h"
+
+/* Expired sandboxes of unknown owners (another host) go after this. */
+#define REAPER_FOREIGN_GRACE 3600
+/* Our own containers missing from the registry go after this. */
+#define REAPER_OWN_GRACE 60
+
+/*
+ * Removals under way, each the argument of its engine call: kept here so
+ * that those still in flight at exit (docker_free() cancels them without
+ * their callbacks) are freed by reaper_free().
+ */
+struct reaping {
+	TAILQ_ENTRY(reaping) entry;
+	char id[]; /* the container's */
+};
+static TAILQ_HEAD(, reaping) reapings = TAILQ_HEAD_INITIALIZER(reapings);
+
+void
+reaper_labels(json_object *labels, time_t expires)
+{
+	char buf[32];
+
+	json_object_object_add(
+	    labels, INSTANCE_LABEL, json_object_new_string(sup.instance));
+	snprintf(buf, sizeof buf, "%d", (int)getpid());
+	json_object_object_add(labels, PID_LABEL, json_object_new_string(buf));
+	json_object_object_add(
+	    labels, BOOT_LABEL, json_object_new_string(sup.boot_id));
+	snprintf(buf, sizeof buf, "%llu", sup.start_ticks);
+	json_object_object_add(
+	    labels, START_LABEL, json_object_new_string(buf));
+	snprintf(buf, sizeof buf, "%lld", (long long)expires);
+	json_object_object_add(
+	    labels, EXPIRES_LABEL, json_object_new_string(buf));
+}
+
+static const char *
+label(json_object *labels, const char *key)
+{
+	json_object *v;
+
+	if (labels != NULL && json_object_object_get_ex(labels, key, &v))
+		return json_object_get_string(v);
+	return "";
+}
+
+/*
+ * Is the owner (boot id, pid, process start time) a live supervisor?  1
+ * yes, 0 no, -1 cannot tell (another machine or boot).
+ */
+int
+owner_alive(const char *boot, const char *pid, const char *start)
+{
+	unsigned long long ticks;
+	long p;
+	char *end;
+
+	if (strcmp(boot, sup.boot_id) != 0)
+		return -1;
+	p = strtol(pid, &end, 10);
+	if (*pid == '\0' || *end != '\0' || p <= 0)
+		return 0;
+	if (kill((pid_t)p, 0) == -1 && errno == ESRCH)
+		return 0;
+	if (proc_start_ticks((pid_t)p, &ticks) == -1)
+		return 0;
+	return strtoull(start, NULL, 10) == ticks;
+}
+
+/* Is the owner of these labels a live supervisor on this machine? */
+static int
+reaper_owner_alive(json_object *labels)
+{
+	return owner_alive(label(labels, BOOT_LABEL), label(labels, PID_LABEL),
+	    label(labels, START_LABEL));
+}
+
+static void
+reaper_removed_cb(const struct docker_resp *resp, void *arg)
+{
+	struct reaping *r = arg;
+
+	if (resp->error != NULL && resp->status != 404)
+		log_warnx("reaper: remove %.12s: %s", r->id, resp->error);
+	else
+		log_info("reaper: removed orphan sandbox %.12s", r->id);
+	TAILQ_REMOVE(&reapings, r, entry);
+	free(r);
+}
+
+/* At exit, after docker_free(): the removals that never answered. */
+void
+reaper_free(void)
+{
+	struct reaping *r;
+
+	while ((r = TAILQ_FIRST(&reapings)) != NULL) {
+		TAILQ_REMOVE(&reapings, r, entry);
+		free(r);
+	}
+}
+
+static void
+reaper_list_cb(const struct docker_resp *resp, void *arg)
+{
+	struct reaping *r;
+	json_object *c, *id, *labels, *v;
+	const char *inst;
+	long long expires;
+	size_t i, n;
+	int alive;
+	char *path;
+
+	(void)arg;
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_is_type(resp->json, json_type_array)) {
+		log_warnx("reaper: cannot list containers: %s",
+		    resp->error ? resp->error : "bad answer");
+		return;
+	}
+	n = json_object_array_length(resp->json);
+	for (i = 0; i < n; i++) {
+		c = json_object_array_get_idx(resp->json, i);
+		if (!json_object_object_get_ex(c, "Id", &id) ||
+		    !json_object_object_get_ex(c, "Labels", &labels))
+			continue;
+		inst = label(labels, INSTANCE_LABEL);
+		if (*inst == '\0')
+			continue;
+		if (strcmp(inst, sup.instance) == 0) {
+			/*
+			 * Ours but not in the registry: its removal failed
+			 * (the engine was away).  A young one may be a
+			 * creation whose answer is still on its way.
+			 */
+			if (sandbox_find(NULL, json_object_get_string(id)) !=
+			        NULL ||
+			    !json_object_object_get_ex(c, "Created", &v) ||
+			    json_object_get_int64(v) + REAPER_OWN_GRACE >
+			        (long long)time(NULL))
+				continue;
+		} else {
+			alive = reaper_owner_alive(labels);
+			expires =
+			    strtoll(label(labels, EXPIRES_LABEL), NULL, 10);
+			if (alive == 1 ||
+			    (alive == -1 && expires + REAPER_FOREIGN_GRACE >
+			                        (long long)time(NULL)))
+				continue;
+		}
+		r = xmalloc(sizeof *r + strlen(json_object_get_string(id)) + 1);
+		strcpy(r->id, json_object_get_string(id));
+		TAILQ_INSERT_TAIL(&reapings, r, entry);
+		xasprintf(&path, "/containers/%s?v=1&force=1", r->id);
+		docker_call(
+		    sup.docker, "DELETE", path, NULL, reaper_removed_cb, r);
+		free(path);
+	}
+}
+
+/* Find containers of dead instances by label and remove them. */
+void
+reaper_run(void)
+{
+	char *esc, *path;
+
+	esc = docker_escape("{\"label\":[\"" INSTANCE_LABEL "\"]}");
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	docker_call(sup.docker, "GET", path, NULL, reaper_list_cb, NULL);
+	free(path);
+	free(esc);
+	spool_reap();
+}
+
+struct sweep {
+	int pending;
+	void (*done)(void);
+};
+
+static void
+sweep_one_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sweep *sw = arg;
+
+	if (resp->error != NULL && resp->status != 404)
+		log_warnx("shutdown: remove: %s", resp->error);
+	if (--sw->pending == 0) {
+		sw->done();
+		free(sw);
+	}
+}
+
+static void
+sweep_list_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sweep *sw = arg;
+	json_object *c, *id;
+	size_t i, n;
+	char *path;
+
+	if (resp->error == NULL && resp->json != NULL &&
+	    json_object_is_type(resp->json, json_type_array)) {
+		n = json_object_array_length(resp->json);
+		for (i = 0; i < n; i++) {
+			c = json_object_array_get_idx(resp->json, i);
+			if (!json_object_object_get_ex(c, "Id", &id))
+				continue;
+			log_info("shutdown: removing %.12s, left from a failed "
+			         "removal",
+			    json_object_get_string(id));
+			sw->pending++;
+			xasprintf(&path, "/containers/%s?v=1&force=1",
+			    json_object_get_string(id));
+			docker_call(
+			    sup.docker, "DELETE", path, NULL, sweep_one_cb, sw);
+			free(path);
+		}
+	}
+	sweep_one_cb(&(struct docker_resp){.status = 204}, sw);
+}
+
+/*
+ * At exit, after the registry's sandboxes: every container still labelled
+ * with this instance (one whose removal failed while the engine was away)
+ * goes too; done() then.
+ */
+void
+reaper_sweep_own(void (*done)(void))
+{
+	struct sweep *sw;
+	char *filter, *esc, *path;
+
+	sw = xcalloc(1, sizeof *sw);
+	sw->pending = 1;
+	sw->done = done;
+	xasprintf(
+	    &filter, "{\"label\":[\"" INSTANCE_LABEL "=%s\"]}", sup.instance);
+	esc = docker_escape(filter);
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	docker_call(sup.docker, "GET", path, NULL, sweep_list_cb, sw);
+	free(path);
+	free(esc);
+	free(filter);
+}

@@ -1,0 +1,1448 @@
+/*
+ * The sandbox registry and container lifecycle: create (pulling a missing
+ * image), start, hand to a new worker; stop and remove with volumes.
+ *
+ * Lifetime of a sandbox (the rule of supervisor.h, "Lifetimes"): the
+ * registry holds one reference, its creation one while it runs, a worker
+ * that has not said hello yet one.  sandbox_destroy() is the one end of
+ * life, whatever caused it (sandbox_stop, the session's end, expiry, a
+ * crash, shutdown, even while the sandbox is still starting): it marks the
+ * sandbox dead, takes it out of the registry, tells its worker to finish,
+ * starts the container's removal (or, while the container id is not known
+ * yet, leaves that to the creation, which sees the dead flag at each of
+ * its steps) and drops the registry's reference.  The memory goes with
+ * the last reference, from the event loop (defer_free()), never under a
+ * callback that may still name the sandbox.
+ */
+#include <sys/random.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "config.h"
+#include "core.h"
+#include "docker.h"
+#include "log.h"
+#include "mcp.h"
+#include "sandbox.h"
+#include "spool.h"
+#include "xmalloc.h"
+
+#define SANDBOX_KEEPALIVE_USER "65533:65533"
+#define SANDBOX_STOP_GRACE 10
+/*
+ * The keep-alive ends this long after the sandbox's lifetime, so that a
+ * container outlives no dead supervisor by more; a live one removes it
+ * at its lifetime first.
+ */
+#define SANDBOX_KEEPALIVE_GRACE 5
+#define SANDBOX_MAX_VOLUMES 32 /* VOLUMEs of an image made into tmpfs */
+
+extern const char seccomp_profile[]; /* supervisor/seccomp.json */
+
+struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
+void (*sandbox_logs_updated)(struct sandbox *);
+
+static struct sandbox *sandbox_adopt(struct session *, const char *);
+
+/*
+ * A session's sandbox by full id, unique id prefix (12 or more) or name
+ * (sess NULL: any session's, by full id only).
+ */
+struct sandbox *
+sandbox_find(struct session *sess, const char *key)
+{
+	struct sandbox *sb, *found = NULL;
+	size_t len = strlen(key);
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->id != NULL && strcmp(sb->id, key) == 0 &&
+		    (sess == NULL || sb->owner == sess))
+			return sb;
+		if (sess != NULL && sb->owner == sess &&
+		    strcmp(sb->name, key) == 0)
+			return sb;
+	}
+	if (len < 12 || sess == NULL)
+		return NULL;
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->owner == sess && sb->id != NULL &&
+		    strncmp(sb->id, key, len) == 0) {
+			if (found != NULL)
+				return NULL;
+			found = sb;
+		}
+	}
+	return found;
+}
+
+/*
+ * The sandbox a call names in argument key, ready for use; otherwise the
+ * call is answered with an error and NULL is returned.
+ */
+struct sandbox *
+sandbox_lookup(struct call *c, const char *key)
+{
+	struct sandbox *sb;
+	const char *id;
+
+	if (!arg_type_ok(c, key, json_type_string, NULL) ||
+	    (id = arg_string(c, key)) == NULL || *id == '\0') {
+		call_reply(c,
+		    tool_error(
+		        "%s is required: the container_id "
+		        "returned by sandbox_initialize (or the sandbox's name)",
+		        key));
+		return NULL;
+	}
+	if ((sb = sandbox_find(c->sess, id)) == NULL &&
+	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
+		call_reply(c,
+		    tool_error(
+		        "no sandbox \"%.80s\": it may have "
+		        "been stopped or expired; create one with "
+		        "sandbox_initialize, or list them with get_sandbox_status",
+		        id));
+		return NULL;
+	}
+	if (sb->state != SB_READY) {
+		/* A sandbox still starting has a name but no id yet. */
+		call_reply(c, tool_error("sandbox %.63s is %s; try again "
+		                         "later",
+		                  sb->id != NULL ? sb->id : sb->name,
+		                  sb->state == SB_STARTING ? "still starting"
+		                                           : "being removed"));
+		return NULL;
+	}
+	if (sb->worker == NULL) {
+		call_reply(
+		    c, tool_error("sandbox %.12s is getting a new worker "
+		                  "after a crash; try again in a moment",
+		           sb->id));
+		return NULL;
+	}
+	sandbox_touch(sb);
+	return sb;
+}
+
+/*
+ * A detached sandbox whose session ended (owner NULL), named by its full
+ * container id: the session that names it takes it over.
+ */
+static struct sandbox *
+sandbox_adopt(struct session *sess, const char *id)
+{
+	struct sandbox *sb;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->owner == NULL && sb->id != NULL &&
+		    strcmp(sb->id, id) == 0) {
+			sb->owner = sess;
+			log_info(
+			    "sandbox %.12s (detached) adopted by session %u",
+			    sb->id, sess->id);
+			return sb;
+		}
+	}
+	return NULL;
+}
+
+int
+sandbox_count(void)
+{
+	struct sandbox *sb;
+	int n = 0;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	n++;
+	return n;
+}
+
+/* A reference for a party that may be called back with the sandbox. */
+struct sandbox *
+sandbox_ref(struct sandbox *sb)
+{
+	sb->refs++;
+	return sb;
+}
+
+static void
+sandbox_free(void *arg)
+{
+	struct sandbox *sb = arg;
+
+	free(sb->id);
+	free(sb->name);
+	free(sb->image);
+	free(sb->workdir);
+	free(sb);
+}
+
+/* Drop a reference; the last one frees the sandbox from the event loop. */
+void
+sandbox_unref(struct sandbox *sb)
+{
+	if (--sb->refs > 0)
+		return;
+	if (!sb->dead)
+		fatalx("%s: a live sandbox lost its last reference", __func__);
+	defer_free(sandbox_free, sb);
+}
+
+/* Out of the registry: nothing finds it, nothing of it runs on. */
+static void
+sandbox_unregister(struct sandbox *sb)
+{
+	TAILQ_REMOVE(&sandboxes, sb, entry);
+	/* Its logs resource leaves the owner's resources/list (if it was
+	 * ever there: it was ready once, so it has a spool). */
+	if (sb->spool != NULL)
+		mcp_notify(sb->owner, "notifications/resources/list_changed");
+	if (sb->worker != NULL)
+		wproc_shutdown(sb->worker);
+	if (sb->expiry != NULL)
+		event_free(sb->expiry);
+	sb->expiry = NULL;
+	spool_dir_free(sb->spool);
+	sb->spool = NULL;
+	if (sb->respawn != NULL)
+		event_free(sb->respawn);
+	sb->respawn = NULL;
+	json_object_put(sb->respawn_tokens);
+	sb->respawn_tokens = NULL;
+}
+
+/* --- removal --- */
+
+struct sdestroy {
+	struct sandbox *sb;
+	char *id;
+	void (*done)(void *, const char *);
+	void *arg;
+};
+
+static int destroys_in_flight;
+static void destroy_all_check(void);
+static void screate_abort_queued(void);
+
+/* A removal is over (the container is gone, or never was). */
+static void
+sdestroy_done(struct sdestroy *d, const char *err)
+{
+	destroys_in_flight--;
+	if (d->done != NULL)
+		d->done(d->arg, err);
+	free(d->id);
+	free(d);
+	destroy_all_check();
+}
+
+static void
+sandbox_removed_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sdestroy *d = arg;
+	char *err = NULL;
+
+	if (resp->error != NULL && resp->status != 404) {
+		err = sanitize_docker_error(resp->error);
+		log_warnx("remove %.12s: %s", d->id, resp->error);
+	} else {
+		log_info("sandbox %.12s removed", d->id);
+		stats.sandboxes_removed++;
+	}
+	sdestroy_done(d, err);
+	free(err);
+}
+
+static void
+sandbox_stopped_cb(const struct docker_resp *resp, void *arg)
+{
+	struct sdestroy *d = arg;
+	char *path;
+
+	if (resp->error != NULL && resp->status != 304 && resp->status != 404)
+		log_warnx("stop %.12s: %s", d->id, resp->error);
+	xasprintf(&path, "/containers/%s?v=1&force=1", d->id);
+	docker_call(sup.docker, "DELETE", path, NULL, sandbox_removed_cb, d);
+	free(path);
+}
+
+/* Stop (grace, then kill; none at exit) and remove the container. */
+static void
+sandbox_remove_container(struct sdestroy *d)
+{
+	char *path;
+
+	if (sup.shutting_down) {
+		/* No grace at exit: remove at once. */
+		sandbox_stopped_cb(&(struct docker_resp){.status = 204}, d);
+		return;
+	}
+	xasprintf(&path, "/containers/%s/stop?t=%d", d->id, SANDBOX_STOP_GRACE);
+	docker_call(sup.docker, "POST", path, NULL, sandbox_stopped_cb, d);
+	free(path);
+}
+
+/*
+ * The end of a sandbox's life, whatever its state: it leaves the
+ * registry at once; its container is stopped (grace, then kill) and
+ * removed with its volumes, then done(arg, error).  A sandbox still being
+ * created is removed as soon as its creation knows the container (the
+ * call that creates it fails).  Never calls done() before returning,
+ * except for a sandbox that is already dead (done(arg, NULL) at once).
+ */
+void
+sandbox_destroy(
+    struct sandbox *sb, void (*done)(void *, const char *), void *arg)
+{
+	struct sdestroy *d;
+
+	if (sb->dead) {
+		if (done != NULL)
+			done(arg, NULL);
+		return;
+	}
+	sb->dead = 1;
+	sb->state = SB_STOPPING;
+	sandbox_unregister(sb);
+	d = xcalloc(1, sizeof *d);
+	destroys_in_flight++;
+	d->done = done;
+	d->arg = arg;
+	if (sb->id != NULL) {
+		d->id = xstrdup(sb->id);
+		sandbox_remove_container(d);
+	} else
+		sb->removal = d; /* the creation finishes it */
+	sandbox_unref(sb);
+}
+
+struct sowned {
+	int pending;
+	void (*done)(void *);
+	void *arg;
+};
+
+static int destroy_pending;
+static void (*destroy_all_done)(void);
+
+/* Shutting down: done once no sandbox is left, starting or going. */
+static void
+destroy_all_check(void)
+{
+	void (*done)(void) = destroy_all_done;
+
+	if (done != NULL && destroy_pending == 0 && destroys_in_flight == 0 &&
+	    TAILQ_EMPTY(&sandboxes)) {
+		destroy_all_done = NULL;
+		done();
+	}
+}
+
+static void
+sandbox_destroy_all_cb(void *arg, const char *err)
+{
+	(void)arg;
+	(void)err;
+	--destroy_pending;
+	destroy_all_check();
+}
+
+static void
+sandbox_owned_cb(void *arg, const char *err)
+{
+	struct sowned *o = arg;
+
+	(void)err;
+	if (--o->pending > 0)
+		return;
+	o->done(o->arg);
+	free(o);
+}
+
+/* Remove every sandbox of a session; done(arg) once all are gone. */
+void
+sandbox_destroy_owned(struct session *sess, void (*done)(void *), void *arg)
+{
+	struct sandbox *sb, *next;
+	struct sowned *o;
+
+	o = xcalloc(1, sizeof *o);
+	o->done = done;
+	o->arg = arg;
+	o->pending = 1;
+	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
+		next = TAILQ_NEXT(sb, entry);
+		/* (The registry holds no dead one; said for the analyzer.) */
+		if (sb->owner != sess || sb->dead)
+			continue;
+		if (sb->detach && sb->state == SB_READY) {
+			/* It outlives the session, up to its lifetime. */
+			sb->owner = NULL;
+			log_info("sandbox %.12s (detached) outlives its "
+			         "session",
+			    sb->id);
+			continue;
+		}
+		o->pending++;
+		sandbox_destroy(sb, sandbox_owned_cb, o);
+	}
+	sandbox_owned_cb(o, NULL);
+}
+
+/* Remove every sandbox; done() once all are gone. */
+void
+sandbox_destroy_all(void (*done)(void))
+{
+	struct sandbox *sb, *next;
+
+	destroy_all_done = done;
+	destroy_pending = 1;
+	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
+		next = TAILQ_NEXT(sb, entry);
+		destroy_pending++;
+		sandbox_destroy(sb, sandbox_destroy_all_cb, NULL);
+	}
+	screate_abort_queued();
+	sandbox_destroy_all_cb(NULL, NULL);
+}
+
+/* The container died behind our back: say so, and clean up after it. */
+void
+sandbox_gone(struct sandbox *sb, const char *why)
+{
+	if (sb->state != SB_READY)
+		return;
+	log_warnx("sandbox %.12s: %s", sb->id, why);
+	if (sb->owner != NULL)
+		mcp_log(sb->owner, 3, "sandbox %s is gone: %s", sb->name, why);
+	stats.sandboxes_failed++;
+	sandbox_destroy(sb, NULL, NULL);
+}
+
+/* When the sandbox goes: its lifetime's end or its idle limit's. */
+time_t
+sandbox_deadline(const struct sandbox *sb, int *idle)
+{
+	time_t d = sb->expires;
+
+	*idle = 0;
+	if (sup.conf->idle_ttl > 0 && sb->last_used + sup.conf->idle_ttl < d) {
+		d = sb->last_used + sup.conf->idle_ttl;
+		*idle = 1;
+	}
+	return d;
+}
+
+static void
+sandbox_expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+	struct timeval tv = {0, 0};
+	time_t now = time(NULL), d;
+	int idle;
+
+	(void)fd;
+	(void)what;
+	if ((d = sandbox_deadline(sb, &idle)) > now) {
+		tv.tv_sec = d - now;
+		evtimer_add(sb->expiry, &tv);
+		return;
+	}
+	log_info("sandbox %.12s %s; removing it", sb->id,
+	    idle ? "was idle too long" : "reached its lifetime");
+	if (sb->owner != NULL)
+		mcp_log(sb->owner, 5, "sandbox %s %s and was removed", sb->name,
+		    idle ? "was idle for its idle limit"
+		         : "reached its lifetime");
+	sandbox_destroy(sb, NULL, NULL);
+}
+
+/* A call uses the sandbox: its idle limit starts again. */
+void
+sandbox_touch(struct sandbox *sb)
+{
+	sb->last_used = time(NULL);
+}
+
+/* --- creation --- */
+
+struct screate {
+	struct call *call;
+	struct sandbox *sb;
+	json_object *config;
+	char *path; /* /containers/create?name=... */
+	int pulled;
+	char pull_tail[2048]; /* the end of the pull's answer */
+	int pending; /* of the container start and the worker */
+	int queued, admitted;
+	/* Instead of answering the call: the caller's continuation. */
+	void (*cb)(struct call *, struct sandbox *, const char *, void *);
+	void *cbarg;
+	TAILQ_ENTRY(screate) qentry;
+	long long t0_ns; /* clock_ns() at the start */
+	char *error;
+	size_t pull_len;
+	/* Until admitted: the image's inspection or pull in flight. */
+	struct docker_req *req;
+	struct event *pull_timer;
+	int preparing;
+	TAILQ_ENTRY(screate) pentry;
+};
+
+/* Creations still making sure of their image (no start slot yet). */
+static TAILQ_HEAD(, screate) preparing = TAILQ_HEAD_INITIALIZER(preparing);
+
+static void screate_leave(struct screate *);
+
+static void
+screate_unprepare(struct screate *s)
+{
+	if (s->req != NULL) {
+		docker_req_cancel(s->req);
+		s->req = NULL;
+	}
+	if (s->pull_timer != NULL) {
+		event_free(s->pull_timer);
+		s->pull_timer = NULL;
+	}
+	if (s->preparing) {
+		TAILQ_REMOVE(&preparing, s, pentry);
+		s->preparing = 0;
+	}
+}
+
+static void
+screate_free(struct screate *s)
+{
+	screate_unprepare(s);
+	screate_leave(s);
+	if (s->sb->create == s)
+		s->sb->create = NULL;
+	sandbox_unref(s->sb);
+	json_object_put(s->config);
+	free(s->path);
+	free(s->error);
+	free(s);
+}
+
+/*
+ * The creation failed (or its sandbox was destroyed meanwhile): the call
+ * learns why, and whatever was made of the sandbox goes.
+ */
+static void
+screate_fail(struct screate *s, const char *fmt, const char *detail)
+{
+	struct sandbox *sb = s->sb;
+	struct sdestroy *d;
+	char *msg = sanitize_docker_error(detail);
+
+	stats.sandboxes_failed++;
+	log_warnx("sandbox for image %s failed: %s", s->sb->image, msg);
+	if (s->cb != NULL) {
+		char *full;
+
+		xasprintf(&full, fmt, sb->image, msg);
+		s->cb(s->call, NULL, full, s->cbarg);
+		free(full);
+	} else
+		call_reply(s->call, tool_error(fmt, sb->image, msg));
+	free(msg);
+	sandbox_destroy(sb, NULL, NULL);
+	if ((d = sb->removal) != NULL) {
+		/* Destroyed before its container was known: now it is. */
+		sb->removal = NULL;
+		if (sb->id != NULL) {
+			d->id = xstrdup(sb->id);
+			sandbox_remove_container(d);
+		} else
+			sdestroy_done(d, NULL);
+	}
+	screate_free(s);
+	destroy_all_check();
+}
+
+/* Why a creation must stop here, or NULL. */
+static const char *
+screate_stopped(struct screate *s)
+{
+	if (sup.shutting_down)
+		return "the server is shutting down";
+	if (s->sb->dead)
+		return "the sandbox was removed while it started (sandbox_stop, "
+		       "or its session ended)";
+	if (s->call->cancelled)
+		return "cancelled";
+	return NULL;
+}
+
+json_object *
+sandbox_limits_json(const struct sandbox *sb)
+{
+	json_object *l;
+	const struct config *c = sup.conf;
+
+	l = json_object_new_object();
+	json_object_object_add(
+	    l, "memory_mb", json_object_new_int64(sb->lim.memory_mb));
+	json_object_object_add(l, "cpus", json_object_new_double(sb->lim.cpus));
+	json_object_object_add(l, "pids", json_object_new_int64(sb->lim.pids));
+	json_object_object_add(
+	    l, "workdir_mb", json_object_new_int64(c->workdir_mb));
+	json_object_object_add(l, "tmp_mb", json_object_new_int64(c->tmp_mb));
+	json_object_object_add(l, "nofile", json_object_new_int64(c->nofile));
+	json_object_object_add(
+	    l, "fsize_mb", json_object_new_int64(c->fsize_mb));
+	return l;
+}
+
+/* The container started and its worker said hello (both, any order). */
+static void
+screate_ready(struct screate *s)
+{
+	struct sandbox *sb = s->sb;
+	json_object *r;
+	char *text, when[32];
+	struct tm tm;
+	struct timeval tv;
+	int idle;
+
+	if (--s->pending > 0)
+		return;
+	sb->create = NULL;
+	if (s->error == NULL && screate_stopped(s) != NULL)
+		s->error = xstrdup(screate_stopped(s));
+	if (s->error != NULL) {
+		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
+		    s->error);
+		return;
+	}
+	sb->state = SB_READY;
+	/* Its logs resource joins the owner's resources/list. */
+	mcp_notify(sb->owner, "notifications/resources/list_changed");
+	stats.sandboxes_created++;
+	stats_observe(&stats.create_ms, (double)(clock_ns() - s->t0_ns) / 1e6);
+	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
+	sandbox_touch(sb);
+	tv.tv_sec = sandbox_deadline(sb, &idle) - time(NULL);
+	tv.tv_usec = 0;
+	if (tv.tv_sec < 1)
+		tv.tv_sec = 1;
+	sb->expiry = evtimer_new(sup.base, sandbox_expire_cb, sb);
+	evtimer_add(sb->expiry, &tv);
+	gmtime_r(&sb->expires, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	log_info(
+	    "sandbox %.12s (%s) ready, image %s", sb->id, sb->name, sb->image);
+
+	r = json_object_new_object();
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(r, "name", json_object_new_string(sb->name));
+	json_object_object_add(r, "image", json_object_new_string(sb->image));
+	json_object_object_add(
+	    r, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(r, "limits", sandbox_limits_json(sb));
+	json_object_object_add(r, "expires_at", json_object_new_string(when));
+	xasprintf(&text,
+	    "Sandbox ready: container_id %s (name %s), image %s, "
+	    "workdir %s, expires %s. Run commands with sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, when);
+	if (s->cb != NULL) {
+		json_object_put(r);
+		s->cb(s->call, sb, NULL, s->cbarg);
+	} else
+		call_reply(s->call, tool_result(r, text, 0));
+	free(text);
+	screate_free(s);
+}
+
+static void
+screate_error(struct screate *s, const char *err)
+{
+	if (s->error == NULL && err != NULL)
+		s->error = xstrdup(err);
+}
+
+static void
+screate_started_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+
+	screate_error(s, resp->error);
+	screate_ready(s);
+}
+
+static void
+screate_worker_cb(struct sandbox *sb, const char *err)
+{
+	struct screate *s = sb->create;
+
+	screate_error(s, err);
+	screate_ready(s);
+}
+
+static void screate_create(struct screate *);
+static void screate_admit(struct screate *);
+
+static int
+screate_pull_data(const char *p, size_t len, void *arg)
+{
+	struct screate *s = arg;
+	size_t keep = sizeof s->pull_tail - 1;
+
+	if (len >= keep) {
+		memcpy(s->pull_tail, p + len - keep, keep);
+		s->pull_len = keep;
+	} else {
+		if (s->pull_len + len > keep) {
+			memmove(s->pull_tail,
+			    s->pull_tail + (s->pull_len + len - keep),
+			    keep - len);
+			s->pull_len = keep - len;
+		}
+		memcpy(s->pull_tail + s->pull_len, p, len);
+		s->pull_len += len;
+	}
+	s->pull_tail[s->pull_len] = '\0';
+	return 0;
+}
+
+static void screate_inspect(struct screate *);
+/*
+ * The engine's own reason a pull failed, from the end of its answer: the
+ * last JSON line's "error" (a stream that began), else its "message" (a
+ * refusal at once).  A copy, or NULL.
+ */
+static char *
+pull_reason(const char *tail)
+{
+	json_object *o, *v;
+	const char *line, *end;
+	char *why = NULL, *buf;
+
+	end = tail + strlen(tail);
+	while (why == NULL && end > tail) {
+		while (end > tail && (end[-1] == '\n' || end[-1] == '\r'))
+			end--;
+		for (line = end; line > tail && line[-1] != '\n'; line--)
+			;
+		if (line == end)
+			break;
+		buf = xstrndup(line, (size_t)(end - line));
+		if ((o = json_tokener_parse(buf)) != NULL &&
+		    json_object_is_type(o, json_type_object) &&
+		    ((json_object_object_get_ex(o, "error", &v) &&
+		         json_object_is_type(v, json_type_string)) ||
+		        (json_object_object_get_ex(o, "message", &v) &&
+		            json_object_is_type(v, json_type_string))))
+			why = xstrdup(json_object_get_string(v));
+		json_object_put(o);
+		free(buf);
+		end = line;
+	}
+	return why;
+}
+
+static void
+screate_pulled_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+	const char *stop;
+	char *why;
+
+	s->req = NULL;
+	if (s->pull_timer != NULL) {
+		event_free(s->pull_timer);
+		s->pull_timer = NULL;
+	}
+	if ((stop = screate_stopped(s)) != NULL) {
+		screate_fail(s, "sandbox for image \"%s\": %s", stop);
+		return;
+	}
+	/*
+	 * A refused pull answers 500 with the reason as the body; a pull
+	 * that failed later answers 200 with the reason in the stream.
+	 */
+	if (resp->error != NULL || strstr(s->pull_tail, "\"error\"") != NULL) {
+		why = pull_reason(s->pull_tail);
+		screate_fail(s,
+		    "image \"%s\" is not available locally and "
+		    "could not be pulled: %s",
+		    why != NULL           ? why
+		    : resp->error != NULL ? resp->error
+		                          : "the engine gave no reason");
+		free(why);
+		return;
+	}
+	log_info("pulled image %s", s->sb->image);
+	screate_inspect(s);
+}
+
+/* A pull that does not end in --pull-timeout fails (and is dropped). */
+static void
+screate_pull_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct screate *s = arg;
+	char why[128];
+
+	(void)fd;
+	(void)what;
+	log_warnx("pulling image %s: no end after %ld s; giving up",
+	    s->sb->image, sup.conf->pull_timeout);
+	snprintf(why, sizeof why,
+	    "the pull did not finish within %ld s (the server's "
+	    "--pull-timeout)",
+	    sup.conf->pull_timeout);
+	screate_fail(s,
+	    "image \"%s\" is not available locally and could not be "
+	    "pulled: %s",
+	    why);
+}
+
+static void
+screate_pull(struct screate *s)
+{
+	char *path, *img, *tag = NULL, *slash, *colon, *eimg, *etag;
+	struct timeval tv;
+
+	s->pulled = 1;
+	img = xstrdup(s->sb->image);
+	slash = strrchr(img, '/');
+	colon = strrchr(img, ':');
+	if (strchr(img, '@') == NULL && colon != NULL &&
+	    (slash == NULL || colon > slash)) {
+		*colon = '\0';
+		tag = colon + 1;
+	}
+	eimg = docker_escape(img);
+	etag = docker_escape(tag != NULL ? tag : "latest");
+	if (strchr(s->sb->image, '@') != NULL)
+		xasprintf(&path, "/images/create?fromImage=%s", eimg);
+	else
+		xasprintf(
+		    &path, "/images/create?fromImage=%s&tag=%s", eimg, etag);
+	log_info("pulling image %s", s->sb->image);
+	mcp_log(s->call->sess, 6, "pulling image %s", s->sb->image);
+	s->req = docker_stream(sup.docker, "POST", path, NULL,
+	    screate_pull_data, screate_pulled_cb, s);
+	s->pull_timer = evtimer_new(sup.base, screate_pull_timeout_cb, s);
+	tv.tv_sec = sup.conf->pull_timeout;
+	tv.tv_usec = 0;
+	evtimer_add(s->pull_timer, &tv);
+	free(path);
+	free(eimg);
+	free(etag);
+	free(img);
+}
+
+static void
+screate_created_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+	json_object *id;
+	const char *why;
+	char *path;
+
+	if (resp->error != NULL || resp->json == NULL ||
+	    !json_object_object_get_ex(resp->json, "Id", &id)) {
+		screate_fail(s, "cannot create a sandbox from image \"%s\": %s",
+		    resp->error != NULL ? resp->error : "no container id");
+		return;
+	}
+	s->sb->id = xstrdup(json_object_get_string(id));
+	if (*s->sb->name == '\0') {
+		free(s->sb->name);
+		s->sb->name = xstrndup(s->sb->id, 12);
+	}
+	if ((why = screate_stopped(s)) != NULL) {
+		/* Made as it was given up: removed at once. */
+		screate_fail(s, "sandbox for image \"%s\": %s", why);
+		return;
+	}
+	/* The worker starts while the container does. */
+	s->sb->create = s;
+	s->pending = 2;
+	if (wproc_spawn(s->sb, screate_worker_cb) == -1) {
+		screate_error(s, "cannot start a worker process");
+		s->pending--;
+	}
+	xasprintf(&path, "/containers/%s/start", s->sb->id);
+	docker_call(sup.docker, "POST", path, NULL, screate_started_cb, s);
+	free(path);
+}
+
+static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
+static int starting;
+static unsigned int last_served; /* the session admitted last */
+
+static void
+screate_create(struct screate *s)
+{
+	const char *why;
+
+	if ((why = screate_stopped(s)) != NULL) {
+		screate_fail(s, "sandbox for image \"%s\": %s", why);
+		return;
+	}
+	docker_call(
+	    sup.docker, "POST", s->path, s->config, screate_created_cb, s);
+}
+
+/*
+ * At most --max-concurrent-starts creations talk to the engine at once;
+ * a burst waits its turn here instead of overloading the engine.
+ */
+static void
+screate_admit(struct screate *s)
+{
+	if (starting >= sup.conf->max_starts) {
+		TAILQ_INSERT_TAIL(&start_queue, s, qentry);
+		s->queued = 1;
+		return;
+	}
+	starting++;
+	s->admitted = 1;
+	last_served = s->call->sess->id;
+	screate_create(s);
+}
+
+/*
+ * A declared VOLUME path, made clean as the engine makes it (no trailing
+ * '/'), or NULL if it is not one a tmpfs may cover.
+ */
+static char *
+volume_path(const char *p)
+{
+	static const char *const banned[] = {"/proc", "/sys", "/dev", "/etc",
+	    "/usr", "/bin", "/sbin", "/lib", "/lib64", NULL};
+	size_t n = strlen(p), i, b;
+	char *v;
+
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	if (p[0] != '/' || n < 2 || n > 255)
+		return NULL;
+	v = xstrndup(p, n);
+	for (i = 0; v[i] != '\0'; i++)
+		if (v[i] == ',' || v[i] == ':' || iscntrl((unsigned char)v[i]))
+			goto bad;
+	if (strstr(v, "//") != NULL || strstr(v, "/./") != NULL ||
+	    strstr(v, "/../") != NULL ||
+	    (n >= 2 && strcmp(v + n - 2, "/.") == 0) ||
+	    (n >= 3 && strcmp(v + n - 3, "/..") == 0))
+		goto bad;
+	for (i = 0; banned[i] != NULL; i++) {
+		b = strlen(banned[i]);
+		if (strncmp(v, banned[i], b) == 0 &&
+		    (v[b] == '\0' || v[b] == '/'))
+			goto bad;
+	}
+	return v;
+bad:
+	free(v);
+	return NULL;
+}
+
+/*
+ * Each VOLUME the image declares becomes a capped tmpfs (--volume-mb), so
+ * that the engine makes no anonymous volume on the host's disk, outside
+ * every cap.  -1 with *why when the image cannot be used.
+ */
+static int
+screate_volumes(struct screate *s, json_object *image, char *why, size_t len)
+{
+	json_object *cfg, *vols, *host, *tmpfs;
+	char *path, *opts;
+	int n = 0;
+
+	if (!json_object_object_get_ex(image, "Config", &cfg) ||
+	    !json_object_object_get_ex(cfg, "Volumes", &vols) ||
+	    !json_object_is_type(vols, json_type_object))
+		return 0;
+	if (!json_object_object_get_ex(s->config, "HostConfig", &host) ||
+	    !json_object_object_get_ex(host, "Tmpfs", &tmpfs))
+		return -1;
+	json_object_object_foreach(vols, k, v)
+	{
+		(void)v;
+		if (++n > SANDBOX_MAX_VOLUMES) {
+			snprintf(why, len, "it declares more than %d VOLUMEs",
+			    SANDBOX_MAX_VOLUMES);
+			return -1;
+		}
+		if ((path = volume_path(k)) == NULL) {
+			snprintf(why, len,
+			    "it declares VOLUME \"%.100s\", which cannot "
+			    "be given a capped tmpfs",
+			    k);
+			return -1;
+		}
+		/* Already a tmpfs (the workdir, /tmp): nothing to add. */
+		if (!json_object_object_get_ex(tmpfs, path, NULL)) {
+			xasprintf(&opts,
+			    "rw,nosuid,nodev,noexec,size=%ldm,mode=1777",
+			    sup.conf->volume_mb);
+			json_object_object_add(
+			    tmpfs, path, json_object_new_string(opts));
+			free(opts);
+			log_debug("image %s: VOLUME %s as a tmpfs of %ld MiB",
+			    s->sb->image, path, sup.conf->volume_mb);
+		}
+		free(path);
+	}
+	return 0;
+}
+
+static void
+screate_inspected_cb(const struct docker_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+	const char *stop;
+	char why[256];
+
+	s->req = NULL;
+	if ((stop = screate_stopped(s)) != NULL) {
+		screate_fail(s, "sandbox for image \"%s\": %s", stop);
+		return;
+	}
+	if (resp->status == 404 && !s->pulled) {
+		screate_pull(s);
+		return;
+	}
+	if (resp->error != NULL || resp->json == NULL) {
+		screate_fail(s, "cannot use image \"%s\": %s",
+		    resp->error != NULL ? resp->error : "no image details");
+		return;
+	}
+	if (screate_volumes(s, resp->json, why, sizeof why) == -1) {
+		screate_fail(s, "cannot use image \"%s\": %s", why);
+		return;
+	}
+	/* The image is here: only now does the creation take a start slot,
+	 * so that a slow pull holds none that others need. */
+	screate_unprepare(s);
+	screate_admit(s);
+}
+
+/* Is the image here (pull it if not), and what does it declare? */
+static void
+screate_inspect(struct screate *s)
+{
+	char *path;
+
+	xasprintf(&path, "/images/%s/json", s->sb->image);
+	s->req =
+	    docker_call(sup.docker, "GET", path, NULL, screate_inspected_cb, s);
+	free(path);
+}
+
+/* The server stops: creations still waiting their turn fail. */
+static void
+screate_abort_queued(void)
+{
+	struct screate *s;
+
+	while ((s = TAILQ_FIRST(&preparing)) != NULL)
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
+
+	while ((s = TAILQ_FIRST(&start_queue)) != NULL)
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
+}
+
+/*
+ * The next creation to let in, round robin over the sessions that wait:
+ * the oldest of the first session (by id) after the one served last, so
+ * that a session with fifty queued creations takes turns with the others
+ * instead of going first fifty times.
+ */
+static struct screate *
+screate_next(void)
+{
+	struct screate *q, *after = NULL, *first = NULL;
+	unsigned int id;
+
+	TAILQ_FOREACH(q, &start_queue, qentry)
+	{
+		/* The creating call's session: the sandbox's owner, which a
+		 * detach or a session's end may change, is not asked. */
+		id = q->call->sess->id;
+		if (first == NULL || id < first->call->sess->id)
+			first = q;
+		if (id > last_served &&
+		    (after == NULL || id < after->call->sess->id))
+			after = q;
+	}
+	return after != NULL ? after : first;
+}
+
+/* A creation ended (either way): let the next one in. */
+static void
+screate_leave(struct screate *s)
+{
+	struct screate *next;
+
+	if (s->queued) {
+		TAILQ_REMOVE(&start_queue, s, qentry);
+		s->queued = 0;
+	}
+	if (!s->admitted)
+		return;
+	s->admitted = 0;
+	starting--;
+	if ((next = screate_next()) != NULL) {
+		TAILQ_REMOVE(&start_queue, next, qentry);
+		next->queued = 0;
+		screate_admit(next);
+	}
+}
+
+static void
+add_ulimit(json_object *a, const char *name, long long v)
+{
+	json_object *u;
+
+	u = json_object_new_object();
+	json_object_object_add(u, "Name", json_object_new_string(name));
+	json_object_object_add(u, "Soft", json_object_new_int64(v));
+	json_object_object_add(u, "Hard", json_object_new_int64(v));
+	json_object_array_add(a, u);
+}
+
+/* The container: SPEC.md section 6's hardening, always. */
+static json_object *
+sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
+{
+	const struct config *c = sup.conf;
+	json_object *o, *h, *a, *t, *labels, *lc;
+	char *s, *k, *eq;
+	int has_home = 0, i;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "Image", json_object_new_string(sb->image));
+	/* The keep-alive, as a user the sandbox user cannot signal. */
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_string("sleep"));
+	/* ... that ends by itself at the sandbox's lifetime (and the
+	 * container with it, under the init), even if no supervisor is
+	 * left to remove it. */
+	xasprintf(&s, "%lld",
+	    (long long)(sb->expires - sb->created) + SANDBOX_KEEPALIVE_GRACE);
+	json_object_array_add(a, json_object_new_string(s));
+	free(s);
+	json_object_object_add(o, "Entrypoint", a);
+	json_object_object_add(
+	    o, "User", json_object_new_string(SANDBOX_KEEPALIVE_USER));
+	json_object_object_add(
+	    o, "WorkingDir", json_object_new_string(sb->workdir));
+	a = json_object_new_array();
+	if (env != NULL) {
+		json_object_object_foreach(env, k, v)
+		{
+			xasprintf(&s, "%s=%s", k, json_object_get_string(v));
+			json_object_array_add(a, json_object_new_string(s));
+			free(s);
+			if (strcmp(k, "HOME") == 0)
+				has_home = 1;
+		}
+	}
+	if (!has_home) {
+		xasprintf(&s, "HOME=%s", sb->workdir);
+		json_object_array_add(a, json_object_new_string(s));
+		free(s);
+	}
+	json_object_object_add(o, "Env", a);
+	labels = json_object_new_object();
+	for (i = 0; i < c->nlabels; i++) {
+		eq = strchr(c->labels[i], '=');
+		k = xstrndup(c->labels[i], (size_t)(eq - c->labels[i]));
+		json_object_object_add(
+		    labels, k, json_object_new_string(eq + 1));
+		free(k);
+	}
+	reaper_labels(labels, sb->expires);
+	if (*sb->name != '\0')
+		json_object_object_add(
+		    labels, NAME_LABEL, json_object_new_string(sb->name));
+	json_object_object_add(o, "Labels", labels);
+	if (strcmp(network, "none") == 0)
+		json_object_object_add(
+		    o, "NetworkDisabled", json_object_new_boolean(1));
+
+	h = json_object_new_object();
+	json_object_object_add(
+	    h, "NetworkMode", json_object_new_string(network));
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_string("ALL"));
+	json_object_object_add(h, "CapDrop", a);
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_string("no-new-privileges"));
+	/* The project's own profile, whatever the engine's default is. */
+	xasprintf(&s, "seccomp=%s", seccomp_profile);
+	json_object_array_add(a, json_object_new_string(s));
+	free(s);
+	json_object_object_add(h, "SecurityOpt", a);
+	json_object_object_add(h, "ReadonlyRootfs", json_object_new_boolean(1));
+	json_object_object_add(h, "Privileged", json_object_new_boolean(0));
+	json_object_object_add(h, "Init", json_object_new_boolean(1));
+	json_object_object_add(h, "IpcMode", json_object_new_string("private"));
+	t = json_object_new_object();
+	xasprintf(&s, "rw,nosuid,nodev,noexec,size=%ldm,mode=1777", c->tmp_mb);
+	json_object_object_add(t, "/tmp", json_object_new_string(s));
+	free(s);
+	xasprintf(&s,
+	    "rw,nosuid,nodev,exec,size=%ldm,uid=%ld,gid=%ld,mode=0755",
+	    c->workdir_mb, sb->uid, sb->uid);
+	json_object_object_add(t, sb->workdir, json_object_new_string(s));
+	free(s);
+	json_object_object_add(h, "Tmpfs", t);
+	json_object_object_add(h, "Memory",
+	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
+	json_object_object_add(h, "MemorySwap",
+	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
+	json_object_object_add(h, "NanoCpus",
+	    json_object_new_int64((long long)(sb->lim.cpus * 1e9)));
+	json_object_object_add(
+	    h, "PidsLimit", json_object_new_int64(sb->lim.pids));
+	a = json_object_new_array();
+	add_ulimit(a, "nofile", c->nofile);
+	add_ulimit(a, "fsize", c->fsize_mb * 1024 * 1024);
+	json_object_object_add(h, "Ulimits", a);
+	lc = json_object_new_object();
+	json_object_object_add(lc, "Type", json_object_new_string("json-file"));
+	t = json_object_new_object();
+	json_object_object_add(t, "max-size", json_object_new_string("1m"));
+	json_object_object_add(t, "max-file", json_object_new_string("1"));
+	json_object_object_add(lc, "Config", t);
+	json_object_object_add(h, "LogConfig", lc);
+	json_object_object_add(o, "HostConfig", h);
+	return o;
+}
+
+/*
+ * Whether sandboxes may use this image (--allow-image; default any); the
+ * reference must also be one the engine's API can take in a path.
+ */
+static int
+sandbox_image_allowed(const char *image, char *why, size_t len)
+{
+	const struct config_list *l = &sup.conf->allow_images;
+	const char *p, *slash;
+	char *tagged;
+	int ok;
+
+	for (p = image; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && strchr("._-:/@", *p) == NULL)
+			break;
+	if (*image == '\0' || *p != '\0' || strlen(image) > 255 ||
+	    *image == '/' || *image == '-' || strstr(image, "..") != NULL) {
+		snprintf(why, len,
+		    "image \"%.100s\" is not an image reference such as "
+		    "python:3.12-slim-bookworm",
+		    image);
+		return 0;
+	}
+	if (l->n == 0 || config_list_match(l, image))
+		return 1;
+	/* "python" is "python:latest" to the engine, so to the patterns. */
+	slash = strrchr(image, '/');
+	ok = 0;
+	if (strchr(image, '@') == NULL &&
+	    strchr(slash != NULL ? slash : image, ':') == NULL) {
+		xasprintf(&tagged, "%s:latest", image);
+		ok = config_list_match(l, tagged);
+		free(tagged);
+	}
+	if (!ok)
+		snprintf(why, len,
+		    "image \"%.100s\" is not allowed on this server: the "
+		    "operator allows only images matching --allow-image "
+		    "(%d pattern%s, e.g. \"%.60s\")",
+		    image, l->n, l->n == 1 ? "" : "s", l->v[0]);
+	return ok;
+}
+
+/*
+ * A uid of its own for a new sandbox, from --uid-range, so that per-user
+ * kernel limits (inotify instances, ...) are not shared between
+ * sandboxes.  Handed out round the range from a random start (another
+ * instance on the same host starts elsewhere), never one a sandbox of
+ * this server still has; -1 with *why if every one is taken.
+ */
+static long
+sandbox_uid_alloc(char *why, size_t len)
+{
+	static long next;
+	const struct config *c = sup.conf;
+	long span = c->uid_last - c->uid_first + 1, i, uid;
+	unsigned int r = 0;
+	struct sandbox *sb;
+
+	if (next < c->uid_first || next > c->uid_last) {
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			r = (unsigned int)getpid();
+		next = c->uid_first + (long)(r % (unsigned long)span);
+	}
+	for (i = 0; i < span; i++) {
+		uid = next;
+		next = next == c->uid_last ? c->uid_first : next + 1;
+		TAILQ_FOREACH(sb, &sandboxes, entry)
+		{
+			if (sb->uid == uid)
+				break;
+		}
+		if (sb == NULL)
+			return uid;
+	}
+	snprintf(why, len,
+	    "no free sandbox user: all %ld uids of --uid-range are in use",
+	    span);
+	return -1;
+}
+
+/*
+ * Create a sandbox for a call that has validated its arguments; the call
+ * is answered when the sandbox is ready or could not be made.
+ */
+struct sandbox *
+sandbox_create(struct call *c, const char *image, const char *name,
+    json_object *env, const char *workdir, const char *network,
+    const struct limits *lim, long ttl)
+{
+	return sandbox_create_cb(
+	    c, image, name, env, workdir, network, lim, ttl, NULL, NULL);
+}
+
+/*
+ * As sandbox_create(), but cb(call, sandbox, NULL, arg) gets the ready
+ * sandbox (or cb(call, NULL, why, arg)) instead of the call an answer.
+ * Returns the sandbox, starting (valid until the caller returns to the
+ * event loop), or NULL when it is refused at once (the call is answered).
+ */
+struct sandbox *
+sandbox_create_cb(struct call *c, const char *image, const char *name,
+    json_object *env, const char *workdir, const char *network,
+    const struct limits *lim, long ttl,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg)
+{
+	struct screate *s;
+	struct sandbox *sb;
+	char *ename, why[512];
+	long uid, mine = 0;
+
+	/* A session's share: one client cannot take every sandbox. */
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	if (sb->owner == c->sess && sb->state != SB_STOPPING)
+		mine++;
+	if (mine >= sup.conf->max_sandboxes_per_session)
+		snprintf(why, sizeof why,
+		    "too many sandboxes in this session (%ld, the limit of "
+		    "--max-sandboxes-per-session): stop one with sandbox_stop "
+		    "first",
+		    sup.conf->max_sandboxes_per_session);
+
+	if (mine >= sup.conf->max_sandboxes_per_session ||
+	    !sandbox_image_allowed(image, why, sizeof why) ||
+	    (uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
+		stats.sandboxes_failed++;
+		if (cb != NULL)
+			cb(c, NULL, why, cbarg);
+		else
+			call_reply(c, tool_error("%s", why));
+		return NULL;
+	}
+	sb = xcalloc(1, sizeof *sb);
+	sb->uid = uid;
+	sb->name = xstrdup(name != NULL ? name : "");
+	sb->image = xstrdup(image);
+	sb->workdir = xstrdup(workdir);
+	sb->lim = *lim;
+	sb->created = time(NULL);
+	sb->expires = sb->created + ttl;
+	sb->state = SB_STARTING;
+	sb->owner = c->sess;
+	sb->refs = 1; /* the registry's */
+	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
+
+	s = xcalloc(1, sizeof *s);
+	s->call = c;
+	s->sb = sandbox_ref(sb);
+	s->cb = cb;
+	s->cbarg = cbarg;
+	s->t0_ns = clock_ns();
+	s->config = sandbox_config(sb, env, network);
+	if (name != NULL) {
+		ename = docker_escape(name);
+		xasprintf(&s->path,
+		    "/containers/create?name=mcp-sandboxd-%.8s-%u-%s",
+		    sup.instance, c->sess->id, ename);
+		free(ename);
+	} else
+		s->path = xstrdup("/containers/create");
+	TAILQ_INSERT_TAIL(&preparing, s, pentry);
+	s->preparing = 1;
+	screate_inspect(s);
+	return sb;
+}
+
+/* Whether p points into a mention of sock (of length n) in s. */
+static int
+within(const char *s, const char *p, const char *sock, size_t n)
+{
+	const char *q;
+
+	for (q = s; n > 0 && (q = strstr(q, sock)) != NULL && q <= p; q++)
+		if (p < q + n)
+			return 1;
+	return 0;
+}
+
+/*
+ * Docker's messages can name host paths (volumes, the daemon's root);
+ * keep the first line and cut anything that looks like an absolute path
+ * of the host.  The engine's socket (DOCKER_HOST), which the operator
+ * named and a connection error must name, is not one of them.
+ */
+char *
+sanitize_docker_error(const char *msg)
+{
+	static const char *const roots[] = {"/var/lib/", "/run/", "/home/"};
+	const char *m = msg != NULL ? msg : "unknown Docker error";
+	const char *sock = "", *p;
+	size_t len, full, i, n;
+	char *s;
+
+	if (sup.conf != NULL && sup.conf->docker_host != NULL &&
+	    strncmp(sup.conf->docker_host, "unix://", 7) == 0)
+		sock = sup.conf->docker_host + 7;
+	full = len = strcspn(m, "\n");
+	for (i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+		n = strlen(roots[i]);
+		for (p = m; (p = memmem(p, (size_t)(m + full - p), roots[i],
+		                 n)) != NULL;
+		     p++)
+			if (!within(m, p, sock, strlen(sock))) {
+				if ((size_t)(p - m) < len)
+					len = (size_t)(p - m);
+				break;
+			}
+	}
+	/* A new string: the cut may be shorter than what replaces it. */
+	if (len < full)
+		xasprintf(&s, "%.*s<host path>", (int)len, m);
+	else
+		s = xstrndup(m, len);
+	return s;
+}

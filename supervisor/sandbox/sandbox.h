@@ -1,0 +1,147 @@
+/*
+ * The sandbox layer: the registry of sandboxes and their containers'
+ * lifecycle (create, respawn, expiry, removal), the worker processes,
+ * the reaper of what a dead instance left, the output spool and the
+ * counters.  Above the MCP layer (a creation answers its call), below
+ * what runs in sandboxes.
+ */
+#ifndef SANDBOX_H
+#define SANDBOX_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <stdint.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+struct call;
+struct docker;
+struct evbuffer;
+struct event;
+struct session;
+
+#define INSTANCE_LABEL "io.mcp-sandboxd.instance"
+#define PID_LABEL "io.mcp-sandboxd.pid"
+#define BOOT_LABEL "io.mcp-sandboxd.boot"
+#define START_LABEL "io.mcp-sandboxd.start"
+#define EXPIRES_LABEL "io.mcp-sandboxd.expires"
+#define NAME_LABEL "io.mcp-sandboxd.name"
+
+struct limits {
+	long memory_mb;
+	double cpus;
+	long pids;
+};
+
+struct wproc;
+struct spool_dir;
+struct screate;
+struct sdestroy;
+
+enum sandbox_state { SB_STARTING, SB_READY, SB_STOPPING };
+
+struct sandbox {
+	char *id; /* full container id */
+	char *name;
+	char *image;
+	char *workdir;
+	struct limits lim;
+	long uid; /* its own user and group (--uid-range) */
+	time_t created, expires, last_used;
+	enum sandbox_state state;
+	long exec_count;
+	int restarts;
+	struct event *respawn; /* a new worker after a crash, soon */
+	json_object *respawn_tokens; /* the dead worker's calls to kill */
+	struct wproc *worker;
+	struct screate *create; /* while starting */
+	struct spool_dir *spool; /* full outputs of its execs */
+	struct session *owner; /* NULL: detached, its session ended */
+	int detach; /* outlives its session (up to its lifetime) */
+	int refs; /* see "Lifetimes" above */
+	int dead; /* sandbox_destroy() ran: out of the registry */
+	struct sdestroy *removal; /* dead before its container was known */
+	struct event *expiry;
+	TAILQ_ENTRY(sandbox) entry;
+};
+TAILQ_HEAD(sandboxes, sandbox);
+extern struct sandboxes sandboxes;
+
+/* sandbox.c */
+struct sandbox *sandbox_find(struct session *, const char *);
+struct sandbox *sandbox_lookup(struct call *, const char *);
+int sandbox_count(void);
+struct sandbox *sandbox_create(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct limits *, long);
+struct sandbox *sandbox_create_cb(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct limits *, long,
+    void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+struct sandbox *sandbox_ref(struct sandbox *);
+void sandbox_unref(struct sandbox *);
+void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
+void sandbox_destroy_all(void (*)(void));
+void sandbox_gone(struct sandbox *, const char *);
+void sandbox_touch(struct sandbox *);
+time_t sandbox_deadline(const struct sandbox *, int *);
+void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
+json_object *sandbox_limits_json(const struct sandbox *);
+
+/* workers.c */
+/* Output of a call: return 0 if taken, 1 to return credit later. */
+typedef int (*wcall_data_cb)(uint16_t, const char *, size_t, void *);
+typedef void (*wcall_credit_cb)(long, void *);
+typedef void (*wcall_done_cb)(json_object *, void *);
+int wproc_spawn(struct sandbox *, void (*)(struct sandbox *, const char *));
+uint32_t wproc_call(
+    struct wproc *, json_object *, wcall_data_cb, wcall_done_cb, void *);
+void wproc_cancel(struct wproc *, uint32_t);
+void wproc_credit(struct wproc *, uint32_t, size_t);
+void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
+void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
+void wproc_shutdown(struct wproc *);
+pid_t wproc_pid(struct wproc *);
+void wproc_reap(void);
+int wproc_count(void);
+void wproc_kill_all(void);
+
+/* reaper.c */
+void reaper_run(void);
+void reaper_free(void);
+void reaper_sweep_own(void (*)(void));
+int owner_alive(const char *, const char *, const char *);
+void reaper_labels(json_object *, time_t);
+
+/* stats.c */
+#define STATS_BUCKETS 12
+struct histogram {
+	long long count[STATS_BUCKETS]; /* cumulative, as Prometheus has it */
+	long long total;
+	double sum;
+};
+struct stats {
+	long long sandboxes_created, sandboxes_removed, sandboxes_failed;
+	long long workers_restarted;
+	long long execs_run, execs_failed, execs_timed_out, execs_cancelled;
+	long long bytes_in, bytes_out;
+	long long engine_errors;
+	struct histogram create_ms, exec_ms;
+	long long started_ms;
+};
+extern struct stats stats;
+void stats_init(void);
+void stats_observe(struct histogram *, double);
+json_object *stats_json(void);
+void stats_prometheus(struct evbuffer *);
+
+/*
+ * Set by the resources layer: a sandbox's activity log changed (the
+ * worker told), or the list of sandboxes did.  NULL: nobody listens.
+ */
+extern void (*sandbox_logs_updated)(struct sandbox *);
+
+/* Docker's error text with host paths cut (sandbox.c). */
+char *sanitize_docker_error(const char *);
+
+#endif

@@ -1,0 +1,372 @@
+/*
+ * Exec output spools: <private dir>/<sandbox id>/<exec id>.{stdout,stderr},
+ * the private dir (0700) of this instance in the server's runtime dir.
+ * Writes are synchronous: local files take them at once, and a quota per
+ * sandbox bounds them (past it the spool is marked incomplete).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "core.h"
+#include "log.h"
+#include "mcp.h"
+#include "sandbox.h"
+#include "spool.h"
+#include "xmalloc.h"
+
+static char *spool_base; /* the private directory of every instance */
+static char *spool_root; /* private (0700) directory of this instance */
+
+/*
+ * A sandbox's spools.  The sandbox holds one reference and each open spool
+ * one: an exec whose sandbox went away may still be given output by its
+ * worker, which then goes nowhere (the tree is gone) but touches no freed
+ * memory.
+ */
+struct spool_dir {
+	char *path;
+	long long used, quota;
+	unsigned int next_id;
+	int refs;
+	int gone; /* spool_dir_free() ran: the tree is removed */
+};
+
+struct spool {
+	struct spool_dir *dir;
+	unsigned int id;
+	int fd[2]; /* stdout, stderr */
+	int complete; /* nothing was dropped for the quota */
+};
+
+static const char *const stream_names[] = {"stdout", "stderr"};
+
+static void rm_tree(const char *);
+
+/*
+ * dir as a private directory of ours: made (0700) if missing, else a real
+ * directory (no symlink) owned by us that nobody else may enter. 0, or -1
+ * with why in err.
+ */
+static int
+private_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		snprintf(err, errlen,
+		    "%s is not a private directory of this user (a directory "
+		    "of uid %d, mode 0700 or stricter, not a symlink)",
+		    dir, (int)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Make the private directory of this instance, in the runtime directory
+ * (--runtime-dir; else $XDG_RUNTIME_DIR/mcp-sandboxd, else
+ * /run/mcp-sandboxd; else a new private directory in TMPDIR or /tmp).
+ */
+int
+spool_init(const char *instance, const char *boot, unsigned long long start)
+{
+	const char *tmp = getenv("TMPDIR"), *xdg = getenv("XDG_RUNTIME_DIR");
+	char err[512], *base = NULL, *path, *p;
+	FILE *f;
+
+	if (sup.conf != NULL && sup.conf->runtime_dir != NULL) {
+		if (private_dir(sup.conf->runtime_dir, err, sizeof err) == -1) {
+			log_warnx("--runtime-dir: %s", err);
+			return -1;
+		}
+		base = xstrdup(sup.conf->runtime_dir);
+	}
+	if (base == NULL && xdg != NULL && *xdg == '/') {
+		xasprintf(&base, "%s/mcp-sandboxd", xdg);
+		if (private_dir(base, err, sizeof err) == -1) {
+			log_info("runtime directory: %s", err);
+			free(base);
+			base = NULL;
+		}
+	}
+	if (base == NULL) {
+		base = xstrdup("/run/mcp-sandboxd");
+		if (private_dir(base, err, sizeof err) == -1) {
+			log_debug("runtime directory: %s", err);
+			free(base);
+			base = NULL;
+		}
+	}
+	if (tmp == NULL || *tmp != '/')
+		tmp = "/tmp";
+	/* Else mkdtemp's own: 0700, made by us, a name nobody had. */
+	xasprintf(&path, "%s/mcp-sandboxd-%.8s-XXXXXX",
+	    base != NULL ? base : tmp, instance);
+	if (mkdtemp(path) == NULL) {
+		free(path);
+		free(base);
+		return -1;
+	}
+	spool_base = base != NULL ? base : xstrdup(tmp);
+	spool_root = path;
+	/* Who owns it, for a later instance's reaper (see spool_reap). */
+	xasprintf(&p, "%s/owner", path);
+	if ((f = fopen(p, "wx")) != NULL) {
+		fprintf(f, "%s %d %llu\n", boot, (int)getpid(), start);
+		fclose(f);
+	}
+	free(p);
+	return 0;
+}
+
+/*
+ * Remove the private directories of instances that died without cleaning
+ * up (killed); ours, and those of live or unknown owners, stay.
+ */
+void
+spool_reap(void)
+{
+	char boot[64], pid[32], start[32], *dir, *owner;
+	struct dirent *de;
+	struct stat st;
+	FILE *f;
+	DIR *d;
+	int n;
+
+	if (spool_base == NULL || (d = opendir(spool_base)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "mcp-sandboxd-", 13) != 0)
+			continue;
+		xasprintf(&dir, "%s/%s", spool_base, de->d_name);
+		xasprintf(&owner, "%s/owner", dir);
+		n = 0;
+		/* Only directories of ours: in a shared TMPDIR another
+		 * user's are not for us to judge. */
+		if ((spool_root == NULL || strcmp(dir, spool_root) != 0) &&
+		    lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid() && (f = fopen(owner, "r")) != NULL) {
+			n = fscanf(f, "%63s %31s %31s", boot, pid, start);
+			fclose(f);
+		}
+		if (n == 3 && owner_alive(boot, pid, start) == 0) {
+			log_info(
+			    "reaper: removed the spools of a dead instance "
+			    "(%s)",
+			    dir);
+			rm_tree(dir);
+		}
+		free(owner);
+		free(dir);
+	}
+	closedir(d);
+}
+
+static void
+rm_tree(const char *path)
+{
+	struct dirent *de;
+	DIR *d;
+	char *p;
+
+	if ((d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			xasprintf(&p, "%s/%s", path, de->d_name);
+			if (de->d_type == DT_DIR)
+				rm_tree(p);
+			else if (unlink(p) == -1)
+				log_warn("%s: unlink %s", __func__, p);
+			free(p);
+		}
+		closedir(d);
+	}
+	if (rmdir(path) == -1 && errno != ENOENT)
+		log_warn("%s: rmdir %s", __func__, path);
+}
+
+/* Remove the private directory and everything in it. */
+void
+spool_cleanup(void)
+{
+	if (spool_root == NULL)
+		return;
+	rm_tree(spool_root);
+	free(spool_root);
+	spool_root = NULL;
+	free(spool_base);
+	spool_base = NULL;
+}
+
+/* The spools of one sandbox, at most quota bytes. */
+struct spool_dir *
+spool_dir_new(const char *sandbox_id, long long quota)
+{
+	struct spool_dir *sd;
+
+	if (spool_root == NULL)
+		return NULL;
+	sd = xcalloc(1, sizeof *sd);
+	xasprintf(&sd->path, "%s/%.12s", spool_root, sandbox_id);
+	if (mkdir(sd->path, 0700) == -1) {
+		log_warn("%s: mkdir %s", __func__, sd->path);
+		free(sd->path);
+		free(sd);
+		return NULL;
+	}
+	sd->quota = quota;
+	sd->next_id = 1;
+	sd->refs = 1;
+	return sd;
+}
+
+static void
+spool_dir_unref(struct spool_dir *sd)
+{
+	if (--sd->refs > 0)
+		return;
+	free(sd->path);
+	free(sd);
+}
+
+/* The sandbox is gone: its spools' tree goes now, the rest with them. */
+void
+spool_dir_free(struct spool_dir *sd)
+{
+	if (sd == NULL)
+		return;
+	rm_tree(sd->path);
+	sd->gone = 1;
+	spool_dir_unref(sd);
+}
+
+/* A new exec's spool (both streams); NULL if it cannot be made. */
+struct spool *
+spool_open(struct spool_dir *sd)
+{
+	struct spool *sp;
+	char *p;
+	int i;
+
+	if (sd == NULL || sd->gone)
+		return NULL;
+	sp = xcalloc(1, sizeof *sp);
+	sp->dir = sd;
+	sd->refs++;
+	sp->id = sd->next_id++;
+	sp->complete = 1;
+	for (i = 0; i < 2; i++) {
+		xasprintf(&p, "%s/%u.%s", sd->path, sp->id, stream_names[i]);
+		sp->fd[i] = open(p,
+		    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (sp->fd[i] == -1)
+			log_warn("%s: %s", __func__, p);
+		free(p);
+	}
+	return sp;
+}
+
+unsigned int
+spool_id(const struct spool *sp)
+{
+	return sp->id;
+}
+
+/* Output of stream 0 (stdout) or 1 (stderr). */
+void
+spool_write(struct spool *sp, int stream, const void *data, size_t len)
+{
+	const char *p = data;
+	ssize_t n;
+
+	if (sp == NULL || sp->fd[stream] == -1 || len == 0 || sp->dir->gone)
+		return;
+	if (sp->dir->used + (long long)len > sp->dir->quota) {
+		sp->complete = 0;
+		return;
+	}
+	sp->dir->used += (long long)len;
+	while (len > 0) {
+		if ((n = write(sp->fd[stream], p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("%s", __func__);
+			sp->complete = 0;
+			close(sp->fd[stream]);
+			sp->fd[stream] = -1;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+int
+spool_complete(const struct spool *sp)
+{
+	return sp != NULL && sp->complete;
+}
+
+void
+spool_close(struct spool *sp)
+{
+	if (sp == NULL)
+		return;
+	if (sp->fd[0] != -1)
+		close(sp->fd[0]);
+	if (sp->fd[1] != -1)
+		close(sp->fd[1]);
+	spool_dir_unref(sp->dir);
+	free(sp);
+}
+
+/*
+ * Read len bytes at offset of an exec's stream; *size gets the whole
+ * size.  -1 with errno ENOENT when there is no such spool.
+ */
+ssize_t
+spool_read(struct spool_dir *sd, unsigned int id, int stream, long long offset,
+    void *buf, size_t len, long long *size)
+{
+	struct stat st;
+	ssize_t n;
+	char *p;
+	int fd;
+
+	if (sd == NULL || stream < 0 || stream > 1) {
+		errno = ENOENT;
+		return -1;
+	}
+	xasprintf(&p, "%s/%u.%s", sd->path, id, stream_names[stream]);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(p);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return -1;
+	}
+	*size = st.st_size;
+	n = offset >= st.st_size ? 0 : pread(fd, buf, len, offset);
+	close(fd);
+	return n;
+}

@@ -1,0 +1,161 @@
+/*
+ * Supervisor statistics: counters and latency histograms, as JSON for
+ * sandbox://stats and get_sandbox_status, and as Prometheus text for the
+ * HTTP transport's /metrics.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "clock.h"
+#include "core.h"
+#include "mcp.h"
+#include "sandbox.h"
+
+struct stats stats;
+
+/* Histogram bucket upper bounds, milliseconds. */
+static const double bounds[STATS_BUCKETS] = {
+    10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000};
+
+void
+stats_init(void)
+{
+	stats.started_ms = clock_ms();
+}
+
+void
+stats_observe(struct histogram *h, double ms)
+{
+	int i;
+
+	for (i = 0; i < STATS_BUCKETS; i++)
+		if (ms <= bounds[i])
+			h->count[i]++;
+	h->total++;
+	h->sum += ms;
+}
+
+static json_object *
+histogram_json(const struct histogram *h)
+{
+	json_object *o, *b;
+	char key[32];
+	int i;
+
+	o = json_object_new_object();
+	b = json_object_new_object();
+	for (i = 0; i < STATS_BUCKETS; i++) {
+		snprintf(key, sizeof key, "le_%g", bounds[i]);
+		json_object_object_add(
+		    b, key, json_object_new_int64(h->count[i]));
+	}
+	json_object_object_add(o, "buckets_ms", b);
+	json_object_object_add(o, "count", json_object_new_int64(h->total));
+	json_object_object_add(o, "sum_ms", json_object_new_double(h->sum));
+	return o;
+}
+
+#define ADD(o, name, v)                                                        \
+	json_object_object_add(o, name, json_object_new_int64(v))
+
+json_object *
+stats_json(void)
+{
+	json_object *o, *s;
+
+	o = json_object_new_object();
+	s = json_object_new_object();
+	ADD(s, "live", sandbox_count());
+	ADD(s, "created", stats.sandboxes_created);
+	ADD(s, "removed", stats.sandboxes_removed);
+	ADD(s, "failed", stats.sandboxes_failed);
+	json_object_object_add(o, "sandboxes", s);
+	s = json_object_new_object();
+	ADD(s, "alive", wproc_count());
+	ADD(s, "restarted", stats.workers_restarted);
+	json_object_object_add(o, "workers", s);
+	s = json_object_new_object();
+	ADD(s, "run", stats.execs_run);
+	ADD(s, "failed", stats.execs_failed);
+	ADD(s, "timed_out", stats.execs_timed_out);
+	ADD(s, "cancelled", stats.execs_cancelled);
+	json_object_object_add(o, "execs", s);
+	s = json_object_new_object();
+	ADD(s, "in", stats.bytes_in);
+	ADD(s, "out", stats.bytes_out);
+	json_object_object_add(o, "bytes", s);
+	s = json_object_new_object();
+	json_object_object_add(s, "create", histogram_json(&stats.create_ms));
+	json_object_object_add(s, "exec", histogram_json(&stats.exec_ms));
+	json_object_object_add(o, "latency", s);
+	ADD(o, "engine_errors", stats.engine_errors);
+	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
+	return o;
+}
+
+static void
+prom_histogram(struct evbuffer *b, const char *name, const char *help,
+    const struct histogram *h)
+{
+	int i;
+
+	evbuffer_add_printf(
+	    b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (i = 0; i < STATS_BUCKETS; i++)
+		evbuffer_add_printf(b, "%s_bucket{le=\"%g\"} %lld\n", name,
+		    bounds[i] / 1000, h->count[i]);
+	evbuffer_add_printf(b, "%s_bucket{le=\"+Inf\"} %lld\n", name, h->total);
+	evbuffer_add_printf(b, "%s_sum %g\n%s_count %lld\n", name,
+	    h->sum / 1000, name, h->total);
+}
+
+static void
+prom_value(struct evbuffer *b, const char *name, const char *type,
+    const char *help, long long v)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name,
+	    help, name, type, name, v);
+}
+
+/* Prometheus text exposition format (version 0.0.4). */
+void
+stats_prometheus(struct evbuffer *b)
+{
+	prom_value(b, "mcp_sandboxd_sandboxes_live", "gauge",
+	    "Sandboxes alive now.", sandbox_count());
+	prom_value(b, "mcp_sandboxd_sandboxes_created_total", "counter",
+	    "Sandboxes created.", stats.sandboxes_created);
+	prom_value(b, "mcp_sandboxd_sandboxes_removed_total", "counter",
+	    "Sandboxes removed.", stats.sandboxes_removed);
+	prom_value(b, "mcp_sandboxd_sandboxes_failed_total", "counter",
+	    "Sandboxes that failed to start or were given up.",
+	    stats.sandboxes_failed);
+	prom_value(b, "mcp_sandboxd_workers_alive", "gauge",
+	    "Worker processes alive.", wproc_count());
+	prom_value(b, "mcp_sandboxd_workers_restarted_total", "counter",
+	    "Workers restarted after a crash.", stats.workers_restarted);
+	prom_value(b, "mcp_sandboxd_execs_total", "counter", "Commands run.",
+	    stats.execs_run);
+	prom_value(b, "mcp_sandboxd_execs_failed_total", "counter",
+	    "Commands that exited non-zero or could not run.",
+	    stats.execs_failed);
+	prom_value(b, "mcp_sandboxd_execs_timed_out_total", "counter",
+	    "Commands killed at their timeout.", stats.execs_timed_out);
+	prom_value(b, "mcp_sandboxd_execs_cancelled_total", "counter",
+	    "Commands killed by a cancellation.", stats.execs_cancelled);
+	prom_value(b, "mcp_sandboxd_bytes_in_total", "counter",
+	    "Bytes sent into sandboxes.", stats.bytes_in);
+	prom_value(b, "mcp_sandboxd_bytes_out_total", "counter",
+	    "Bytes of output from sandboxes.", stats.bytes_out);
+	prom_value(b, "mcp_sandboxd_engine_errors_total", "counter",
+	    "Docker Engine API errors.", stats.engine_errors);
+	prom_value(b, "mcp_sandboxd_uptime_seconds", "gauge",
+	    "Seconds since the server started.",
+	    (clock_ms() - stats.started_ms) / 1000);
+	prom_histogram(b, "mcp_sandboxd_create_seconds",
+	    "Time to create a sandbox.", &stats.create_ms);
+	prom_histogram(b, "mcp_sandboxd_exec_seconds", "Time to run a command.",
+	    &stats.exec_ms);
+}

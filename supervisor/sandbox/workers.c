@@ -1,0 +1,605 @@
+/*
+ * The supervisor's side of the workers: start one per sandbox (fork, then
+ * exec of this same binary in worker mode with the socketpair on fd 3),
+ * route calls to it and its output back, reap it and say how it died.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "core.h"
+#include "log.h"
+#include "mcp.h"
+#include "proto.h"
+#include "random.h"
+#include "sandbox.h"
+#include "xmalloc.h"
+
+#define WPROC_HELLO_TIMEOUT 10
+#define WPROC_MAX_RESTARTS 5
+#define WPROC_CRASHED                                                          \
+	"sandbox worker crashed; processes in the call were killed; "          \
+	"output may be incomplete; the sandbox is still there, try again"
+
+struct wcall {
+	uint32_t reqid;
+	wcall_data_cb data_cb;
+	wcall_done_cb done_cb;
+	wcall_credit_cb credit_cb;
+	char token[33]; /* marks an exec's processes in the container */
+	void *arg;
+	struct wproc *wp;
+	struct event *refuse; /* answers a call that could not be sent */
+	char *refusal;
+	TAILQ_ENTRY(wcall) entry;
+};
+
+struct wproc {
+	pid_t pid;
+	struct proto_chan *chan; /* NULL once the channel is gone */
+	struct sandbox *sb; /* NULL once the sandbox is gone */
+	int ready, exited;
+	int told; /* sent PROTO_SHUTDOWN */
+	const char *bad; /* why its last frame was refused, if not a crash */
+	void (*ready_cb)(struct sandbox *, const char *);
+	struct sandbox *ready_sb; /* referenced while ready_cb waits */
+	struct event *hello_timer;
+	TAILQ_HEAD(, wcall) calls;
+	LIST_ENTRY(wproc) entry;
+};
+
+static LIST_HEAD(, wproc) wprocs = LIST_HEAD_INITIALIZER(wprocs);
+static uint32_t next_reqid = 1;
+
+static void
+wcall_free(struct wcall *wc)
+{
+	if (wc->refuse != NULL)
+		event_free(wc->refuse);
+	free(wc->refusal);
+	free(wc);
+}
+
+static void
+wproc_noop(json_object *res, void *arg)
+{
+	(void)res;
+	(void)arg;
+}
+
+/* A new worker adopts the container; it first kills what the calls of
+ * the dead one left running. */
+static void
+wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+	json_object *killop;
+
+	(void)fd;
+	(void)what;
+	if (sb->state != SB_READY || sb->worker != NULL || sup.shutting_down)
+		return;
+	if (wproc_spawn(sb, NULL) == -1) {
+		log_warn("%s: %.12s: no new worker", __func__, sb->id);
+		sandbox_destroy(sb, NULL, NULL);
+		return;
+	}
+	log_info("%s: new worker for %.12s", __func__, sb->id);
+	stats.workers_restarted++;
+	if (sb->respawn_tokens != NULL &&
+	    json_object_array_length(sb->respawn_tokens) > 0) {
+		killop = json_object_new_object();
+		json_object_object_add(
+		    killop, "op", json_object_new_string(PROTO_OP_KILL));
+		json_object_object_add(
+		    killop, "tokens", json_object_get(sb->respawn_tokens));
+		wproc_call(sb->worker, killop, NULL, wproc_noop, NULL);
+		json_object_put(killop);
+	}
+	json_object_put(sb->respawn_tokens);
+	sb->respawn_tokens = NULL;
+}
+
+static void
+wproc_maybe_free(struct wproc *wp)
+{
+	if (wp->chan != NULL || !wp->exited)
+		return;
+	LIST_REMOVE(wp, entry);
+	event_free(wp->hello_timer);
+	free(wp);
+}
+
+/* The channel is gone: fail the calls in flight and drop the worker. */
+static void
+wproc_lost(struct wproc *wp, const char *why)
+{
+	struct wcall *wc;
+	json_object *err, *tokens;
+	struct timeval tv;
+	long ms;
+	void (*ready_cb)(struct sandbox *, const char *);
+	struct sandbox *sb = wp->sb;
+
+	if (wp->chan == NULL)
+		return;
+	if (wp->told || sup.shutting_down)
+		why = "the sandbox was stopped (or the server is shutting "
+		      "down) while the call ran";
+	proto_chan_free(wp->chan);
+	wp->chan = NULL;
+	evtimer_del(wp->hello_timer);
+	if (sb != NULL && sb->worker == wp)
+		sb->worker = NULL;
+	wp->sb = NULL;
+	if (!wp->exited && !wp->told)
+		kill(wp->pid, SIGKILL);
+	tokens = json_object_new_array();
+	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
+		TAILQ_REMOVE(&wp->calls, wc, entry);
+		if (wc->token[0] != '\0')
+			json_object_array_add(
+			    tokens, json_object_new_string(wc->token));
+		err = json_object_new_object();
+		json_object_object_add(
+		    err, "error", json_object_new_string(why));
+		json_object_object_add(
+		    err, "worker_lost", json_object_new_boolean(1));
+		wc->done_cb(err, wc->arg);
+		json_object_put(err);
+		wcall_free(wc);
+	}
+	if ((ready_cb = wp->ready_cb) != NULL) {
+		/* Its sandbox may be dead (stopped while starting), but the
+		 * reference keeps it for the creation's callback. */
+		wp->ready_cb = NULL;
+		sb = wp->ready_sb;
+		wp->ready_sb = NULL;
+		ready_cb(sb, why);
+		sandbox_unref(sb);
+	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
+		/*
+		 * Adopt the container with a new worker, which first kills
+		 * what the interrupted calls left running; a bounded number
+		 * of times, then the sandbox is given up.
+		 */
+		if (sb->restarts++ < WPROC_MAX_RESTARTS) {
+			/* At once the first time, then after 200 ms, 400,
+			 * 800...: a worker that keeps dying is given time. */
+			json_object_put(sb->respawn_tokens);
+			sb->respawn_tokens = json_object_get(tokens);
+			ms = sb->restarts == 1 ? 0 : 100L << (sb->restarts - 1);
+			tv.tv_sec = ms / 1000;
+			tv.tv_usec = (ms % 1000) * 1000;
+			if (sb->respawn == NULL)
+				sb->respawn =
+				    evtimer_new(sup.base, wproc_respawn_cb, sb);
+			evtimer_add(sb->respawn, &tv);
+		} else {
+			log_warnx("%s: %.12s: worker keeps dying; removing the "
+			          "sandbox",
+			    __func__, sb->id);
+			if (sb->owner != NULL)
+				mcp_log(sb->owner, 3,
+				    "sandbox %s failed (its worker kept "
+				    "crashing) and was removed",
+				    sb->name);
+			sandbox_destroy(sb, NULL, NULL);
+		}
+	}
+	json_object_put(tokens);
+	wproc_maybe_free(wp);
+}
+
+static struct wcall *
+wproc_find_call(struct wproc *wp, uint32_t reqid)
+{
+	struct wcall *wc;
+
+	TAILQ_FOREACH(wc, &wp->calls, entry)
+	if (wc->reqid == reqid)
+		return wc;
+	return NULL;
+}
+
+/*
+ * A worker's hello speaks this supervisor's protocol version, or says why
+ * not.  Workers are started from this process's own executable (see
+ * wproc_spawn), so only a broken build differs; never trusted all the same.
+ */
+static const char *
+wproc_hello_check(struct wproc *wp, struct proto_frame *f)
+{
+	long long version;
+
+	if (proto_hello_version(f, &version) == 0)
+		return NULL;
+	log_warnx("%s: worker %d speaks protocol version %lld, this "
+	          "supervisor %d; dropping it",
+	    __func__, (int)wp->pid, version, PROTO_VERSION);
+	return "the sandbox's worker speaks another protocol version than "
+	       "the server (a mismatched mcp-sandboxd build); the worker was "
+	       "stopped";
+}
+
+/* One frame from a worker; -1 drops it. */
+static int
+wproc_dispatch(struct wproc *wp, struct proto_frame *f)
+{
+	void (*ready_cb)(struct sandbox *, const char *);
+	struct wcall *wc;
+	json_object *obj, *credit;
+
+	switch (f->hdr.type) {
+	case PROTO_HELLO:
+		if (wp->ready)
+			return -1;
+		if ((wp->bad = wproc_hello_check(wp, f)) != NULL)
+			return -1;
+		wp->ready = 1;
+		evtimer_del(wp->hello_timer);
+		log_debug("%s: worker %d ready", __func__, (int)wp->pid);
+		if ((ready_cb = wp->ready_cb) != NULL) {
+			struct sandbox *sb = wp->ready_sb;
+
+			wp->ready_cb = NULL;
+			wp->ready_sb = NULL;
+			ready_cb(sb, NULL);
+			sandbox_unref(sb);
+		}
+		return 0;
+	case PROTO_DATA:
+		if ((wc = wproc_find_call(wp, f->hdr.reqid)) == NULL)
+			return 0; /* a call we gave up on */
+		/* Output taken at once gets its credit back at once. */
+		if (wc->data_cb == NULL ||
+		    wc->data_cb(f->hdr.flags, (const char *)f->data, f->hdr.len,
+		        wc->arg) == 0)
+			wproc_credit(wp, f->hdr.reqid, f->hdr.len);
+		return 0;
+	case PROTO_CREDIT:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if ((wc = wproc_find_call(wp, f->hdr.reqid)) != NULL &&
+		    wc->credit_cb != NULL &&
+		    json_object_object_get_ex(obj, "bytes", &credit))
+			wc->credit_cb(json_object_get_int64(credit), wc->arg);
+		json_object_put(obj);
+		return 0;
+	case PROTO_NOTIFY:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if (wp->sb != NULL &&
+		    json_object_object_get_ex(obj, "event", &credit)) {
+			if (strcmp(json_object_get_string(credit), "gone") == 0)
+				sandbox_gone(
+				    wp->sb, json_object_object_get_ex(
+				                obj, "why", &credit)
+				                ? json_object_get_string(credit)
+				                : "the container went away");
+			else if (sandbox_logs_updated != NULL)
+				sandbox_logs_updated(wp->sb);
+		}
+		json_object_put(obj);
+		return 0;
+	case PROTO_RESULT:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if ((wc = wproc_find_call(wp, f->hdr.reqid)) != NULL) {
+			TAILQ_REMOVE(&wp->calls, wc, entry);
+			wc->done_cb(obj, wc->arg);
+			wcall_free(wc);
+		}
+		json_object_put(obj);
+		return 0;
+	}
+	log_warnx("%s: worker %d sent message type %u", __func__, (int)wp->pid,
+	    f->hdr.type);
+	return -1;
+}
+
+/* A frame from the worker (proto_chan's frame_cb). */
+static int
+wproc_frame(struct proto_frame *f, void *arg)
+{
+	return wproc_dispatch(arg, f);
+}
+
+/* The channel ended: a bad frame, or the worker's end. */
+static void
+wproc_chan_lost(enum proto_chan_end why, void *arg)
+{
+	struct wproc *wp = arg;
+
+	if (why == PROTO_CHAN_BAD)
+		log_warnx("%s: worker %d sent a bad frame; dropping it",
+		    __func__, (int)wp->pid);
+	wproc_lost(wp, wp->bad != NULL ? wp->bad : WPROC_CRASHED);
+}
+
+static void
+wproc_hello_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct wproc *wp = arg;
+
+	(void)fd;
+	(void)what;
+	log_warnx("%s: worker %d did not start", __func__, (int)wp->pid);
+	wproc_lost(wp, "sandbox worker did not start in time");
+}
+
+/*
+ * Start the worker of a sandbox; ready_cb(sb, NULL) once it said hello,
+ * or ready_cb(sb, why) if it never does.
+ */
+int
+wproc_spawn(
+    struct sandbox *sb, void (*ready_cb)(struct sandbox *, const char *))
+{
+	const struct config *c = sup.conf;
+	struct wproc *wp;
+	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
+	char cap[32], logkb[32], uid[32];
+	char *argv[] = {"mcp-sandboxd", "--worker", sb->id, "--docker-host",
+	    c->docker_host, "--log-level", c->log_level, "--output-cap", cap,
+	    "--log-buffer-kb", logkb, "--worker-uid", uid, NULL};
+	int sv[2], null, ch, exe;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+		return -1;
+	snprintf(cap, sizeof cap, "%ld", c->output_cap);
+	snprintf(logkb, sizeof logkb, "%ld", c->log_buffer_kb);
+	snprintf(uid, sizeof uid, "%ld", sb->uid);
+	switch ((pid = fork())) {
+	case -1:
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	case 0:
+		/*
+		 * fd 3 is the channel, fd 4 this executable (closed by the
+		 * exec it serves); stdin and stdout are the client's.  Both
+		 * are moved above 4 first, so that neither lands on the
+		 * other's place.
+		 */
+		if ((ch = fcntl(sv[1], F_DUPFD, 5)) == -1 ||
+		    (exe = fcntl(sup.self_fd, F_DUPFD, 5)) == -1 ||
+		    dup2(ch, 3) == -1 || dup2(exe, 4) == -1 ||
+		    fcntl(4, F_SETFD, FD_CLOEXEC) == -1)
+			_exit(127);
+		if ((null = open("/dev/null", O_RDWR)) != -1) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		closefrom(5);
+		signal(SIGPIPE, SIG_DFL);
+		fexecve(4, argv, environ);
+		_exit(127);
+	}
+	close(sv[1]);
+	wp = xcalloc(1, sizeof *wp);
+	wp->pid = pid;
+	wp->sb = sb;
+	wp->ready_cb = ready_cb;
+	if (ready_cb != NULL)
+		wp->ready_sb = sandbox_ref(sb);
+	TAILQ_INIT(&wp->calls);
+	if ((wp->chan = proto_chan_new(
+	         sup.base, sv[0], wproc_frame, wproc_chan_lost, wp)) == NULL)
+		fatal("%s: the worker's channel", __func__);
+	wp->hello_timer = evtimer_new(sup.base, wproc_hello_timeout, wp);
+	evtimer_add(wp->hello_timer, &tv);
+	LIST_INSERT_HEAD(&wprocs, wp, entry);
+	sb->worker = wp;
+	log_debug("%s: worker %d for %.12s", __func__, (int)pid, sb->id);
+	return 0;
+}
+
+/* A call that could not be sent gets its answer (an error) now. */
+static void
+wproc_refuse_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wcall *wc = arg;
+	json_object *err;
+
+	(void)fd;
+	(void)what;
+	TAILQ_REMOVE(&wc->wp->calls, wc, entry);
+	err = json_object_new_object();
+	json_object_object_add(err, "exit_code", json_object_new_int(-1));
+	json_object_object_add(
+	    err, "error", json_object_new_string(wc->refusal));
+	wc->done_cb(err, wc->arg);
+	json_object_put(err);
+	wcall_free(wc);
+}
+
+/*
+ * Send a call; done_cb gets the worker's result (or an error object),
+ * exactly once and never from within this function: a call too large for
+ * a frame is answered with an error naming the limit on the next turn of
+ * the loop.
+ */
+uint32_t
+wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
+    wcall_done_cb done_cb, void *arg)
+{
+	struct wcall *wc;
+	json_object *op;
+	size_t size;
+
+	wc = xcalloc(1, sizeof *wc);
+	wc->wp = wp;
+	if ((wc->reqid = next_reqid++) == 0)
+		wc->reqid = next_reqid++;
+	wc->data_cb = data_cb;
+	wc->done_cb = done_cb;
+	wc->arg = arg;
+	if (json_object_object_get_ex(call, "op", &op) &&
+	    strcmp(json_object_get_string(op), PROTO_OP_EXEC) == 0) {
+		/* Ours, so that a new worker can kill it if this one dies. */
+		random_hex(wc->token, 16);
+		json_object_object_add(
+		    call, "token", json_object_new_string(wc->token));
+	}
+	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
+	json_object_to_json_string_length(call, JSON_C_TO_STRING_PLAIN, &size);
+	if (size > PROTO_MAX_PAYLOAD)
+		xasprintf(&wc->refusal,
+		    "the request is %zu bytes once encoded (code, standard "
+		    "input, arguments and environment together), over the "
+		    "limit of %d bytes (1 MiB) for one call into a sandbox; "
+		    "nothing ran.  Put large inputs in a file first "
+		    "(write_file, copy_file)",
+		    size, PROTO_MAX_PAYLOAD);
+	else if (proto_chan_send_json(
+	             wp->chan, PROTO_CALL, wc->reqid, wc->reqid, call) == -1)
+		xasprintf(&wc->refusal,
+		    "cannot send the call to the "
+		    "sandbox's worker: %s",
+		    strerror(errno));
+	if (wc->refusal != NULL) {
+		wc->refuse = event_new(sup.base, -1, 0, wproc_refuse_cb, wc);
+		event_active(wc->refuse, 0, 0);
+	}
+	return wc->reqid;
+}
+
+/* Return credit for output of a call that the caller has now taken. */
+void
+wproc_credit(struct wproc *wp, uint32_t reqid, size_t bytes)
+{
+	json_object *c;
+
+	if (wp->chan == NULL || bytes == 0)
+		return;
+	c = json_object_new_object();
+	json_object_object_add(
+	    c, "bytes", json_object_new_int64((int64_t)bytes));
+	proto_chan_send_json(wp->chan, PROTO_CREDIT, reqid, reqid, c);
+	json_object_put(c);
+}
+
+/* Standard input for a call made with stdin_stream (eof: the last). */
+void
+wproc_send(struct wproc *wp, uint32_t reqid, const void *p, size_t len, int eof)
+{
+	uint16_t flags = PROTO_F_STDIN;
+	const char *s = p;
+	size_t n;
+
+	if (wp->chan == NULL)
+		return;
+	do {
+		n = len > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK : len;
+		if (eof && n == len)
+			flags |= PROTO_F_EOF;
+		proto_chan_send(
+		    wp->chan, PROTO_DATA, flags, reqid, reqid, s, n);
+		s += n;
+		len -= n;
+	} while (len > 0);
+}
+
+/* Learn when the worker passed a call's input on (its credit). */
+void
+wproc_on_credit(struct wproc *wp, uint32_t reqid, wcall_credit_cb cb)
+{
+	struct wcall *wc;
+
+	if ((wc = wproc_find_call(wp, reqid)) != NULL)
+		wc->credit_cb = cb;
+}
+
+/* Ask the worker to kill a call; its result still comes. */
+void
+wproc_cancel(struct wproc *wp, uint32_t reqid)
+{
+	if (wp->chan != NULL)
+		proto_chan_send(wp->chan, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
+}
+
+/* The sandbox is going: tell the worker to finish; drop its calls. */
+void
+wproc_shutdown(struct wproc *wp)
+{
+	if (wp->chan != NULL)
+		proto_chan_send(wp->chan, PROTO_SHUTDOWN, 0, 0, 0, NULL, 0);
+	wp->told = 1;
+	if (wp->sb != NULL && wp->sb->worker == wp)
+		wp->sb->worker = NULL;
+	wp->sb = NULL;
+}
+
+pid_t
+wproc_pid(struct wproc *wp)
+{
+	return wp->pid;
+}
+
+int
+wproc_count(void)
+{
+	struct wproc *wp;
+	int n = 0;
+
+	LIST_FOREACH(wp, &wprocs, entry)
+	n++;
+	return n;
+}
+
+void
+wproc_kill_all(void)
+{
+	struct wproc *wp;
+
+	LIST_FOREACH(wp, &wprocs, entry)
+	if (!wp->exited)
+		kill(wp->pid, SIGKILL);
+}
+
+/* SIGCHLD: reap every child that exited and say how. */
+void
+wproc_reap(void)
+{
+	struct wproc *wp;
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		LIST_FOREACH(wp, &wprocs, entry)
+		if (wp->pid == pid)
+			break;
+		if (WIFSIGNALED(status))
+			log_warnx("worker %d exited on signal %d", (int)pid,
+			    WTERMSIG(status));
+		else if (WEXITSTATUS(status) != 0)
+			log_warnx("worker %d exited with code %d", (int)pid,
+			    WEXITSTATUS(status));
+		else
+			log_debug("worker %d exited", (int)pid);
+		if (wp == NULL)
+			continue;
+		wp->exited = 1;
+		if (wp->chan != NULL && WIFSIGNALED(status)) {
+			/* Its owner only (NULL would tell every session). */
+			if (wp->sb != NULL && wp->sb->owner != NULL)
+				mcp_log(wp->sb->owner, 4,
+				    "sandbox worker %d died on signal %d",
+				    (int)pid, WTERMSIG(status));
+			wproc_lost(wp, WPROC_CRASHED);
+		} else
+			wproc_maybe_free(wp);
+	}
+}

@@ -1,0 +1,274 @@
+/*
+ * execute_code: run code in a sandbox, Python, JavaScript, TypeScript, Go
+ * or bash, installing what it imports.  With a container_id and session
+ * (the default) the state persists between calls, as in a notebook;
+ * without a container_id the code runs in a fresh sandbox that is removed
+ * before the answer (as create_run_close).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "config.h"
+#include "core.h"
+#include "mcp.h"
+#include "run.h"
+#include "sandbox.h"
+#include "tools.h"
+#include "xmalloc.h"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"code\":{\"type\":\"string\",\"minLength\":1},"
+    "\"language\":{\"type\":\"string\",\"enum\":[\"python\","
+    "\"javascript\",\"typescript\",\"go\",\"bash\"],\"default\":\"python\"},"
+    "\"container_id\":{\"type\":\"string\",\"description\":\"run in this "
+    "sandbox; without it a fresh sandbox is made and removed\"},"
+    "\"session\":{\"type\":\"boolean\",\"default\":true,\"description\":"
+    "\"keep state (variables, imports, functions) between calls in the "
+    "same sandbox: Python, JavaScript and TypeScript\"},"
+    "\"dependencies\":{\"description\":\"\\\"auto\\\" (default: detect "
+    "imports and install what is missing), \\\"none\\\", or a list of "
+    "packages\",\"anyOf\":[{\"type\":\"string\",\"enum\":[\"auto\","
+    "\"none\"]},{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]},"
+    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1}},"
+    "\"required\":[\"code\"],\"additionalProperties\":false}";
+
+const char code_output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"language\":{\"type\":\"string\"},"
+    "\"container_id\":{\"type\":\"string\"},"
+    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+    "\"exit_code\":{\"type\":\"integer\"},"
+    "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
+    "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+    "\"description\":\"dependencies found or given\"},"
+    "\"install_output\":{\"type\":\"string\"},"
+    "\"error\":{\"type\":\"string\",\"description\":\"the exception and "
+    "its traceback, or why the code could not run\"},"
+    "\"session_lost\":{\"type\":\"boolean\",\"description\":\"the "
+    "session was killed: its state is gone\"},"
+    "\"timed_out\":{\"type\":\"boolean\"},"
+    "\"cancelled\":{\"type\":\"boolean\"},"
+    "\"truncated\":{\"type\":\"boolean\"},"
+    "\"dropped_stdout_bytes\":{\"type\":\"integer\",\"description\":"
+    "\"output the session wrote outside any call (a thread or a timer "
+    "still printing after its call returned) since the last result: not "
+    "kept, only counted\"},"
+    "\"dropped_stderr_bytes\":{\"type\":\"integer\"}},"
+    "\"required\":[\"language\",\"stdout\",\"stderr\",\"exit_code\"]}";
+
+static long long
+member_int64(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v)
+	                                             : 0;
+}
+
+/* The tool result of a code run (result borrowed). */
+json_object *
+code_result(json_object *r, int fresh)
+{
+	struct evbuffer *t;
+	json_object *v, *res;
+	int bad;
+
+	bad = (json_object_object_get_ex(r, "exit_code", &v) &&
+	          json_object_get_int(v) != 0) ||
+	      json_object_object_get_ex(r, "error", &v);
+	if (fresh)
+		json_object_object_del(r, "container_id");
+	t = evbuffer_new();
+	if (json_object_object_get_ex(r, "packages", &v) &&
+	    json_object_array_length(v) > 0)
+		evbuffer_add_printf(t, "dependencies: %s\n",
+		    json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	if (json_object_object_get_ex(r, "stdout", &v) &&
+	    json_object_get_string_len(v) > 0)
+		evbuffer_add_printf(
+		    t, "stdout:\n%s\n", json_object_get_string(v));
+	if (json_object_object_get_ex(r, "stderr", &v) &&
+	    json_object_get_string_len(v) > 0)
+		evbuffer_add_printf(
+		    t, "stderr:\n%s\n", json_object_get_string(v));
+	if (json_object_object_get_ex(r, "error", &v))
+		evbuffer_add_printf(
+		    t, "error:\n%s\n", json_object_get_string(v));
+	if (json_object_object_get_ex(r, "session_lost", &v) &&
+	    json_object_get_boolean(v))
+		evbuffer_add_printf(t,
+		    "(the session was killed: variables "
+		    "and imports of earlier calls are gone)\n");
+	if (json_object_object_get_ex(r, "dropped_stdout_bytes", &v) ||
+	    json_object_object_get_ex(r, "dropped_stderr_bytes", &v))
+		evbuffer_add_printf(t,
+		    "(the session wrote %lld bytes of stdout and %lld of "
+		    "stderr that no call could take, after a call's end "
+		    "(e.g. from a thread or a timer of an earlier call); "
+		    "they were dropped)\n",
+		    member_int64(r, "dropped_stdout_bytes"),
+		    member_int64(r, "dropped_stderr_bytes"));
+	json_object_object_get_ex(r, "exit_code", &v);
+	evbuffer_add_printf(t, "exit code %d\n", json_object_get_int(v));
+	evbuffer_add(t, "", 1);
+	res = tool_result(
+	    json_object_get(r), (char *)evbuffer_pullup(t, -1), bad);
+	evbuffer_free(t);
+	return res;
+}
+
+/*
+ * The arguments shared by the code tools; NULL (and the call answered)
+ * when one is wrong.  *packages is NULL for "auto".
+ */
+int
+code_args(struct call *c, const char **code, const char **language,
+    json_object **packages, long long *timeout_ms)
+{
+	json_object *v, *d;
+	const char *manager;
+	size_t i;
+
+	*packages = NULL;
+	if (!arg_type_ok(c, "code", json_type_string, NULL) ||
+	    (*code = arg_string(c, "code")) == NULL || **code == '\0') {
+		call_reply(
+		    c, tool_error("code (a non-empty string) is required"));
+		return 0;
+	}
+	if (!arg_type_ok(c, "language", json_type_string, NULL) ||
+	    ((*language = arg_string(c, "language")) != NULL &&
+	        !code_language_valid(*language))) {
+		call_reply(c, tool_error("language must be python, javascript, "
+		                         "typescript, go or bash"));
+		return 0;
+	}
+	if (*language == NULL)
+		*language = "python";
+	*timeout_ms = sup.conf->exec_timeout * 1000;
+	if (!arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
+	    (v != NULL &&
+	        (json_object_get_int64(v) < 1 ||
+	            json_object_get_int64(v) > sup.conf->max_exec_timeout))) {
+		call_reply(c, tool_error("timeout_seconds must be an integer "
+		                         "from 1 to %ld",
+		                  sup.conf->max_exec_timeout));
+		return 0;
+	}
+	if (v != NULL)
+		*timeout_ms = json_object_get_int64(v) * 1000;
+	if (!json_object_object_get_ex(c->args, "dependencies", &d) ||
+	    d == NULL)
+		return 1;
+	if (json_object_is_type(d, json_type_string)) {
+		if (strcmp(json_object_get_string(d), "auto") == 0)
+			return 1;
+		if (strcmp(json_object_get_string(d), "none") == 0) {
+			*packages = json_object_new_array();
+			return 1;
+		}
+	} else if (json_object_is_type(d, json_type_array)) {
+		manager = code_manager(*language);
+		for (i = 0; i < json_object_array_length(d); i++) {
+			v = json_object_array_get_idx(d, i);
+			if (manager == NULL ||
+			    !json_object_is_type(v, json_type_string) ||
+			    !code_package_valid(
+			        manager, json_object_get_string(v))) {
+				call_reply(c,
+				    tool_error("dependencies: \"%.80s\" "
+				               "is not a valid %s package name",
+				        json_object_get_string(v),
+				        manager ? manager : "(no manager)"));
+				return 0;
+			}
+		}
+		*packages = json_object_get(d);
+		return 1;
+	}
+	call_reply(c, tool_error("dependencies must be \"auto\", \"none\" or "
+	                         "a list of package names"));
+	return 0;
+}
+
+struct xcode {
+	struct call *call;
+	struct coderun *run;
+};
+
+static void
+xcode_done(json_object *r, void *arg)
+{
+	struct xcode *x = arg;
+
+	call_reply(x->call, code_result(r, 0));
+	free(x);
+}
+
+static void
+xcode_cancel(struct call *c)
+{
+	struct xcode *x = c->state;
+
+	if (x->run != NULL)
+		coderun_cancel(x->run);
+}
+
+static void
+execute_code(struct call *c)
+{
+	const char *code, *language;
+	json_object *packages, *s;
+	long long timeout_ms;
+	struct sandbox *sb;
+	struct xcode *x;
+
+	if (!arg_type_ok(c, "session", json_type_boolean, &s)) {
+		call_reply(c, tool_error("session must be a boolean"));
+		return;
+	}
+	if (!code_args(c, &code, &language, &packages, &timeout_ms))
+		return;
+	if (!json_object_object_get_ex(c->args, "container_id", NULL)) {
+		/* A fresh sandbox for this call alone. */
+		create_run_close_start(
+		    c, code, language, packages, timeout_ms, NULL);
+		json_object_put(packages);
+		return;
+	}
+	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
+		json_object_put(packages);
+		return;
+	}
+	x = xcalloc(1, sizeof *x);
+	x->call = c;
+	c->state = x;
+	c->cancel = xcode_cancel;
+	coderun_start(c, sb, language, code,
+	    s == NULL || json_object_get_boolean(s), packages, timeout_ms,
+	    xcode_done, x, &x->run);
+	json_object_put(packages);
+}
+
+const struct tool tool_execute_code = {
+    .name = "execute_code",
+    .title = "Run code",
+    .description = "Run Python, JavaScript, TypeScript, Go or bash code. "
+                   "In a sandbox (container_id) Python, JavaScript and "
+                   "TypeScript keep their state between calls like a "
+                   "notebook; without one, a fresh sandbox runs the code and "
+                   "is removed. Imports are detected and missing packages "
+                   "installed (dependencies: auto), or give a list, or none. "
+                   "An exception comes back in error with its traceback.",
+    .input_schema = input_schema,
+    .output_schema = code_output_schema,
+    .read_only = 0,
+    .destructive = 1,
+    .idempotent = 0,
+    .open_world = 0,
+    .exec = execute_code,
+};

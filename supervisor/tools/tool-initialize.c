@@ -1,0 +1,298 @@
+/* sandbox_initialize: a new hardened sandbox from any image. */
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "core.h"
+#include "mcp.h"
+#include "run.h"
+#include "sandbox.h"
+#include "tools.h"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"image\":{\"type\":\"string\",\"description\":\"Docker image; "
+    "default: the server's configured image\"},"
+    "\"name\":{\"type\":\"string\",\"pattern\":"
+    "\"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$\",\"description\":\"a unique "
+    "name to use instead of the container_id\"},"
+    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+    "\"string\"},\"description\":\"environment of every command\"},"
+    "\"workdir\":{\"type\":\"string\",\"description\":\"absolute "
+    "writable working directory (default /app)\"},"
+    "\"network\":{\"type\":\"string\",\"description\":\"none (default); "
+    "others only if the operator allows\"},"
+    "\"memory_mb\":{\"type\":\"integer\",\"minimum\":16},"
+    "\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0},"
+    "\"pids\":{\"type\":\"integer\",\"minimum\":8},"
+    "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+    "\"lifetime; the sandbox is removed after it\"},"
+    "\"detach\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+    "\"outlive the client session (up to ttl_seconds and the idle "
+    "limit); once the session ended, any session that names the full "
+    "container_id takes it over\"}},"
+    "\"additionalProperties\":false}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"container_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
+    "\"image\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
+    "\"limits\":{\"type\":\"object\",\"properties\":{"
+    "\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"
+    "\"pids\":{\"type\":\"integer\"},\"workdir_mb\":{\"type\":\"integer\"},"
+    "\"tmp_mb\":{\"type\":\"integer\"},\"nofile\":{\"type\":\"integer\"},"
+    "\"fsize_mb\":{\"type\":\"integer\"}}},"
+    "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"}},"
+    "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
+    "\"limits\",\"expires_at\"]}";
+
+static int
+valid_name(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 63)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if ((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9'))
+			continue;
+		if (i > 0 && strchr("_.-", s[i]) != NULL)
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+/* An absolute, normal path that is not a system directory. */
+int
+valid_workdir(const char *p)
+{
+	static const char *const banned[] = {"/proc", "/sys", "/dev", "/tmp",
+	    "/etc", "/bin", "/sbin", "/usr", "/lib", "/lib64", "/boot", "/run",
+	    "/var/run", NULL};
+	size_t i, n;
+
+	if (p[0] != '/' || p[1] == '\0' || strlen(p) > 255 ||
+	    strstr(p, "//") != NULL || strstr(p, "/./") != NULL ||
+	    strstr(p, "/../") != NULL || p[strlen(p) - 1] == '/' ||
+	    strchr(p, ',') != NULL || strchr(p, ':') != NULL)
+		return 0;
+	n = strlen(p);
+	if ((n >= 2 && strcmp(p + n - 2, "/.") == 0) ||
+	    (n >= 3 && strcmp(p + n - 3, "/..") == 0))
+		return 0;
+	for (i = 0; banned[i] != NULL; i++) {
+		n = strlen(banned[i]);
+		if (strncmp(p, banned[i], n) == 0 &&
+		    (p[n] == '\0' || p[n] == '/'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Environment: an object of string values with shell-safe names. */
+int
+valid_env(json_object *env, const char **bad)
+{
+	size_t i;
+
+	json_object_object_foreach(env, k, v)
+	{
+		*bad = k;
+		if (!json_object_is_type(v, json_type_string) || *k == '\0' ||
+		    (k[0] >= '0' && k[0] <= '9'))
+			return 0;
+		for (i = 0; k[i] != '\0'; i++)
+			if (!((k[i] >= 'a' && k[i] <= 'z') ||
+			        (k[i] >= 'A' && k[i] <= 'Z') ||
+			        (k[i] >= '0' && k[i] <= '9') || k[i] == '_'))
+				return 0;
+		if (strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+sandbox_initialize(struct call *c)
+{
+	const struct config *conf = sup.conf;
+	json_object *env, *v;
+	struct limits lim = {conf->memory_mb, conf->cpus, conf->pids};
+	const char *image, *name, *workdir, *network, *bad = "";
+	struct sandbox *sb;
+	long ttl = conf->ttl;
+	int detach = 0;
+
+	if (!arg_type_ok(c, "image", json_type_string, NULL) ||
+	    !arg_type_ok(c, "name", json_type_string, NULL) ||
+	    !arg_type_ok(c, "workdir", json_type_string, NULL) ||
+	    !arg_type_ok(c, "network", json_type_string, NULL) ||
+	    !arg_type_ok(c, "env", json_type_object, &env)) {
+		call_reply(
+		    c, tool_error("image, name, workdir and network "
+		                  "must be strings; env an object of strings"));
+		return;
+	}
+	image = arg_string(c, "image");
+	if (image == NULL)
+		image = conf->default_image;
+	if (*image == '\0' || strlen(image) > 255 ||
+	    strpbrk(image, " \t\n\r") != NULL) {
+		call_reply(c, tool_error("image must be an image reference "
+		                         "such as python:3.12-slim-bookworm"));
+		return;
+	}
+	if ((name = arg_string(c, "name")) != NULL) {
+		if (!valid_name(name)) {
+			call_reply(c,
+			    tool_error(
+			        "name must be 1-63 letters, "
+			        "digits, '_', '.' or '-', starting with a letter "
+			        "or digit"));
+			return;
+		}
+		if (sandbox_find(c->sess, name) != NULL) {
+			call_reply(
+			    c, tool_error("a sandbox named \"%s\" "
+			                  "exists already; pick another name",
+			           name));
+			return;
+		}
+	}
+	if (env != NULL && !valid_env(env, &bad)) {
+		call_reply(
+		    c, tool_error("env \"%.40s\": names are letters, "
+		                  "digits and '_', values strings without NUL",
+		           bad));
+		return;
+	}
+	workdir = arg_string(c, "workdir");
+	if (workdir == NULL)
+		workdir = "/app";
+	if (!valid_workdir(workdir)) {
+		call_reply(c,
+		    tool_error(
+		        "workdir must be an absolute path "
+		        "without '.', '..', ',' or ':' outside system directories, "
+		        "such as /app"));
+		return;
+	}
+	network = arg_string(c, "network");
+	if (network == NULL)
+		network = "none";
+	if (strcmp(network, "none") != 0) {
+		if (strcmp(network, "host") == 0 ||
+		    strncmp(network, "container:", 10) == 0) {
+			call_reply(
+			    c, tool_error("network \"%.40s\" is never "
+			                  "allowed: it shares a namespace",
+			           network));
+			return;
+		}
+		/* Only the networks the operator named, by exact name. */
+		if (!config_list_has(&conf->allow_networks, network)) {
+			call_reply(c,
+			    tool_error(
+			        "network \"%.40s\" is not allowed on this "
+			        "server: use \"none\"%s (the operator names the "
+			        "networks clients may use with --allow-network)",
+			        network,
+			        conf->allow_networks.n > 0
+			            ? " or one the operator "
+			              "allowed"
+			            : ""));
+			return;
+		}
+	}
+	if (!arg_type_ok(c, "memory_mb", json_type_int, &v)) {
+		call_reply(c, tool_error("memory_mb must be an integer"));
+		return;
+	}
+	if (v != NULL)
+		lim.memory_mb = (long)json_object_get_int64(v);
+	if (lim.memory_mb < 16 || lim.memory_mb > conf->max_memory_mb) {
+		call_reply(
+		    c, tool_error("memory_mb must be from 16 to %ld (the "
+		                  "operator's ceiling)",
+		           conf->max_memory_mb));
+		return;
+	}
+	if (!arg_type_ok(c, "cpus", json_type_double, &v)) {
+		call_reply(c, tool_error("cpus must be a number"));
+		return;
+	}
+	if (v != NULL)
+		lim.cpus = json_object_get_double(v);
+	if (!(lim.cpus > 0.0099) || lim.cpus > conf->max_cpus) {
+		call_reply(c, tool_error("cpus must be above 0.01 and at most "
+		                         "%g (the operator's ceiling)",
+		                  conf->max_cpus));
+		return;
+	}
+	if (!arg_type_ok(c, "pids", json_type_int, &v)) {
+		call_reply(c, tool_error("pids must be an integer"));
+		return;
+	}
+	if (v != NULL)
+		lim.pids = (long)json_object_get_int64(v);
+	if (lim.pids < 8 || lim.pids > conf->max_pids) {
+		call_reply(c, tool_error("pids must be from 8 to %ld (the "
+		                         "operator's ceiling)",
+		                  conf->max_pids));
+		return;
+	}
+	if (!arg_type_ok(c, "ttl_seconds", json_type_int, &v)) {
+		call_reply(c, tool_error("ttl_seconds must be an integer"));
+		return;
+	}
+	if (v != NULL)
+		ttl = (long)json_object_get_int64(v);
+	if (ttl < 1 || ttl > conf->max_ttl) {
+		call_reply(c, tool_error("ttl_seconds must be from 1 to %ld "
+		                         "(the operator's ceiling)",
+		                  conf->max_ttl));
+		return;
+	}
+	if (!arg_type_ok(c, "detach", json_type_boolean, &v)) {
+		call_reply(c, tool_error("detach must be a boolean"));
+		return;
+	}
+	if (v != NULL)
+		detach = json_object_get_boolean(v);
+	if (sandbox_count() >= conf->max_sandboxes) {
+		call_reply(
+		    c, tool_error("too many sandboxes (the limit is "
+		                  "%ld): stop one with sandbox_stop first",
+		           conf->max_sandboxes));
+		return;
+	}
+	/* NULL: refused, and already answered. */
+	sb = sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
+	if (sb != NULL)
+		sb->detach = detach;
+}
+
+const struct tool tool_sandbox_initialize = {
+    .name = "sandbox_initialize",
+    .title = "Create a sandbox",
+    .description = "Create and start an isolated sandbox (a Docker "
+                   "container) from an image, hardened: unprivileged user, "
+                   "no network, read-only root with a writable workdir and "
+                   "/tmp, memory, CPU and process limits. Returns the "
+                   "container_id that the other tools take. The sandbox "
+                   "is removed when the client session ends, unless "
+                   "detach is true: then it lives on up to its lifetime "
+                   "(ttl_seconds) and idle limit, and a later session "
+                   "takes it over by its full container_id.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = 0,
+    .destructive = 0,
+    .idempotent = 0,
+    .open_world = 0,
+    .exec = sandbox_initialize,
+};

@@ -1,0 +1,248 @@
+/* get_sandbox_status: state, limits and usage of one or all sandboxes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "config.h"
+#include "core.h"
+#include "docker.h"
+#include "mcp.h"
+#include "run.h"
+#include "sandbox.h"
+#include "tools.h"
+#include "xmalloc.h"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"container_id\":{\"type\":\"string\",\"description\":\"one "
+    "sandbox; without it, all of them\"}},"
+    "\"additionalProperties\":false}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"sandboxes\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"properties\":{\"container_id\":{\"type\":\"string\"},"
+    "\"name\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"
+    "\"image\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
+    "\"created\":{\"type\":\"string\"},\"expires_at\":{\"type\":\"string\"},"
+    "\"limits\":{\"type\":\"object\"},"
+    "\"usage\":{\"type\":\"object\",\"properties\":{"
+    "\"memory_bytes\":{\"type\":\"integer\"},"
+    "\"pids\":{\"type\":\"integer\"}}},"
+    "\"exec_count\":{\"type\":\"integer\"},"
+    "\"idle_expires_at\":{\"type\":\"string\"},"
+    "\"removal_in_seconds\":{\"type\":\"integer\",\"description\":"
+    "\"when the sandbox will be removed (lifetime or idle limit)\"},"
+    "\"worker_pid\":{\"type\":\"integer\"}},"
+    "\"required\":[\"container_id\",\"name\",\"state\",\"image\","
+    "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}},"
+    "\"stats\":{\"type\":\"object\",\"description\":\"the server's "
+    "statistics, as sandbox://stats\"}},"
+    "\"required\":[\"sandboxes\"]}";
+
+struct status {
+	struct call *call;
+	json_object *list;
+	int pending;
+};
+
+struct entry {
+	struct status *st;
+	json_object *obj; /* borrowed from st->list */
+};
+
+static void
+iso_time(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void
+status_done(struct status *st)
+{
+	struct evbuffer *t;
+	json_object *r, *e, *v, *u;
+	size_t i, n;
+
+	if (--st->pending > 0)
+		return;
+	t = evbuffer_new();
+	n = json_object_array_length(st->list);
+	if (n == 0)
+		evbuffer_add_printf(t, "No sandboxes.");
+	for (i = 0; i < n; i++) {
+		e = json_object_array_get_idx(st->list, i);
+		json_object_object_get_ex(e, "container_id", &v);
+		evbuffer_add_printf(t, "%.12s", json_object_get_string(v));
+		json_object_object_get_ex(e, "name", &v);
+		evbuffer_add_printf(t, " (%s)", json_object_get_string(v));
+		json_object_object_get_ex(e, "state", &v);
+		evbuffer_add_printf(t, ": %s", json_object_get_string(v));
+		json_object_object_get_ex(e, "image", &v);
+		evbuffer_add_printf(t, ", image %s", json_object_get_string(v));
+		if (json_object_object_get_ex(e, "usage", &u) &&
+		    json_object_object_get_ex(u, "memory_bytes", &v))
+			evbuffer_add_printf(t, ", memory %lld KiB",
+			    (long long)json_object_get_int64(v) / 1024);
+		json_object_object_get_ex(e, "exec_count", &v);
+		evbuffer_add_printf(
+		    t, ", %lld exec(s)", (long long)json_object_get_int64(v));
+		json_object_object_get_ex(e, "expires_at", &v);
+		evbuffer_add_printf(
+		    t, ", expires %s", json_object_get_string(v));
+		json_object_object_get_ex(e, "removal_in_seconds", &v);
+		evbuffer_add_printf(t, " (removed in %lld s unless used)\n",
+		    (long long)json_object_get_int64(v));
+	}
+	evbuffer_add(t, "", 1);
+	r = json_object_new_object();
+	json_object_object_add(r, "sandboxes", st->list);
+	json_object_object_add(r, "stats", stats_json());
+	call_reply(st->call, tool_result(r, (char *)evbuffer_pullup(t, -1), 0));
+	evbuffer_free(t);
+	free(st);
+}
+
+static void
+status_inspect_cb(const struct docker_resp *resp, void *arg)
+{
+	struct entry *en = arg;
+	json_object *state, *v;
+
+	if (resp->status == 404)
+		json_object_object_add(
+		    en->obj, "state", json_object_new_string("gone"));
+	else if (resp->json != NULL &&
+	         json_object_object_get_ex(resp->json, "State", &state) &&
+	         json_object_object_get_ex(state, "Status", &v))
+		json_object_object_add(en->obj, "state", json_object_get(v));
+	status_done(en->st);
+	free(en);
+}
+
+static void
+status_stats_cb(const struct docker_resp *resp, void *arg)
+{
+	struct entry *en = arg;
+	json_object *usage, *o, *v;
+
+	if (resp->json != NULL) {
+		usage = json_object_new_object();
+		if (json_object_object_get_ex(resp->json, "memory_stats", &o) &&
+		    json_object_object_get_ex(o, "usage", &v))
+			json_object_object_add(usage, "memory_bytes",
+			    json_object_new_int64(json_object_get_int64(v)));
+		if (json_object_object_get_ex(resp->json, "pids_stats", &o) &&
+		    json_object_object_get_ex(o, "current", &v))
+			json_object_object_add(usage, "pids",
+			    json_object_new_int64(json_object_get_int64(v)));
+		json_object_object_add(en->obj, "usage", usage);
+	}
+	status_done(en->st);
+	free(en);
+}
+
+static void
+status_add(struct status *st, struct sandbox *sb)
+{
+	struct entry *en;
+	json_object *o;
+	time_t deadline;
+	int idle;
+	char when[32], *path;
+
+	o = json_object_new_object();
+	json_object_object_add(
+	    o, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(o, "name", json_object_new_string(sb->name));
+	json_object_object_add(o, "state",
+	    json_object_new_string(sb->state == SB_READY      ? "unknown"
+	                           : sb->state == SB_STARTING ? "starting"
+	                                                      : "stopping"));
+	json_object_object_add(o, "image", json_object_new_string(sb->image));
+	json_object_object_add(
+	    o, "workdir", json_object_new_string(sb->workdir));
+	iso_time(sb->created, when, sizeof when);
+	json_object_object_add(o, "created", json_object_new_string(when));
+	iso_time(sb->expires, when, sizeof when);
+	json_object_object_add(o, "expires_at", json_object_new_string(when));
+	if (sup.conf->idle_ttl > 0) {
+		iso_time(sb->last_used + sup.conf->idle_ttl, when, sizeof when);
+		json_object_object_add(
+		    o, "idle_expires_at", json_object_new_string(when));
+	}
+	/* The model should know before the sandbox goes. */
+	deadline = sandbox_deadline(sb, &idle);
+	json_object_object_add(o, "removal_in_seconds",
+	    json_object_new_int64((int64_t)(deadline - time(NULL))));
+	json_object_object_add(o, "limits", sandbox_limits_json(sb));
+	json_object_object_add(
+	    o, "exec_count", json_object_new_int64(sb->exec_count));
+	if (sb->worker != NULL)
+		json_object_object_add(o, "worker_pid",
+		    json_object_new_int(wproc_pid(sb->worker)));
+	json_object_array_add(st->list, o);
+	if (sb->id == NULL || sb->state != SB_READY)
+		return;
+
+	en = xcalloc(1, sizeof *en);
+	en->st = st;
+	en->obj = o;
+	st->pending++;
+	xasprintf(&path, "/containers/%s/json", sb->id);
+	docker_call(sup.docker, "GET", path, NULL, status_inspect_cb, en);
+	free(path);
+	en = xcalloc(1, sizeof *en);
+	en->st = st;
+	en->obj = o;
+	st->pending++;
+	xasprintf(
+	    &path, "/containers/%s/stats?stream=false&one-shot=true", sb->id);
+	docker_call(sup.docker, "GET", path, NULL, status_stats_cb, en);
+	free(path);
+}
+
+static void
+get_sandbox_status(struct call *c)
+{
+	struct status *st;
+	struct sandbox *sb;
+
+	st = xcalloc(1, sizeof *st);
+	st->call = c;
+	st->list = json_object_new_array();
+	st->pending = 1;
+	if (json_object_object_get_ex(c->args, "container_id", NULL)) {
+		if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
+			json_object_put(st->list);
+			free(st);
+			return;
+		}
+		status_add(st, sb);
+	} else
+		TAILQ_FOREACH(sb, &sandboxes, entry)
+	if (sb->id != NULL && sb->owner == c->sess)
+		status_add(st, sb);
+	status_done(st);
+}
+
+const struct tool tool_get_sandbox_status = {
+    .name = "get_sandbox_status",
+    .title = "Sandbox status",
+    .description = "State, image, creation and expiry times, limits, "
+                   "memory and process usage, exec count and worker pid of "
+                   "one sandbox, or of all of this client's sandboxes.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = 1,
+    .destructive = 0,
+    .idempotent = 1,
+    .open_world = 0,
+    .exec = get_sandbox_status,
+};
