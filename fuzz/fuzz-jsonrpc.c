@@ -1,5 +1,5 @@
 /*
- * Fuzz the JSON-RPC layer (supervisor/jsonrpc.c): rpc_parse() on any
+ * Fuzz the JSON-RPC layer (supervisor/mcp/rpc.c): rpc_parse() on any
  * bytes, rpc_validate() on what parses, and the error or result envelope
  * the server would answer with.  A message nested within a small depth
  * must also parse within a larger one.

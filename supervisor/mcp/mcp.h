@@ -57,7 +57,7 @@ struct call {
 	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
 	struct progress *progress; /* when the client asked for it */
-	/* Its commands in sandboxes (the run layer's, run/execrun.c):
+	/* Its commands in sandboxes (the run layer's, run/xrun.c):
 	 * killed when the call is cancelled, whatever the tool. */
 	LIST_HEAD(, xrun) runs;
 	TAILQ_ENTRY(call) entry;
@@ -154,7 +154,7 @@ void progress_output(struct call *, const char *, size_t);
 void progress_end(struct call *);
 int progress_report(struct call *, double, double, const char *);
 
-/* jsonrpc.c */
+/* rpc.c: JSON-RPC 2.0 */
 enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE };
 struct rpc_msg {
 	enum rpc_kind kind;

@@ -1,6 +1,6 @@
 /*
- * The run layer: commands and code in a sandbox (execrun.c, coderun.c),
- * files up into it (transfer.c), what its helper scripts print (sbout.c)
+ * The run layer: commands and code in a sandbox (xrun.c, coderun.c),
+ * files up into it (upload.c), what its helper scripts print (sbout.c)
  * and dependency detection (deps.c).  Above the sandbox layer.
  */
 #ifndef RUN_H
@@ -16,7 +16,7 @@ struct call;
 struct evbuffer;
 struct sandbox;
 
-/* execrun.c */
+/* xrun.c */
 struct xrun;
 struct xrun_opts {
 	const char *command; /* or the code, with language */
@@ -53,7 +53,7 @@ long xrun_credit(struct xrun *);
 void xrun_write(struct xrun *, const void *, size_t, int);
 void xrun_took(struct xrun *, size_t);
 void xrun_links(json_object *, json_object *);
-/* The output schema's members for what a run used (execrun.c's keys). */
+/* The output schema's members for what a run used (xrun.c's keys). */
 #define XRUN_USAGE_SCHEMA                                                      \
 	"\"cpu_time_ms\":{\"type\":\"number\",\"description\":\"CPU "          \
 	"time of the whole sandbox while it ran; absent where the server "     \
@@ -63,7 +63,7 @@ void xrun_links(json_object *, json_object *);
 	"absent where not known\"},"
 const char *xrun_failure(json_object *, const char *);
 
-/* transfer.c */
+/* upload.c */
 struct upload;
 struct tar_out;
 /* engine/scripts/upload-file.sh, embedded: one file in. */
@@ -83,10 +83,10 @@ void upload_cancel(struct upload *);
 void upload_free(struct upload *);
 
 /* A relative path of names, none of them "." or ".." or empty. */
-int valid_relative(const char *);
+int upload_name_valid(const char *);
 /* A sandbox path (absolute, or relative to its workdir): its directory,
  * and its last name in *name; NULL if it has no valid last name. */
-char *sandbox_path_split(const struct sandbox *, const char *, char **);
+char *upload_path_split(const struct sandbox *, const char *, char **);
 
 /* coderun.c */
 struct coderun;

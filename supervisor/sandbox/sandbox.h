@@ -88,7 +88,7 @@ time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
 json_object *sandbox_limits_json(const struct sandbox *);
 
-/* workers.c */
+/* wproc.c: the worker processes */
 /* Output of a call: return 0 if taken, 1 to return credit later. */
 typedef int (*wcall_data_cb)(uint16_t, const char *, size_t, void *);
 typedef void (*wcall_credit_cb)(long, void *);

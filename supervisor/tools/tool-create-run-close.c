@@ -54,7 +54,7 @@ crc_removed(void *arg, const char *err)
 	struct crc *x = arg;
 
 	(void)err;
-	call_reply(x->call, code_result(x->result, 1));
+	call_reply(x->call, tool_execute_code_result(x->result, 1));
 	crc_free(x);
 }
 
@@ -122,8 +122,9 @@ crc_created(struct call *c, struct sandbox *sb, const char *err, void *arg)
 
 /* Shared with execute_code without a container_id. */
 void
-create_run_close_start(struct call *c, const char *code, const char *language,
-    json_object *packages, long long timeout_ms, const char *image)
+tool_create_run_close_start(struct call *c, const char *code,
+    const char *language, json_object *packages, long long timeout_ms,
+    const char *image)
 {
 	const struct config *conf = sup.conf;
 	struct limits lim = {conf->memory_mb, conf->cpus, conf->pids};
@@ -160,10 +161,12 @@ create_run_close(struct call *c)
 		call_reply(c, tool_error("image must be a string"));
 		return;
 	}
-	if (!code_args(c, &code, &language, &packages, &timeout_ms))
+	if (!tool_execute_code_args(
+	        c, &code, &language, &packages, &timeout_ms))
 		return;
 	image = arg_string(c, "image");
-	create_run_close_start(c, code, language, packages, timeout_ms, image);
+	tool_create_run_close_start(
+	    c, code, language, packages, timeout_ms, image);
 	json_object_put(packages);
 }
 
@@ -174,7 +177,7 @@ const struct tool tool_create_run_close = {
                    "run it, and remove the sandbox before answering, even on "
                    "error, timeout or cancellation.",
     .input_schema = input_schema,
-    .output_schema = code_output_schema,
+    .output_schema = tool_execute_code_schema,
     .read_only = 0,
     .destructive = 0,
     .idempotent = 0,

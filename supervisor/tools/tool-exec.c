@@ -23,7 +23,7 @@
 
 #define EXEC_MAX_COMMANDS 100
 #define EXEC_MAX_COMMAND_LEN (64 * 1024)
-/* stdin over 16 KiB is streamed to the command (execrun.c), not sent in
+/* stdin over 16 KiB is streamed to the command (run/xrun.c), not sent in
  * the call's frame, whatever its escaping. */
 #define EXEC_MAX_STDIN (512 * 1024)
 
@@ -315,7 +315,7 @@ sandbox_exec(struct call *c)
 		return;
 	}
 	if (!arg_type_ok(c, "env", json_type_object, &env) ||
-	    (env != NULL && !valid_env(env, &bad))) {
+	    (env != NULL && !tool_initialize_env_valid(env, &bad))) {
 		json_object_put(list);
 		call_reply(c,
 		    tool_error("env must be an object of strings with "

@@ -36,7 +36,7 @@ static const char input_schema[] =
     "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1}},"
     "\"required\":[\"code\"],\"additionalProperties\":false}";
 
-const char code_output_schema[] =
+const char tool_execute_code_schema[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"language\":{\"type\":\"string\"},"
     "\"container_id\":{\"type\":\"string\"},"
@@ -71,7 +71,7 @@ member_int64(json_object *o, const char *key)
 
 /* The tool result of a code run (result borrowed). */
 json_object *
-code_result(json_object *r, int fresh)
+tool_execute_code_result(json_object *r, int fresh)
 {
 	struct evbuffer *t;
 	json_object *v, *res;
@@ -126,7 +126,7 @@ code_result(json_object *r, int fresh)
  * when one is wrong.  *packages is NULL for "auto".
  */
 int
-code_args(struct call *c, const char **code, const char **language,
+tool_execute_code_args(struct call *c, const char **code, const char **language,
     json_object **packages, long long *timeout_ms)
 {
 	json_object *v, *d;
@@ -205,7 +205,7 @@ xcode_done(json_object *r, void *arg)
 {
 	struct xcode *x = arg;
 
-	call_reply(x->call, code_result(r, 0));
+	call_reply(x->call, tool_execute_code_result(r, 0));
 	free(x);
 }
 
@@ -231,11 +231,12 @@ execute_code(struct call *c)
 		call_reply(c, tool_error("session must be a boolean"));
 		return;
 	}
-	if (!code_args(c, &code, &language, &packages, &timeout_ms))
+	if (!tool_execute_code_args(
+	        c, &code, &language, &packages, &timeout_ms))
 		return;
 	if (!json_object_object_get_ex(c->args, "container_id", NULL)) {
 		/* A fresh sandbox for this call alone. */
-		create_run_close_start(
+		tool_create_run_close_start(
 		    c, code, language, packages, timeout_ms, NULL);
 		json_object_put(packages);
 		return;
@@ -265,7 +266,7 @@ const struct tool tool_execute_code = {
                    "installed (dependencies: auto), or give a list, or none. "
                    "An exception comes back in error with its traceback.",
     .input_schema = input_schema,
-    .output_schema = code_output_schema,
+    .output_schema = tool_execute_code_schema,
     .read_only = 0,
     .destructive = 1,
     .idempotent = 0,

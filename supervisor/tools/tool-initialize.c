@@ -66,8 +66,8 @@ valid_name(const char *s)
 }
 
 /* An absolute, normal path that is not a system directory. */
-int
-valid_workdir(const char *p)
+static int
+tool_initialize_workdir_valid(const char *p)
 {
 	static const char *const banned[] = {"/proc", "/sys", "/dev", "/tmp",
 	    "/etc", "/bin", "/sbin", "/usr", "/lib", "/lib64", "/boot", "/run",
@@ -94,7 +94,7 @@ valid_workdir(const char *p)
 
 /* Environment: an object of string values with shell-safe names. */
 int
-valid_env(json_object *env, const char **bad)
+tool_initialize_env_valid(json_object *env, const char **bad)
 {
 	size_t i;
 
@@ -163,7 +163,7 @@ sandbox_initialize(struct call *c)
 			return;
 		}
 	}
-	if (env != NULL && !valid_env(env, &bad)) {
+	if (env != NULL && !tool_initialize_env_valid(env, &bad)) {
 		call_reply(
 		    c, tool_error("env \"%.40s\": names are letters, "
 		                  "digits and '_', values strings without NUL",
@@ -173,7 +173,7 @@ sandbox_initialize(struct call *c)
 	workdir = arg_string(c, "workdir");
 	if (workdir == NULL)
 		workdir = "/app";
-	if (!valid_workdir(workdir)) {
+	if (!tool_initialize_workdir_valid(workdir)) {
 		call_reply(c,
 		    tool_error(
 		        "workdir must be an absolute path "

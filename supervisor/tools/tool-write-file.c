@@ -166,7 +166,7 @@ write_file(struct call *c)
 
 	if (!arg_type_ok(c, "file_name", json_type_string, NULL) ||
 	    (name = arg_string(c, "file_name")) == NULL ||
-	    !valid_relative(name)) {
+	    !upload_name_valid(name)) {
 		call_reply(
 		    c, tool_error("file_name must be a file name or a "
 		                  "relative path without '.' or '..' parts"));

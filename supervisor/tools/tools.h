@@ -16,21 +16,16 @@ struct evbuffer;
 /* table.c: register the server's tools, in tools/list's order. */
 void tools_init(void);
 
-/* tool-execute-code.c, tool-create-run-close.c */
-extern const char code_output_schema[];
-json_object *code_result(json_object *, int);
-int code_args(
+/* What tool-execute-code.c and tool-create-run-close.c share. */
+extern const char tool_execute_code_schema[];
+json_object *tool_execute_code_result(json_object *, int);
+int tool_execute_code_args(
     struct call *, const char **, const char **, json_object **, long long *);
-void create_run_close_start(struct call *, const char *, const char *,
+void tool_create_run_close_start(struct call *, const char *, const char *,
     json_object *, long long, const char *);
 
 /* tool-initialize.c */
-int valid_workdir(const char *);
-int valid_env(json_object *, const char **);
-
-/* tool-initialize.c */
-int valid_workdir(const char *);
-int valid_env(json_object *, const char **);
+int tool_initialize_env_valid(json_object *, const char **);
 
 /* The tools. */
 extern const struct tool tool_sandbox_initialize;

@@ -1,4 +1,4 @@
-/* Unit tests of JSON-RPC 2.0 parsing and validation (supervisor/jsonrpc.c). */
+/* Unit tests of JSON-RPC 2.0 parsing and validation (supervisor/mcp/rpc.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -228,7 +228,7 @@ upload_host(struct call *c, struct sandbox *sb, const char *host,
 
 	copy = xstrdup(host);
 	dir =
-	    sandbox_path_split(sb, dest != NULL ? dest : basename(copy), &name);
+	    upload_path_split(sb, dest != NULL ? dest : basename(copy), &name);
 	free(copy);
 	if (dir == NULL) {
 		snprintf(err, errlen, "the destination must end in a %s name",
@@ -253,7 +253,7 @@ upload_host(struct call *c, struct sandbox *sb, const char *host,
 
 /* A relative path of names, none of them "." or ".." or empty. */
 int
-valid_relative(const char *p)
+upload_name_valid(const char *p)
 {
 	const char *s = p, *slash;
 	size_t n;
@@ -277,7 +277,7 @@ valid_relative(const char *p)
  * directory and a valid last name; NULL if it has none.
  */
 char *
-sandbox_path_split(const struct sandbox *sb, const char *p, char **name)
+upload_path_split(const struct sandbox *sb, const char *p, char **name)
 {
 	char *full, *slash;
 
@@ -288,7 +288,7 @@ sandbox_path_split(const struct sandbox *sb, const char *p, char **name)
 	while (strlen(full) > 1 && full[strlen(full) - 1] == '/')
 		full[strlen(full) - 1] = '\0';
 	slash = strrchr(full, '/');
-	if (slash == NULL || !valid_relative(slash + 1)) {
+	if (slash == NULL || !upload_name_valid(slash + 1)) {
 		free(full);
 		return NULL;
 	}
