@@ -112,6 +112,71 @@ enum proto_type {
 #define PROTO_OP_LOGS "logs"
 #define PROTO_OP_CODE "code"
 
+/* run.c: the "exec" and "code" calls, and their results, as structs. */
+enum proto_run_kind { PROTO_RUN_EXEC, PROTO_RUN_CODE };
+struct proto_run {
+	enum proto_run_kind kind;
+	const char *command; /* exec: the shell command; code: the code */
+	const char *language; /* code */
+	int session; /* code: the language's long-lived session (else one) */
+	const char *const *args; /* exec: $1..., NULL-terminated; NULL: none */
+	const char *workdir; /* NULL: the container's */
+	json_object *env; /* an object of strings; NULL: none */
+	const char *stdin_text; /* NULL: none */
+	int stdin_stream;
+	long long timeout_ms; /* 0: none */
+	long long output_cap; /* 0: none */
+	const char *token; /* exec: NULL, the worker makes one */
+	const char *log_as;
+	int log_stdout;
+	int probe;
+};
+json_object *proto_run_encode(const struct proto_run *);
+int proto_run_decode(
+    json_object *, struct proto_run *, long long, const char **);
+void proto_run_clear(struct proto_run *);
+const char *proto_run_op(json_object *);
+void proto_run_set_token(json_object *, const char *);
+
+/* Which members a result has (struct proto_result's has). */
+#define PROTO_R_EXIT_CODE 0x001
+#define PROTO_R_DURATION 0x002
+#define PROTO_R_TIMED_OUT 0x004
+#define PROTO_R_CANCELLED 0x008
+#define PROTO_R_OOM 0x010
+#define PROTO_R_TRUNCATED 0x020
+#define PROTO_R_SIGNAL 0x040
+#define PROTO_R_BYTES 0x080 /* stdout_bytes and stderr_bytes */
+#define PROTO_R_SESSION_LOST 0x100
+#define PROTO_R_CPU 0x200
+#define PROTO_R_MEMORY 0x400
+#define PROTO_R_DROPPED 0x800 /* dropped_stdout_bytes, dropped_stderr_bytes */
+#define PROTO_R_CUT 0x1000
+/* What every exec's and every code call's result has. */
+#define PROTO_R_RUN                                                            \
+	(PROTO_R_EXIT_CODE | PROTO_R_DURATION | PROTO_R_TIMED_OUT |            \
+	    PROTO_R_CANCELLED | PROTO_R_TRUNCATED | PROTO_R_BYTES)
+#define PROTO_R_EXEC (PROTO_R_RUN | PROTO_R_OOM | PROTO_R_SIGNAL)
+#define PROTO_R_CODE (PROTO_R_RUN | PROTO_R_SESSION_LOST)
+struct proto_result {
+	unsigned int has;
+	long long exit_code; /* -1: not known */
+	long long duration_ms;
+	int timed_out, cancelled, oom_killed, truncated;
+	long long signal;
+	long long stdout_bytes, stderr_bytes;
+	int session_lost;
+	double cpu_time_ms; /* of the whole sandbox while it ran */
+	long long memory_peak_bytes;
+	long long dropped_stdout_bytes, dropped_stderr_bytes;
+	int result_cut;
+	const char *error; /* only when it could not run at all, or a
+	                      code call's traceback */
+};
+json_object *proto_result_encode(const struct proto_result *);
+void proto_result_add(const struct proto_result *, json_object *);
+void proto_result_decode(json_object *, struct proto_result *);
+
 struct proto_hdr {
 	uint16_t type;
 	uint16_t flags;

@@ -58,15 +58,6 @@ xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
 	return 0;
 }
 
-static void
-copy_member(json_object *to, json_object *from, const char *key)
-{
-	json_object *v;
-
-	if (json_object_object_get_ex(from, key, &v))
-		json_object_object_add(to, key, json_object_get(v));
-}
-
 static long long
 member_int(json_object *o, const char *key)
 {
@@ -125,21 +116,17 @@ static void
 xrun_done(json_object *res, void *arg)
 {
 	struct xrun *x = arg;
-	json_object *r, *v;
+	struct proto_result pr, members;
+	json_object *r;
 	char *uri[2] = {NULL, NULL};
-	static const char *const keys[] = {"duration_ms", "timed_out",
-	    "cancelled", "oom_killed", "truncated", "signal", "stdout_bytes",
-	    "stderr_bytes", "session_lost", "cpu_time_ms", "memory_peak_bytes",
-	    "dropped_stdout_bytes", "dropped_stderr_bytes", "result_cut", NULL};
 	int i;
 
+	proto_result_decode(res, &pr);
 	r = json_object_new_object();
 	json_object_object_add(
 	    r, "command", json_object_new_string(x->command));
-	v = NULL;
-	json_object_object_get_ex(res, "exit_code", &v);
-	json_object_object_add(r, "exit_code",
-	    json_object_new_int64(v != NULL ? json_object_get_int64(v) : -1));
+	json_object_object_add(
+	    r, "exit_code", json_object_new_int64(pr.exit_code));
 	if (x->spool != NULL) {
 		for (i = 0; i < 2; i++)
 			if (output_cut(i ? &x->err : &x->out))
@@ -151,8 +138,11 @@ xrun_done(json_object *res, void *arg)
 	}
 	json_object_object_add(r, "stdout", output_json(&x->out, uri[0]));
 	json_object_object_add(r, "stderr", output_json(&x->err, uri[1]));
-	for (i = 0; keys[i] != NULL; i++)
-		copy_member(r, res, keys[i]);
+	/* What the worker said of the run, its error last. */
+	members = pr;
+	members.has &= ~PROTO_R_EXIT_CODE;
+	members.error = NULL;
+	proto_result_add(&members, r);
 	for (i = 0; i < 2; i++) {
 		if (uri[i] == NULL)
 			continue;
@@ -163,7 +153,9 @@ xrun_done(json_object *res, void *arg)
 			    r, "spool_incomplete", json_object_new_boolean(1));
 		free(uri[i]);
 	}
-	copy_member(r, res, "error");
+	if (pr.error != NULL)
+		json_object_object_add(
+		    r, "error", json_object_new_string(pr.error));
 	x->worker = NULL;
 	if (x->call != NULL) {
 		LIST_REMOVE(x, centry);
@@ -189,9 +181,9 @@ struct xrun *
 xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
     void (*done)(struct xrun *, json_object *, void *), void *arg)
 {
+	struct proto_run run;
 	struct xrun *x;
-	json_object *op, *a;
-	size_t i;
+	json_object *op;
 
 	x = xcalloc(1, sizeof *x);
 	x->call = c;
@@ -206,61 +198,32 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	output_init(&x->err, (size_t)sup.conf->inline_output);
 	x->spool = spool_open(sb->spool);
 
-	op = json_object_new_object();
-	if (o->language != NULL) {
-		json_object_object_add(
-		    op, "op", json_object_new_string(PROTO_OP_CODE));
-		json_object_object_add(
-		    op, "language", json_object_new_string(o->language));
-		json_object_object_add(
-		    op, "code", json_object_new_string(o->command));
-		json_object_object_add(
-		    op, "session", json_object_new_boolean(o->session));
-	} else {
-		json_object_object_add(
-		    op, "op", json_object_new_string(PROTO_OP_EXEC));
-		json_object_object_add(
-		    op, "command", json_object_new_string(o->command));
-	}
-	if (o->args != NULL) {
-		a = json_object_new_array();
-		for (i = 0; o->args[i] != NULL; i++)
-			json_object_array_add(
-			    a, json_object_new_string(o->args[i]));
-		json_object_object_add(op, "args", a);
-	}
+	memset(&run, 0, sizeof run);
+	run.kind = o->language != NULL ? PROTO_RUN_CODE : PROTO_RUN_EXEC;
+	run.command = o->command;
+	run.language = o->language;
+	run.session = o->session;
+	run.args = o->args;
 	if (o->stdin_text != NULL && !o->stdin_stream &&
 	    strlen(o->stdin_text) > XRUN_STDIN_INLINE) {
 		x->stdin_len = strlen(o->stdin_text);
 		x->stdin_text = xstrdup(o->stdin_text);
 	}
-	if (o->stdin_stream || x->stdin_text != NULL)
-		json_object_object_add(
-		    op, "stdin_stream", json_object_new_boolean(1));
-	if (o->log_as != NULL)
-		json_object_object_add(
-		    op, "log_as", json_object_new_string(o->log_as));
+	run.stdin_stream = o->stdin_stream || x->stdin_text != NULL;
+	run.log_as = o->log_as;
 	/* Output that goes to a sink, or of our own script, is data, not
 	 * text for the log. */
-	if (o->stdout_sink != NULL || o->log_quiet)
-		json_object_object_add(
-		    op, "log_stdout", json_object_new_boolean(0));
-	if (o->probe)
-		json_object_object_add(op, "probe", json_object_new_boolean(1));
-	json_object_object_add(op, "workdir",
-	    json_object_new_string(
-	        o->workdir != NULL ? o->workdir : sb->workdir));
-	if (o->env != NULL)
-		json_object_object_add(op, "env", json_object_get(o->env));
+	run.log_stdout = o->stdout_sink == NULL && !o->log_quiet;
+	run.probe = o->probe;
+	run.workdir = o->workdir != NULL ? o->workdir : sb->workdir;
+	run.env = o->env;
 	if (o->stdin_text != NULL && x->stdin_text == NULL) {
-		json_object_object_add(
-		    op, "stdin", json_object_new_string(o->stdin_text));
+		run.stdin_text = o->stdin_text;
 		stats.bytes_in += (long long)strlen(o->stdin_text);
 	}
-	json_object_object_add(op, "timeout_ms",
-	    json_object_new_int64(o->timeout_ms > 1 ? o->timeout_ms : 1));
-	json_object_object_add(
-	    op, "output_cap", json_object_new_int64(o->output_cap));
+	run.timeout_ms = o->timeout_ms > 1 ? o->timeout_ms : 1;
+	run.output_cap = o->output_cap;
+	op = proto_run_encode(&run);
 	sb->exec_count++;
 	x->worker = sb->worker;
 	if (c != NULL)

@@ -125,6 +125,7 @@ static void
 wproc_lost(struct wproc *wp, const char *why)
 {
 	struct wcall *wc;
+	struct proto_result lost;
 	json_object *err, *tokens;
 	struct timeval tv;
 	long ms;
@@ -150,11 +151,9 @@ wproc_lost(struct wproc *wp, const char *why)
 		if (wc->token[0] != '\0')
 			json_object_array_add(
 			    tokens, json_object_new_string(wc->token));
-		err = json_object_new_object();
-		json_object_object_add(
-		    err, "error", json_object_new_string(why));
-		json_object_object_add(
-		    err, "worker_lost", json_object_new_boolean(1));
+		memset(&lost, 0, sizeof lost);
+		lost.error = why;
+		err = proto_result_encode(&lost);
 		wc->done_cb(err, wc->arg);
 		json_object_put(err);
 		wcall_free(wc);
@@ -411,15 +410,17 @@ static void
 wproc_refuse_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct wcall *wc = arg;
+	struct proto_result refused;
 	json_object *err;
 
 	(void)fd;
 	(void)what;
 	TAILQ_REMOVE(&wc->wp->calls, wc, entry);
-	err = json_object_new_object();
-	json_object_object_add(err, "exit_code", json_object_new_int(-1));
-	json_object_object_add(
-	    err, "error", json_object_new_string(wc->refusal));
+	memset(&refused, 0, sizeof refused);
+	refused.has = PROTO_R_EXIT_CODE;
+	refused.exit_code = -1;
+	refused.error = wc->refusal;
+	err = proto_result_encode(&refused);
 	wc->done_cb(err, wc->arg);
 	json_object_put(err);
 	wcall_free(wc);
@@ -436,7 +437,7 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
     wcall_done_cb done_cb, void *arg)
 {
 	struct wcall *wc;
-	json_object *op;
+	const char *op;
 	size_t size;
 
 	wc = xcalloc(1, sizeof *wc);
@@ -446,12 +447,11 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 	wc->data_cb = data_cb;
 	wc->done_cb = done_cb;
 	wc->arg = arg;
-	if (json_object_object_get_ex(call, "op", &op) &&
-	    strcmp(json_object_get_string(op), PROTO_OP_EXEC) == 0) {
+	if ((op = proto_run_op(call)) != NULL &&
+	    strcmp(op, PROTO_OP_EXEC) == 0) {
 		/* Ours, so that a new worker can kill it if this one dies. */
 		random_hex(wc->token, 16);
-		json_object_object_add(
-		    call, "token", json_object_new_string(wc->token));
+		proto_run_set_token(call, wc->token);
 	}
 	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
 	json_object_to_json_string_length(call, JSON_C_TO_STRING_PLAIN, &size);
