@@ -59,7 +59,7 @@ struct config {
 	char *allow_dirs[CONFIG_MAX_DIRS]; /* host dirs for the file tools */
 	int nallow_dirs;
 
-	/* Transports (the Streamable HTTP one: supervisor/http.c). */
+	/* Transports (the Streamable HTTP one: supervisor/transport/http.c). */
 	char *transport; /* stdio, http or both */
 	char *listen; /* ADDR:PORT */
 	char *auth_token_file;

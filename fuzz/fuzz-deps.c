@@ -1,6 +1,6 @@
 /*
  * Fuzz the dependency scanners and the package name checks
- * (supervisor/deps.c).  Input: a selector byte (the language), then
+ * (supervisor/run/deps.c).  Input: a selector byte (the language), then
  * source code.  Contracts: deps_detect() answers an array of distinct
  * strings for every known language, and each name it finds is one the
  * language's manager accepts (deps_valid_name()), since the names go to

@@ -1,5 +1,5 @@
 /*
- * Fuzz the host-side tar extractor (supervisor/hosttar.c) with archives
+ * Fuzz the host-side tar extractor (supervisor/host/hosttar.c) with archives
  * as a sandbox could send them (copy_file_from_sandbox, copy_project
  * back): the extraction ends with a result or an error, never a crash,
  * and writes only regular files and directories, only under its

@@ -1,6 +1,6 @@
 /*
  * Fuzz what an HTTP client reaches before the token: the gate at the
- * socket (supervisor/http-conn.c), evhttp's parser behind it, and the
+ * socket (supervisor/transport/http-conn.c), evhttp's parser behind it, and the
  * checks of http.c up to the token.  The server listens on loopback with
  * a random token the fuzzer cannot guess; each input is one client's
  * connection: the first byte chooses how the rest is cut into writes

@@ -1,5 +1,5 @@
 /*
- * Fuzz the MCP request path (supervisor/mcp.c): each line of the input
+ * Fuzz the MCP request path (supervisor/mcp/mcp.c): each line of the input
  * goes to mcp_handle_line() of one session, as the stdio transport would
  * hand it over, and every message the server sends is serialized.
  *

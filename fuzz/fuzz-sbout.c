@@ -1,6 +1,6 @@
 /*
  * Fuzz the parsers of what the server's commands in a sandbox print
- * (supervisor/sbout.c): sandbox code can write anything into that output,
+ * (supervisor/run/sbout.c): sandbox code can write anything into that output,
  * so every parser must answer, never crash, and what it accepts must
  * hold its contract.  Input: a selector byte (which parser, and for
  * read_file the offset and the length), then the output.  The marker of

@@ -28,7 +28,7 @@ BENCH_LABEL = BENCH_LABEL_KEY + "=1"
 API = "/v1.41"
 SOCKET = "/var/run/docker.sock"
 
-# The server's defaults (common/config.c) and constants (supervisor/sandbox.c,
+# The server's defaults (common/config.c) and constants (supervisor/sandbox/sandbox.c,
 # worker/docker-exec.c), so that the raw API and the CLI do the same work as
 # the server.
 WORKDIR = "/app"
@@ -114,7 +114,7 @@ def check_engine(*images):
 
 
 def raw_create_config(image, workdir_mb=WORKDIR_MB):
-    """supervisor/sandbox.c sandbox_config(), with the default limits."""
+    """supervisor/sandbox/sandbox.c sandbox_config(), with the default limits."""
     return {
         "Image": image,
         "Entrypoint": ["sleep", "infinity"],

@@ -1,4 +1,4 @@
-/* Unit tests of the host path policy (supervisor/hostpath.c). */
+/* Unit tests of the host path policy (supervisor/host/hostpath.c). */
 #include <sys/stat.h>
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Unit tests of host tar streams (supervisor/hosttar.c). */
+/* Unit tests of host tar streams (supervisor/host/hosttar.c). */
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -1,6 +1,6 @@
 /*
  * Results fitted to the protocol revision a session negotiated
- * (supervisor/revision.c), the image of fresh code sandboxes
+ * (supervisor/mcp/revision.c), the image of fresh code sandboxes
  * (code_image()), and host paths in Docker's messages.
  */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The parsers of sandbox output (supervisor/sbout.c): strict, bounded. */
+/* The parsers of sandbox output (supervisor/run/sbout.c): strict, bounded. */
 #include <stdlib.h>
 #include <string.h>
 
