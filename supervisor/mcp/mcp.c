@@ -670,6 +670,7 @@ mcp_method_find(const char *name)
 	return NULL;
 }
 
+/* Whether a method is served (the built-in ones, or a layer's registered). */
 int
 mcp_has_method(const char *name)
 {

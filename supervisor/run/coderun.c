@@ -31,6 +31,7 @@ extern const char install_pip_sh[], install_npm_sh[], install_go_sh[];
  * (engine/scripts/run-{shell,go}.sh, embedded). */
 extern const char run_shell_sh[], run_go_sh[];
 
+/* The package manager of a language ("pip", "npm", "go"), or NULL. */
 const char *
 code_manager(const char *language)
 {
@@ -397,6 +398,7 @@ coderun_start(struct call *c, struct sandbox *sb, const char *language,
 	free(args);
 }
 
+/* Kill its current step; its callback still comes, cancelled. */
 void
 coderun_cancel(struct coderun *cr)
 {

@@ -7,6 +7,7 @@
 #include "utf8.h"
 #include "xmalloc.h"
 
+/* Keep the first and the last limit/2 bytes of a stream, counting the rest. */
 void
 output_init(struct output *o, size_t limit)
 {
@@ -16,6 +17,10 @@ output_init(struct output *o, size_t limit)
 	o->tail = xmalloc(o->half);
 }
 
+/*
+ * More of the stream: into the head while it has room, then the tail (a
+ * ring).
+ */
 void
 output_add(struct output *o, const char *p, size_t len)
 {

@@ -186,6 +186,7 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 	return u;
 }
 
+/* The host tar an upload streams (its counts for the result). */
 struct tar_out *
 upload_tar(struct upload *u)
 {

@@ -320,6 +320,7 @@ spool_write(struct spool *sp, int stream, const void *data, size_t len)
 	}
 }
 
+/* Whether the spool holds the whole output (no write to it failed). */
 int
 spool_complete(const struct spool *sp)
 {

@@ -60,6 +60,10 @@ histogram_json(const struct histogram *h)
 #define ADD(o, name, v)                                                        \
 	json_object_object_add(o, name, json_object_new_int64(v))
 
+/*
+ * The counters as the mcp-sandboxd://stats resource and get_sandbox_status
+ * give them.
+ */
 json_object *
 stats_json(void)
 {

@@ -127,6 +127,10 @@ http_conn_count(void)
 	return nconns;
 }
 
+/*
+ * The gate's counters for /metrics: connections refused, cut, and refused
+ * before a token.
+ */
 void
 http_conn_stats(long *refused, long *cut, long *preauth)
 {

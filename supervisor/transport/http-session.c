@@ -91,6 +91,7 @@ static int nhsessions;
 static struct event *keepalive_ev;
 static long long ended_idle, evicted; /* for /metrics */
 
+/* HTTP sessions open now. */
 int
 http_sessions_open(void)
 {
@@ -701,6 +702,10 @@ post_request(struct hsession *hs, struct evhttp_request *req, const char *text,
 	json_object_put(held);
 }
 
+/*
+ * POST /mcp: a message of a session (or the initialize that makes one);
+ * requests answer on an SSE stream.
+ */
 void
 http_post(struct evhttp_request *req)
 {
@@ -791,6 +796,10 @@ parse_event_id(struct hsession *hs, const char *s, uint64_t *n, unsigned *num)
 	return 0;
 }
 
+/*
+ * GET /mcp: a session's own SSE stream, or a request's stream resumed with
+ * Last-Event-ID.
+ */
 void
 http_get(struct evhttp_request *req)
 {
@@ -853,6 +862,7 @@ http_get(struct evhttp_request *req)
 
 /* --- DELETE --- */
 
+/* DELETE /mcp: the client ends its session. */
 void
 http_delete(struct evhttp_request *req)
 {

@@ -85,6 +85,7 @@ http_ct_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return d == 0;
 }
 
+/* Count a reply by its class (1xx to 5xx) for /metrics. */
 void
 http_count(int code)
 {
@@ -621,6 +622,7 @@ http_not_found(struct evhttp_request *req, const char *path)
 
 /* --- /metrics --- */
 
+/* Whether the stdio client, served beside HTTP, is still there. */
 int
 http_stdio_sessions(void)
 {
