@@ -42,7 +42,7 @@
 #define SANDBOX_KEEPALIVE_GRACE 5
 #define SANDBOX_MAX_VOLUMES 32 /* VOLUMEs of an image made into tmpfs */
 
-extern const char seccomp_profile[]; /* supervisor/seccomp.json */
+extern const char seccomp_profile[]; /* engine/seccomp.json */
 
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
 
