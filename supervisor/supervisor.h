@@ -14,7 +14,7 @@
 
 struct bufferevent;
 struct config;
-struct docker;
+struct engine;
 struct event;
 struct event_base;
 struct evbuffer;
@@ -29,7 +29,7 @@ struct evbuffer;
 /* Global state of the one supervisor process. */
 struct supervisor {
 	struct event_base *base;
-	struct docker *docker;
+	struct engine *engine; /* the default engine: new sandboxes' */
 	const struct config *conf;
 	char instance[33]; /* random hex id of this instance */
 	char boot_id[64];
@@ -136,6 +136,7 @@ struct sandbox {
 	char *name;
 	char *image;
 	char *workdir;
+	struct engine *engine; /* where its container is (not owned) */
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */
 	time_t created, expires, last_used;
