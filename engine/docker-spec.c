@@ -101,7 +101,8 @@ docker_spec_json(const struct engine_spec *spec)
 	    h, "MemorySwap", json_object_new_int64(spec->memory_bytes));
 	json_object_object_add(h, "NanoCpus",
 	    json_object_new_int64((long long)(spec->cpus * 1e9)));
-	json_object_object_add(h, "PidsLimit", json_object_new_int64(spec->pids));
+	json_object_object_add(
+	    h, "PidsLimit", json_object_new_int64(spec->pids));
 	a = json_object_new_array();
 	add_ulimit(a, "nofile", spec->nofile);
 	add_ulimit(a, "fsize", spec->fsize_bytes);

@@ -139,7 +139,8 @@ ed_parse_list(json_object *a, struct ed_state *st, struct engine_resp *resp)
 		if ((c->id = ed_str(o, "Id")) == NULL)
 			continue;
 		c->status = ed_str(o, "State");
-		c->running = c->status != NULL && strcmp(c->status, "running") == 0;
+		c->running =
+		    c->status != NULL && strcmp(c->status, "running") == 0;
 		if (json_object_object_get_ex(o, "Labels", &v) &&
 		    json_object_is_type(v, json_type_object))
 			c->labels = v;
@@ -235,7 +236,8 @@ ed_done(const struct docker_resp *dr, void *arg)
 				stats.have_memory = 1;
 				stats.memory_bytes = json_object_get_int64(v);
 			}
-			if (json_object_object_get_ex(dr->json, "pids_stats", &o) &&
+			if (json_object_object_get_ex(
+			        dr->json, "pids_stats", &o) &&
 			    json_object_object_get_ex(o, "current", &v)) {
 				stats.have_pids = 1;
 				stats.pids = json_object_get_int64(v);
@@ -269,11 +271,13 @@ ed_done(const struct docker_resp *dr, void *arg)
 		/* A refused pull answers 500 with the reason as the body; a
 		 * pull that failed later answers 200 with the reason in the
 		 * stream. */
-		if (dr->error != NULL || strstr(st->tail, "\"error\"") != NULL) {
+		if (dr->error != NULL ||
+		    strstr(st->tail, "\"error\"") != NULL) {
 			st->why = ed_pull_reason(st->tail);
-			resp.error = st->why != NULL    ? st->why
-			             : dr->error != NULL ? dr->error
-			                                 : "the engine gave no reason";
+			resp.error = st->why != NULL ? st->why
+			             : dr->error != NULL
+			                 ? dr->error
+			                 : "the engine gave no reason";
 		}
 		break;
 	case ED_EXEC_INSPECT:
@@ -293,8 +297,8 @@ ed_done(const struct docker_resp *dr, void *arg)
 }
 
 static void
-ed_call(struct engine_req *req, int kind, const char *method,
-    const char *path, json_object *body)
+ed_call(struct engine_req *req, int kind, const char *method, const char *path,
+    json_object *body)
 {
 	ed_state(req, kind);
 	req->impl = docker_call(ed(req), method, path, body, ed_done, req);
@@ -655,8 +659,8 @@ ed_image_pull(struct engine_req *req, const char *image)
 }
 
 static void
-ed_exec_create(struct engine_req *req, const char *id,
-    const struct engine_exec_spec *spec)
+ed_exec_create(
+    struct engine_req *req, const char *id, const struct engine_exec_spec *spec)
 {
 	json_object *body, *a;
 	char *path;
@@ -667,7 +671,8 @@ ed_exec_create(struct engine_req *req, const char *id,
 	for (i = 0; spec->argv[i] != NULL; i++)
 		json_object_array_add(a, json_object_new_string(spec->argv[i]));
 	json_object_object_add(body, "Cmd", a);
-	json_object_object_add(body, "User", json_object_new_string(spec->user));
+	json_object_object_add(
+	    body, "User", json_object_new_string(spec->user));
 	if (spec->stdin)
 		json_object_object_add(
 		    body, "AttachStdin", json_object_new_boolean(1));
@@ -717,8 +722,8 @@ ed_exec_start(struct engine_req *req, const char *exec_id, int input)
 		req->impl = docker_stream(
 		    ed(req), "POST", path, body, ed_stream_data, ed_done, req);
 	else
-		req->impl = docker_call_capped(ed(req), "POST", path, body,
-		    ED_DISCARD_KEEP, ed_done, req);
+		req->impl = docker_call_capped(
+		    ed(req), "POST", path, body, ED_DISCARD_KEEP, ed_done, req);
 	json_object_put(body);
 	free(path);
 }

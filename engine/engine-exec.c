@@ -258,7 +258,8 @@ engine_exec_write(struct engine_exec *x, const void *p, size_t len)
 {
 	if (x->dead || !x->input || x->close_write || len == 0)
 		return;
-	if (x->state == EX_CREATE && x->early != NULL)
+	/* Until the stream starts (started() included), it waits. */
+	if (x->early != NULL)
 		evbuffer_add(x->early, p, len);
 	else if (x->state == EX_RUN && x->req != NULL)
 		x->eng->ops->write(x->req, p, len);
@@ -271,7 +272,7 @@ engine_exec_close_write(struct engine_exec *x)
 	if (x->dead || !x->input || x->close_write)
 		return;
 	x->close_write = 1;
-	if (x->state == EX_RUN && x->req != NULL)
+	if (x->early == NULL && x->state == EX_RUN && x->req != NULL)
 		x->eng->ops->close_write(x->req);
 }
 

@@ -26,6 +26,7 @@ struct engine_req {
 	void (*event)(const char *, void *);
 	void (*sent)(size_t, void *);
 	void *arg;
+	TAILQ_ENTRY(engine_req) entry;
 };
 
 struct engine_ops {
@@ -38,7 +39,8 @@ struct engine_ops {
 	const char *(*api_version)(void *);
 
 	void (*ping)(struct engine_req *);
-	void (*container_create)(struct engine_req *, const struct engine_spec *);
+	void (*container_create)(
+	    struct engine_req *, const struct engine_spec *);
 	void (*container_start)(struct engine_req *, const char *);
 	void (*container_stop)(struct engine_req *, const char *, int);
 	void (*container_remove)(struct engine_req *, const char *);
@@ -72,6 +74,7 @@ struct engine {
 	void *state; /* the backend's */
 	int supports; /* ENGINE_* */
 	struct event_base *base;
+	TAILQ_HEAD(, engine_req) reqs; /* in flight */
 	TAILQ_HEAD(, engine_exec) execs; /* engine-exec.c: those alive */
 };
 

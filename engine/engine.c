@@ -25,6 +25,7 @@ engine_new_ops(struct event_base *base, const struct engine_ops *ops,
 	eng->state = state;
 	eng->supports = supports;
 	eng->base = base;
+	TAILQ_INIT(&eng->reqs);
 	TAILQ_INIT(&eng->execs);
 	return eng;
 }
@@ -40,7 +41,8 @@ engine_new(struct event_base *base, const char *host)
 	for (i = 0; i < NBACKENDS; i++) {
 		supports = 0;
 		if ((state = backends[i]->open(base, host, &supports)) != NULL)
-			return engine_new_ops(base, backends[i], state, supports);
+			return engine_new_ops(
+			    base, backends[i], state, supports);
 	}
 	return NULL;
 }
@@ -49,9 +51,14 @@ engine_new(struct event_base *base, const char *host)
 void
 engine_free(struct engine *eng)
 {
+	struct engine_req *req;
+
 	if (eng == NULL)
 		return;
 	engine_exec_free_all(eng);
+	/* Each cancel unlinks the head. */
+	while ((req = TAILQ_FIRST(&eng->reqs)) != NULL)
+		engine_req_cancel(req); // NOLINT(clang-analyzer-unix.Malloc)
 	if (eng->ops->close != NULL)
 		eng->ops->close(eng->state);
 	free(eng);
@@ -116,6 +123,7 @@ engine_req_new(struct engine *eng, engine_done_cb done, void *arg)
 	req->eng = eng;
 	req->done = done;
 	req->arg = arg;
+	TAILQ_INSERT_TAIL(&eng->reqs, req, entry);
 	return req;
 }
 
@@ -123,6 +131,7 @@ engine_req_new(struct engine *eng, engine_done_cb done, void *arg)
 void
 engine_req_finish(struct engine_req *req, const struct engine_resp *resp)
 {
+	TAILQ_REMOVE(&req->eng->reqs, req, entry);
 	if (req->done != NULL)
 		req->done(resp, req->arg);
 	free(req);
@@ -133,6 +142,7 @@ engine_req_cancel(struct engine_req *req)
 {
 	if (req == NULL)
 		return;
+	TAILQ_REMOVE(&req->eng->reqs, req, entry);
 	req->eng->ops->cancel(req);
 	free(req);
 }
@@ -227,8 +237,8 @@ engine_container_list(
 
 /* A running container's pids limit, changed. */
 struct engine_req *
-engine_container_update_pids(struct engine *eng, const char *id,
-    long long pids, engine_done_cb done, void *arg)
+engine_container_update_pids(struct engine *eng, const char *id, long long pids,
+    engine_done_cb done, void *arg)
 {
 	struct engine_req *req = engine_req_new(eng, done, arg);
 

@@ -174,8 +174,8 @@ struct engine_req *engine_container_list(
     struct engine *, const char *, engine_done_cb, void *);
 struct engine_req *engine_container_update_pids(
     struct engine *, const char *, long long, engine_done_cb, void *);
-struct engine_req *engine_container_logs(struct engine *, const char *,
-    engine_output_cb, engine_done_cb, void *);
+struct engine_req *engine_container_logs(
+    struct engine *, const char *, engine_output_cb, engine_done_cb, void *);
 struct engine_req *engine_container_events(struct engine *, const char *,
     const char *const *, void (*)(const char *, void *), engine_done_cb,
     void *);

@@ -841,8 +841,7 @@ screate_created_cb(const struct engine_resp *resp, void *arg)
 		screate_error(s, "cannot start a worker process");
 		s->pending--;
 	}
-	engine_container_start(
-	    s->sb->engine, s->sb->id, screate_started_cb, s);
+	engine_container_start(s->sb->engine, s->sb->id, screate_started_cb, s);
 }
 
 static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
@@ -858,8 +857,7 @@ screate_create(struct screate *s)
 		screate_fail(s, "sandbox for image \"%s\": %s", why);
 		return;
 	}
-	engine_container_create(
-	    s->sb->engine, &s->spec, screate_created_cb, s);
+	engine_container_create(s->sb->engine, &s->spec, screate_created_cb, s);
 }
 
 /*
@@ -980,9 +978,9 @@ screate_volumes(
 			json_object_array_add(
 			    s->volumes, json_object_new_string(path));
 			spec_tmpfs(&s->spec,
-			    json_object_get_string(json_object_array_get_idx(
-			        s->volumes,
-			        json_object_array_length(s->volumes) - 1)),
+			    json_object_get_string(
+			        json_object_array_get_idx(s->volumes,
+			            json_object_array_length(s->volumes) - 1)),
 			    sup.conf->volume_mb, 0, -1, 01777);
 			log_debug("image %s: VOLUME %s as a tmpfs of %ld MiB",
 			    s->sb->image, path, sup.conf->volume_mb);
@@ -1125,8 +1123,10 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	if (env != NULL) {
 		json_object_object_foreach(env, key, val)
 		{
-			xasprintf(&v, "%s=%s", key, json_object_get_string(val));
-			json_object_array_add(s->env, json_object_new_string(v));
+			xasprintf(
+			    &v, "%s=%s", key, json_object_get_string(val));
+			json_object_array_add(
+			    s->env, json_object_new_string(v));
 			free(v);
 			if (strcmp(key, "HOME") == 0)
 				has_home = 1;

@@ -182,8 +182,8 @@ acct_inspected_cb(const struct engine_resp *resp, void *arg)
 		               : "the container has no process");
 		return;
 	}
-	snprintf(path, sizeof path, "%s/proc/%lld/cgroup", ACCT_PROC_ROOT,
-	    c->pid);
+	snprintf(
+	    path, sizeof path, "%s/proc/%lld/cgroup", ACCT_PROC_ROOT, c->pid);
 	snprintf(
 	    mounts, sizeof mounts, "%s/proc/self/mountinfo", ACCT_PROC_ROOT);
 	if (cgroup_find(

@@ -56,8 +56,9 @@ events_event_cb(const char *a, void *arg)
 		w->oom_count++;
 		log_info("out of memory in the sandbox");
 	} else if (strcmp(a, "die") == 0 || strcmp(a, "destroy") == 0)
-		events_gone(strcmp(a, "die") == 0 ? "the container stopped"
-		                                  : "the container was removed");
+		events_gone(strcmp(a, "die") == 0
+		                ? "the container stopped"
+		                : "the container was removed");
 }
 
 static void
@@ -107,8 +108,8 @@ events_follow(void)
 {
 	static const char *const actions[] = {"oom", "die", "destroy", NULL};
 
-	ev.req = engine_container_events(ev.w->engine, ev.w->container,
-	    actions, events_event_cb, events_done_cb, ev.w);
+	ev.req = engine_container_events(ev.w->engine, ev.w->container, actions,
+	    events_event_cb, events_done_cb, ev.w);
 }
 
 void

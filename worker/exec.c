@@ -226,9 +226,11 @@ exec_done(const struct engine_exec_result *res, void *arg)
 	x->ex = NULL;
 	if (res->error != NULL) {
 		exec_fail(x,
-		    res->phase == ENGINE_EXEC_CREATE   ? "cannot start the command"
-		    : res->phase == ENGINE_EXEC_STREAM ? "exec stream failed"
-		                                       : "cannot read the exit code",
+		    res->phase == ENGINE_EXEC_CREATE
+		        ? "cannot start the command"
+		    : res->phase == ENGINE_EXEC_STREAM
+		        ? "exec stream failed"
+		        : "cannot read the exit code",
 		    res->error);
 		return;
 	}
@@ -437,9 +439,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	if (json_object_object_get_ex(call, "env", &v) &&
 	    json_object_is_type(v, json_type_object))
 		vars = v;
-	env = xcalloc((vars != NULL ? (size_t)json_object_object_length(vars)
-	                            : 0) +
-	                  sizeof probe_env / sizeof probe_env[0] + 1,
+	env = xcalloc(
+	    (vars != NULL ? (size_t)json_object_object_length(vars) : 0) +
+	        sizeof probe_env / sizeof probe_env[0] + 1,
 	    sizeof *env);
 	if (vars != NULL) {
 		json_object_object_foreach(vars, key, val)

@@ -558,7 +558,8 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 	spec.workdir = workdir;
 	spec.env = env;
 	spec.stdin = 1;
-	ip->ex = engine_exec_new(w->engine, w->container, &spec, &interp_cbs, ip);
+	ip->ex =
+	    engine_exec_new(w->engine, w->container, &spec, &interp_cbs, ip);
 	free(kv);
 	logs_addf("code", "starting a %s session", lang);
 	return ip;

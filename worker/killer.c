@@ -139,8 +139,8 @@ killer_create(struct killer *k)
 	argv[n++] = "mcp-kill";
 	argv[n++] = EXEC_TOKEN_ENV;
 	for (i = 0; i < json_object_array_length(k->tokens); i++)
-		argv[n++] =
-		    json_object_get_string(json_object_array_get_idx(k->tokens, i));
+		argv[n++] = json_object_get_string(
+		    json_object_array_get_idx(k->tokens, i));
 	argv[n] = NULL;
 	memset(&spec, 0, sizeof spec);
 	spec.argv = argv;

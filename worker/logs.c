@@ -144,8 +144,8 @@ logs_container_out(int stream, const char *p, size_t len, void *arg)
 {
 	(void)arg;
 	logs_add(
-	    stream == ENGINE_STDERR ? "container stderr" : "container stdout", p,
-	    len);
+	    stream == ENGINE_STDERR ? "container stderr" : "container stdout",
+	    p, len);
 }
 
 static void
