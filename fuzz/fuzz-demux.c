@@ -1,6 +1,6 @@
 /*
  * Fuzz the demultiplexer of Docker's stdout/stderr framing
- * (worker/demux.c).  The stream is fed to demux_feed() in random pieces
+ * (engine/demux.c).  The stream is fed to demux_feed() in random pieces
  * and what comes out is compared with a one-shot decoding of the whole
  * stream: the split must never change the output, and a bad header must
  * be an error exactly when the whole of it has arrived.

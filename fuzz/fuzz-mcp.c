@@ -8,7 +8,7 @@
  * (sandbox_initialize, create_run_close, execute_code without a
  * container_id) are held back by --max-sandboxes 0, and the tools that
  * read or write host files by an empty host policy.
- * sup.docker stays NULL so that a path which would talk to the engine
+ * sup.engine stays NULL so that a path which would talk to the engine
  * after all crashes here instead of passing unnoticed, and each input
  * must leave no call in flight and no sandbox behind.
  *

@@ -13,12 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <event2/event.h>
 
 #include "config.h"
 #include "core.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "mcp.h"
 #include "procinfo.h"
@@ -211,11 +210,11 @@ main(int argc, char **argv)
 	if (proc_start_ticks(getpid(), &sup.start_ticks) == -1)
 		fatal("cannot read /proc/self/stat");
 	signal(SIGPIPE, SIG_IGN);
-	if (curl_global_init(docker_global_flags(conf.docker_host)) != 0)
-		fatalx("curl_global_init");
+	if (engine_global_init(conf.docker_host) == -1)
+		fatalx("engine_global_init");
 	if ((sup.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	if ((sup.docker = docker_new(sup.base, conf.docker_host)) == NULL)
+	if ((sup.engine = engine_new(sup.base, conf.docker_host)) == NULL)
 		fatalx("DOCKER_HOST must be unix:///path or tcp://host:port, "
 		       "not %s",
 		    conf.docker_host);
@@ -258,7 +257,7 @@ main(int argc, char **argv)
 	http_stop();
 	defer_flush();
 	spool_cleanup();
-	docker_free(sup.docker);
+	engine_free(sup.engine);
 	reaper_free();
 	event_free(ev_term);
 	event_free(ev_int);
@@ -267,7 +266,7 @@ main(int argc, char **argv)
 	if (ev_deadline != NULL)
 		event_free(ev_deadline);
 	event_base_free(sup.base);
-	curl_global_cleanup();
+	engine_global_cleanup();
 	hostpolicy_free(&sup.hosts);
 	config_free(&conf);
 	return sup.exit_code;

@@ -31,7 +31,7 @@
 #include <event2/event.h>
 
 #include "cgroup.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "worker.h"
 #include "xmalloc.h"
@@ -74,7 +74,7 @@ struct acct {
 
 static struct {
 	struct worker *w;
-	struct docker_req *req;
+	struct engine_req *req;
 	struct event *retry;
 	int tries; /* inspections so far */
 	enum acct_state state;
@@ -167,26 +167,23 @@ acct_retry_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-acct_inspected_cb(const struct docker_resp *resp, void *arg)
+acct_inspected_cb(const struct engine_resp *resp, void *arg)
 {
-	json_object *state, *pid;
+	const struct engine_container *c = resp->container;
 	struct acct *a;
 	char path[PATH_MAX + 64], mounts[PATH_MAX + 64];
 
 	(void)arg;
 	ac.req = NULL;
-	if (resp->json == NULL ||
-	    !json_object_object_get_ex(resp->json, "State", &state) ||
-	    !json_object_object_get_ex(state, "Pid", &pid) ||
-	    json_object_get_int64(pid) <= 0) {
+	if (c == NULL || c->pid <= 0) {
 		/* Not running yet (or the engine did not answer). */
 		acct_later(resp->error != NULL
 		               ? resp->error
 		               : "the container has no process");
 		return;
 	}
-	snprintf(path, sizeof path, "%s/proc/%lld/cgroup", ACCT_PROC_ROOT,
-	    (long long)json_object_get_int64(pid));
+	snprintf(
+	    path, sizeof path, "%s/proc/%lld/cgroup", ACCT_PROC_ROOT, c->pid);
 	snprintf(
 	    mounts, sizeof mounts, "%s/proc/self/mountinfo", ACCT_PROC_ROOT);
 	if (cgroup_find(
@@ -210,16 +207,10 @@ acct_inspected_cb(const struct docker_resp *resp, void *arg)
 static void
 acct_lookup(void)
 {
-	char *esc, *path;
-
 	ac.state = ACCT_LOOKING;
 	ac.tries++;
-	esc = docker_escape(ac.w->container);
-	xasprintf(&path, "/containers/%s/json", esc);
-	ac.req = docker_call(
-	    ac.w->docker, "GET", path, NULL, acct_inspected_cb, NULL);
-	free(path);
-	free(esc);
+	ac.req = engine_container_inspect(
+	    ac.w->engine, ac.w->container, acct_inspected_cb, NULL);
 }
 
 /* Accounting for a worker's container; the cgroup is found on first use. */
@@ -227,9 +218,16 @@ void
 acct_start(struct worker *w)
 {
 	ac.w = w;
-	ac.state = ACCT_UNKNOWN;
 	ac.tries = 0;
 	LIST_INIT(&ac.runs);
+	/* A remote engine's cgroups are on its own host. */
+	if (!engine_supports(w->engine, ENGINE_CGROUPS)) {
+		ac.state = ACCT_NONE;
+		log_debug("%s: no accounting: the engine is not on this host",
+		    __func__);
+		return;
+	}
+	ac.state = ACCT_UNKNOWN;
 	if ((ac.retry = evtimer_new(w->base, acct_retry_cb, NULL)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
 }
@@ -238,8 +236,7 @@ acct_start(struct worker *w)
 void
 acct_stop(void)
 {
-	if (ac.req != NULL)
-		docker_req_cancel(ac.req);
+	engine_req_cancel(ac.req);
 	ac.req = NULL;
 	if (ac.retry != NULL)
 		event_free(ac.retry);

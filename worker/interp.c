@@ -22,8 +22,7 @@
 
 #include "clock.h"
 #include "config.h"
-#include "demux.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "proto.h"
 #include "random.h"
@@ -62,16 +61,15 @@ struct interp {
 	char lang[16];
 	char token[40];
 	char nonce[33];
-	char *exec_id;
-	struct docker_req *req;
-	struct demux demux;
+	struct engine_exec *ex; /* the interpreter's run, until it ends */
+	int running; /* it was created; calls can be sent */
 	struct evbuffer *hold[2]; /* stdout, stderr not yet passed on */
 	int ended[2]; /* the current call's marker seen */
 	json_object *status; /* from stdout's marker */
 	struct icall *cur;
 	TAILQ_HEAD(, icall) queue;
 	long credit;
-	int paused, dying, timed_out, cancelled, truncated;
+	int dying, timed_out, cancelled, truncated;
 	int oneshot; /* a session for one call only (session: false) */
 	int exit; /* the interpreter's exit code, once known (else -1) */
 	long long out_bytes, err_bytes;
@@ -80,7 +78,7 @@ struct interp {
 	long long stray[2];
 	const char *broke; /* why the session was ended, if not above */
 	struct killer *killer;
-	struct event *timer, *kick, *resume;
+	struct event *timer, *kick;
 	LIST_ENTRY(interp) entry;
 };
 
@@ -88,6 +86,14 @@ static LIST_HEAD(, interp) interps = LIST_HEAD_INITIALIZER(interps);
 
 static void interp_next(struct interp *);
 static void interp_die(struct interp *, const char *);
+
+/* Only a call's output waits for credit; the rest is dropped. */
+static void
+interp_flow(struct interp *ip)
+{
+	if (ip->ex != NULL)
+		engine_exec_pause(ip->ex, ip->cur != NULL && ip->credit <= 0);
+}
 
 /* Output of the session that no call takes: dropped and counted. */
 static void
@@ -130,10 +136,10 @@ interp_answer(struct interp *ip, int lost, const char *why)
 		return;
 	ip->cur = NULL;
 	evtimer_del(ip->timer);
-	if (ip->oneshot && ip->req != NULL) {
+	if (ip->oneshot && ip->ex != NULL) {
 		/* End of input: the interpreter exits by itself. */
 		ip->dying = 1;
-		docker_req_close_write(ip->req);
+		engine_exec_close_write(ip->ex);
 	}
 	r = json_object_new_object();
 	if (ip->status != NULL &&
@@ -174,6 +180,7 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	ip->status = NULL;
 	json_object_put(c->code);
 	free(c);
+	interp_flow(ip);
 }
 
 /* Output of the current call (nothing between calls is passed on). */
@@ -209,6 +216,7 @@ interp_pass(struct interp *ip, int s, const char *p, size_t len)
 		p += n;
 		len -= n;
 	}
+	interp_flow(ip);
 }
 
 /*
@@ -285,34 +293,18 @@ interp_scan(struct interp *ip, int s)
 	}
 }
 
-static int
+static void
 interp_out(int stream, const char *p, size_t len, void *arg)
 {
 	struct interp *ip = arg;
-	int s = stream == DEMUX_STDERR;
+	int s = stream == ENGINE_STDERR;
 
-	if (stream == DEMUX_STDIN)
-		return 0;
 	if (ip->cur == NULL || ip->ended[s] || ip->broke != NULL) {
 		interp_stray(ip, s, len);
-		return 0;
+		return;
 	}
 	evbuffer_add(ip->hold[s], p, len);
 	interp_scan(ip, s);
-	return 0;
-}
-
-static int
-interp_data_cb(const char *p, size_t len, void *arg)
-{
-	struct interp *ip = arg;
-
-	/* Only a call's output waits for credit; the rest is dropped. */
-	if (ip->cur != NULL && ip->credit <= 0) {
-		ip->paused = 1;
-		return 1;
-	}
-	return demux_feed(&ip->demux, p, len, interp_out, ip);
 }
 
 static void
@@ -331,17 +323,14 @@ interp_free(struct interp *ip)
 		json_object_put(c->code);
 		free(c);
 	}
-	if (ip->req != NULL)
-		docker_req_cancel(ip->req);
+	engine_exec_cancel(ip->ex);
 	if (ip->killer != NULL)
 		killer_cancel(ip->killer);
 	evbuffer_free(ip->hold[0]);
 	evbuffer_free(ip->hold[1]);
 	event_free(ip->timer);
 	event_free(ip->kick);
-	event_free(ip->resume);
 	json_object_put(ip->status);
-	free(ip->exec_id);
 	free(ip);
 }
 
@@ -381,30 +370,17 @@ interp_ended(struct interp *ip, const char *err)
 	interp_free(ip);
 }
 
-static void
-interp_inspected_cb(const struct docker_resp *resp, void *arg)
+/*
+ * The interpreter's stream ended: it exited or was killed.  How it exited
+ * (process.exit(4), os._exit(3)) is the running call's exit code.
+ */
+static int
+interp_stream_ended(const char *err, void *arg)
 {
 	struct interp *ip = arg;
-	json_object *v;
-
-	ip->req = NULL;
-	if (resp->json != NULL &&
-	    json_object_object_get_ex(resp->json, "ExitCode", &v) &&
-	    json_object_is_type(v, json_type_int))
-		ip->exit = json_object_get_int(v);
-	interp_ended(ip, NULL);
-}
-
-/* The interpreter's stream ended: it exited or was killed. */
-static void
-interp_stream_done(const struct docker_resp *resp, void *arg)
-{
-	struct interp *ip = arg;
-	char *path;
 	size_t len;
 	int s;
 
-	ip->req = NULL;
 	/* What was held back for a marker that never came is output. */
 	for (s = 0; s < 2; s++) {
 		if ((len = evbuffer_get_length(ip->hold[s])) == 0)
@@ -417,15 +393,22 @@ interp_stream_done(const struct docker_resp *resp, void *arg)
 			    len);
 		evbuffer_drain(ip->hold[s], len);
 	}
-	if (ip->cur == NULL || ip->exec_id == NULL || resp->error != NULL) {
-		interp_ended(ip, resp->error);
-		return;
-	}
-	/* How it exited (process.exit(4), os._exit(3)) is the call's code. */
-	xasprintf(&path, "/exec/%s/json", ip->exec_id);
-	ip->req = docker_call(
-	    ip->w->docker, "GET", path, NULL, interp_inspected_cb, ip);
-	free(path);
+	return ip->cur != NULL && err == NULL;
+}
+
+static void
+interp_done(const struct engine_exec_result *res, void *arg)
+{
+	struct interp *ip = arg;
+
+	ip->ex = NULL;
+	if (res->phase == ENGINE_EXEC_CREATE)
+		ip->dying = 1;
+	if (res->phase == ENGINE_EXEC_INSPECT) {
+		ip->exit = (int)res->exit_code;
+		interp_ended(ip, NULL);
+	} else
+		interp_ended(ip, res->error);
 }
 
 static void
@@ -437,11 +420,7 @@ interp_killed(void *arg, const char *err)
 	if (err != NULL)
 		log_warnx("%s: %s", __func__, err);
 	/* Make sure the stream ends even if a process holds it open. */
-	if (ip->req != NULL) {
-		docker_req_cancel(ip->req);
-		ip->req = NULL;
-		interp_stream_done(&(struct docker_resp){0}, ip);
-	}
+	engine_exec_close(ip->ex);
 }
 
 static void
@@ -479,21 +458,6 @@ interp_timer_cb(evutil_socket_t fd, short what, void *arg)
 	interp_die(ip, "timeout");
 }
 
-/* A paused stream goes on (not from within a curl callback). */
-static void
-interp_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct interp *ip = arg;
-
-	(void)fd;
-	(void)what;
-	if (ip->paused && ip->req != NULL &&
-	    (ip->cur == NULL || ip->credit > 0)) {
-		ip->paused = 0;
-		docker_req_pause(ip->req, 0);
-	}
-}
-
 /* Send the next queued call to the interpreter. */
 static void
 interp_next(struct interp *ip)
@@ -503,7 +467,7 @@ interp_next(struct interp *ip)
 	char hdr[32];
 	int n;
 
-	if (ip->cur != NULL || ip->dying || ip->req == NULL ||
+	if (ip->cur != NULL || ip->dying || ip->ex == NULL || !ip->running ||
 	    (c = TAILQ_FIRST(&ip->queue)) == NULL)
 		return;
 	TAILQ_REMOVE(&ip->queue, c, entry);
@@ -512,14 +476,13 @@ interp_next(struct interp *ip)
 	ip->out_bytes = ip->err_bytes = 0;
 	ip->timed_out = ip->cancelled = ip->truncated = 0;
 	ip->credit = PROTO_INITIAL_CREDIT;
-	if (ip->paused)
-		event_active(ip->resume, 0, 0);
+	interp_flow(ip);
 	c->start_ms = clock_ms();
 	c->acct = acct_begin();
 	n = snprintf(
 	    hdr, sizeof hdr, "%d\n", json_object_get_string_len(c->code));
-	docker_req_write(ip->req, hdr, (size_t)n);
-	docker_req_write(ip->req, json_object_get_string(c->code),
+	engine_exec_write(ip->ex, hdr, (size_t)n);
+	engine_exec_write(ip->ex, json_object_get_string(c->code),
 	    (size_t)json_object_get_string_len(c->code));
 	logs_addf("code", ">>> %s call (%d bytes)", ip->lang,
 	    json_object_get_string_len(c->code));
@@ -530,38 +493,31 @@ interp_next(struct interp *ip)
 	}
 }
 
+/* The interpreter's exec exists: the first call goes. */
 static void
-interp_created_cb(const struct docker_resp *resp, void *arg)
+interp_started(void *arg)
 {
 	struct interp *ip = arg;
-	json_object *id, *start;
-	char *path;
 
-	ip->req = NULL;
-	if (resp->error != NULL || resp->json == NULL ||
-	    !json_object_object_get_ex(resp->json, "Id", &id)) {
-		ip->dying = 1;
-		interp_stream_done(resp, ip);
-		return;
-	}
-	ip->exec_id = xstrdup(json_object_get_string(id));
-	start = json_object_new_object();
-	json_object_object_add(start, "Detach", json_object_new_boolean(0));
-	json_object_object_add(start, "Tty", json_object_new_boolean(0));
-	xasprintf(&path, "/exec/%s/start", ip->exec_id);
-	ip->req = docker_hijack(
-	    ip->w->docker, path, start, interp_data_cb, interp_stream_done, ip);
-	json_object_put(start);
-	free(path);
+	ip->running = 1;
 	interp_next(ip);
 }
+
+static const struct engine_exec_cbs interp_cbs = {
+    .started = interp_started,
+    .output = interp_out,
+    .ended = interp_stream_ended,
+    .done = interp_done,
+};
 
 static struct interp *
 interp_new(struct worker *w, const char *lang, const char *workdir)
 {
 	struct interp *ip;
-	json_object *body, *cmd, *env;
-	char *path, *esc, *kv;
+	struct engine_exec_spec spec;
+	const char *argv[8], *env[3];
+	char *kv;
+	int n;
 
 	ip = xcalloc(1, sizeof *ip);
 	ip->w = w;
@@ -569,56 +525,42 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 	snprintf(ip->lang, sizeof ip->lang, "%s", lang);
 	random_hex(ip->nonce, sizeof ip->nonce / 2);
 	snprintf(ip->token, sizeof ip->token, "%.24s", ip->nonce);
-	demux_init(&ip->demux);
 	ip->hold[0] = evbuffer_new();
 	ip->hold[1] = evbuffer_new();
 	ip->timer = evtimer_new(w->base, interp_timer_cb, ip);
 	ip->kick = event_new(w->base, -1, 0, interp_kick_cb, ip);
-	ip->resume = event_new(w->base, -1, 0, interp_resume_cb, ip);
 	TAILQ_INIT(&ip->queue);
 	LIST_INSERT_HEAD(&interps, ip, entry);
 
-	body = json_object_new_object();
-	cmd = json_object_new_array();
+	n = 0;
 	if (strcmp(lang, "python") == 0) {
-		json_object_array_add(cmd, json_object_new_string("python3"));
-		json_object_array_add(cmd, json_object_new_string("-u"));
-		json_object_array_add(cmd, json_object_new_string("-c"));
-		json_object_array_add(cmd, json_object_new_string(session_py));
-		json_object_array_add(cmd, json_object_new_string(ip->nonce));
+		argv[n++] = "python3";
+		argv[n++] = "-u";
+		argv[n++] = "-c";
+		argv[n++] = session_py;
+		argv[n++] = ip->nonce;
 	} else {
-		json_object_array_add(cmd, json_object_new_string("node"));
-		json_object_array_add(cmd, json_object_new_string("-e"));
-		json_object_array_add(cmd, json_object_new_string(session_js));
-		json_object_array_add(cmd, json_object_new_string(ip->nonce));
-		json_object_array_add(cmd, json_object_new_string(lang));
+		argv[n++] = "node";
+		argv[n++] = "-e";
+		argv[n++] = session_js;
+		argv[n++] = ip->nonce;
+		argv[n++] = lang;
 	}
-	json_object_array_add(cmd, json_object_new_string(INTERP_ERROR_MAX_S));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(
-	    body, "User", json_object_new_string(w->exec_user));
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(1));
-	json_object_object_add(
-	    body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(
-	    body, "AttachStderr", json_object_new_boolean(1));
-	if (workdir != NULL)
-		json_object_object_add(
-		    body, "WorkingDir", json_object_new_string(workdir));
-	env = json_object_new_array();
+	argv[n++] = INTERP_ERROR_MAX_S;
+	argv[n] = NULL;
 	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, ip->token);
-	json_object_array_add(env, json_object_new_string(kv));
+	env[0] = kv;
+	env[1] = "PYTHONUNBUFFERED=1";
+	env[2] = NULL;
+	memset(&spec, 0, sizeof spec);
+	spec.argv = argv;
+	spec.user = w->exec_user;
+	spec.workdir = workdir;
+	spec.env = env;
+	spec.stdin = 1;
+	ip->ex =
+	    engine_exec_new(w->engine, w->container, &spec, &interp_cbs, ip);
 	free(kv);
-	json_object_array_add(
-	    env, json_object_new_string("PYTHONUNBUFFERED=1"));
-	json_object_object_add(body, "Env", env);
-	esc = docker_escape(w->container);
-	xasprintf(&path, "/containers/%s/exec", esc);
-	ip->req =
-	    docker_call(w->docker, "POST", path, body, interp_created_cb, ip);
-	free(path);
-	free(esc);
-	json_object_put(body);
 	logs_addf("code", "starting a %s session", lang);
 	return ip;
 }
@@ -666,8 +608,7 @@ interp_call(struct worker *w, uint32_t reqid, json_object *call)
 	if (json_object_object_get_ex(call, "output_cap", &v))
 		c->cap = json_object_get_int64(v);
 	TAILQ_INSERT_TAIL(&ip->queue, c, entry);
-	if (ip->exec_id != NULL)
-		interp_next(ip);
+	interp_next(ip);
 }
 
 /* A cancellation or credit for a code call; 0 if it is not one. */
@@ -713,10 +654,7 @@ interp_credit(struct worker *w, uint32_t reqid, long bytes)
 		if (ip->cur == NULL || ip->cur->reqid != reqid)
 			continue;
 		ip->credit += bytes;
-		if (ip->paused && ip->credit > 0 && ip->req != NULL) {
-			ip->paused = 0;
-			docker_req_pause(ip->req, 0);
-		}
+		interp_flow(ip);
 		return 1;
 	}
 	return 0;

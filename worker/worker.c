@@ -12,11 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <event2/event.h>
 
 #include "config.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "proto.h"
 #include "worker.h"
@@ -231,11 +230,11 @@ worker_main(const struct config *conf)
 		fatalx("no --worker-uid");
 	snprintf(w.exec_user, sizeof w.exec_user, "%ld:%ld", conf->worker_uid,
 	    conf->worker_uid);
-	if (curl_global_init(docker_global_flags(conf->docker_host)) != 0)
-		fatalx("curl_global_init");
+	if (engine_global_init(conf->docker_host) == -1)
+		fatalx("engine_global_init");
 	if ((w.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	if ((w.docker = docker_new(w.base, conf->docker_host)) == NULL)
+	if ((w.engine = engine_new(w.base, conf->docker_host)) == NULL)
 		fatalx("bad DOCKER_HOST: %s", conf->docker_host);
 	if ((w.chan = proto_chan_new(w.base, WORKER_FD, worker_frame,
 	         worker_chan_lost, &w)) == NULL)
@@ -259,8 +258,8 @@ worker_main(const struct config *conf)
 	events_stop(&w);
 	acct_stop();
 	proto_chan_free(w.chan);
-	docker_free(w.docker);
+	engine_free(w.engine);
 	event_base_free(w.base);
-	curl_global_cleanup();
+	engine_global_cleanup();
 	return 0;
 }

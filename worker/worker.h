@@ -11,13 +11,13 @@
 struct config;
 struct event_base;
 struct proto_chan;
-struct docker;
+struct engine;
 struct wexec;
 
 struct worker {
 	struct event_base *base;
 	struct proto_chan *chan; /* socketpair to the supervisor */
-	struct docker *docker;
+	struct engine *engine; /* the engine its container is on */
 	char *container; /* full container id */
 	char exec_user[48]; /* "uid:gid" of the sandbox's own user */
 	const struct config *conf;
@@ -32,7 +32,7 @@ int worker_send(struct worker *, uint16_t, uint16_t, uint32_t, uint32_t,
     const void *, size_t);
 int worker_send_json(struct worker *, uint16_t, uint32_t, json_object *);
 
-/* docker-exec.c */
+/* exec.c */
 void exec_start(struct worker *, uint32_t, json_object *);
 void exec_cancel(struct worker *, uint32_t);
 void exec_credit(struct worker *, uint32_t, long);
@@ -40,7 +40,7 @@ void exec_stdin(struct worker *, uint32_t, uint16_t, const void *, size_t);
 void exec_kill_tokens(struct worker *, uint32_t, json_object *);
 void exec_abort_all(struct worker *);
 
-/* docker-kill.c */
+/* killer.c */
 /*
  * The server's read-only probes (which interpreters an image has, a
  * project's files) run as a user of their own: not the sandbox user, so
@@ -65,7 +65,7 @@ int interp_cancel(struct worker *, uint32_t);
 int interp_credit(struct worker *, uint32_t, long);
 void interp_abort_all(void);
 
-/* docker-logs.c */
+/* logs.c */
 void logs_start(struct worker *, size_t);
 void logs_stop(void);
 void logs_add(const char *, const char *, size_t);
@@ -80,7 +80,7 @@ void acct_stop(void);
 struct acct *acct_begin(void);
 void acct_end(struct acct *, json_object *);
 
-/* docker-events.c */
+/* events.c */
 void events_start(struct worker *);
 void events_stop(struct worker *);
 

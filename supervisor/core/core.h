@@ -9,13 +9,13 @@
 #include "hostpath.h"
 
 struct config;
-struct docker;
+struct engine;
 struct event_base;
 
 /* Global state of the one supervisor process. */
 struct supervisor {
 	struct event_base *base;
-	struct docker *docker;
+	struct engine *engine; /* the default engine: new sandboxes' */
 	const struct config *conf;
 	char instance[33]; /* random hex id of this instance */
 	char boot_id[64];

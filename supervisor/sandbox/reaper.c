@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "mcp.h"
 #include "procinfo.h"
@@ -30,7 +30,7 @@
 
 /*
  * Removals under way, each the argument of its engine call: kept here so
- * that those still in flight at exit (docker_free() cancels them without
+ * that those still in flight at exit (engine_free() cancels them without
  * their callbacks) are freed by reaper_free().
  */
 struct reaping {
@@ -100,11 +100,11 @@ reaper_owner_alive(json_object *labels)
 }
 
 static void
-reaper_removed_cb(const struct docker_resp *resp, void *arg)
+reaper_removed_cb(const struct engine_resp *resp, void *arg)
 {
 	struct reaping *r = arg;
 
-	if (resp->error != NULL && resp->status != 404)
+	if (resp->error != NULL && !resp->notfound)
 		log_warnx("reaper: remove %.12s: %s", r->id, resp->error);
 	else
 		log_info("reaper: removed orphan sandbox %.12s", r->id);
@@ -112,7 +112,7 @@ reaper_removed_cb(const struct docker_resp *resp, void *arg)
 	free(r);
 }
 
-/* At exit, after docker_free(): the removals that never answered. */
+/* At exit, after engine_free(): the removals that never answered. */
 void
 reaper_free(void)
 {
@@ -125,30 +125,25 @@ reaper_free(void)
 }
 
 static void
-reaper_list_cb(const struct docker_resp *resp, void *arg)
+reaper_list_cb(const struct engine_resp *resp, void *arg)
 {
+	struct engine *eng = arg;
+	const struct engine_container *c;
 	struct reaping *r;
-	json_object *c, *id, *labels, *v;
 	const char *inst;
 	long long expires;
-	size_t i, n;
+	size_t i;
 	int alive;
-	char *path;
 
-	(void)arg;
-	if (resp->error != NULL || resp->json == NULL ||
-	    !json_object_is_type(resp->json, json_type_array)) {
-		log_warnx("reaper: cannot list containers: %s",
-		    resp->error ? resp->error : "bad answer");
+	if (resp->error != NULL) {
+		log_warnx("reaper: cannot list containers: %s", resp->error);
 		return;
 	}
-	n = json_object_array_length(resp->json);
-	for (i = 0; i < n; i++) {
-		c = json_object_array_get_idx(resp->json, i);
-		if (!json_object_object_get_ex(c, "Id", &id) ||
-		    !json_object_object_get_ex(c, "Labels", &labels))
+	for (i = 0; i < resp->nlist; i++) {
+		c = &resp->list[i];
+		if (c->labels == NULL)
 			continue;
-		inst = label(labels, INSTANCE_LABEL);
+		inst = label(c->labels, INSTANCE_LABEL);
 		if (*inst == '\0')
 			continue;
 		if (strcmp(inst, sup.instance) == 0) {
@@ -157,28 +152,24 @@ reaper_list_cb(const struct docker_resp *resp, void *arg)
 			 * (the engine was away).  A young one may be a
 			 * creation whose answer is still on its way.
 			 */
-			if (sandbox_find(NULL, json_object_get_string(id)) !=
-			        NULL ||
-			    !json_object_object_get_ex(c, "Created", &v) ||
-			    json_object_get_int64(v) + REAPER_OWN_GRACE >
+			if (sandbox_find(NULL, c->id) != NULL ||
+			    c->created <= 0 ||
+			    c->created + REAPER_OWN_GRACE >
 			        (long long)time(NULL))
 				continue;
 		} else {
-			alive = reaper_owner_alive(labels);
+			alive = reaper_owner_alive(c->labels);
 			expires =
-			    strtoll(label(labels, EXPIRES_LABEL), NULL, 10);
+			    strtoll(label(c->labels, EXPIRES_LABEL), NULL, 10);
 			if (alive == 1 ||
 			    (alive == -1 && expires + REAPER_FOREIGN_GRACE >
 			                        (long long)time(NULL)))
 				continue;
 		}
-		r = xmalloc(sizeof *r + strlen(json_object_get_string(id)) + 1);
-		strcpy(r->id, json_object_get_string(id));
+		r = xmalloc(sizeof *r + strlen(c->id) + 1);
+		strcpy(r->id, c->id);
 		TAILQ_INSERT_TAIL(&reapings, r, entry);
-		xasprintf(&path, "/containers/%s?v=1&force=1", r->id);
-		docker_call(
-		    sup.docker, "DELETE", path, NULL, reaper_removed_cb, r);
-		free(path);
+		engine_container_remove(eng, r->id, reaper_removed_cb, r);
 	}
 }
 
@@ -186,13 +177,9 @@ reaper_list_cb(const struct docker_resp *resp, void *arg)
 void
 reaper_run(void)
 {
-	char *esc, *path;
-
-	esc = docker_escape("{\"label\":[\"" INSTANCE_LABEL "\"]}");
-	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
-	docker_call(sup.docker, "GET", path, NULL, reaper_list_cb, NULL);
-	free(path);
-	free(esc);
+	/* The default engine's: every sandbox of this server is on it. */
+	engine_container_list(
+	    sup.engine, INSTANCE_LABEL, reaper_list_cb, sup.engine);
 	spool_reap();
 }
 
@@ -202,11 +189,11 @@ struct sweep {
 };
 
 static void
-sweep_one_cb(const struct docker_resp *resp, void *arg)
+sweep_one_cb(const struct engine_resp *resp, void *arg)
 {
 	struct sweep *sw = arg;
 
-	if (resp->error != NULL && resp->status != 404)
+	if (resp->error != NULL && !resp->notfound)
 		log_warnx("shutdown: remove: %s", resp->error);
 	if (--sw->pending == 0) {
 		sw->done();
@@ -215,32 +202,22 @@ sweep_one_cb(const struct docker_resp *resp, void *arg)
 }
 
 static void
-sweep_list_cb(const struct docker_resp *resp, void *arg)
+sweep_list_cb(const struct engine_resp *resp, void *arg)
 {
 	struct sweep *sw = arg;
-	json_object *c, *id;
-	size_t i, n;
-	char *path;
+	struct engine_resp none;
+	size_t i;
 
-	if (resp->error == NULL && resp->json != NULL &&
-	    json_object_is_type(resp->json, json_type_array)) {
-		n = json_object_array_length(resp->json);
-		for (i = 0; i < n; i++) {
-			c = json_object_array_get_idx(resp->json, i);
-			if (!json_object_object_get_ex(c, "Id", &id))
-				continue;
-			log_info("shutdown: removing %.12s, left from a failed "
-			         "removal",
-			    json_object_get_string(id));
-			sw->pending++;
-			xasprintf(&path, "/containers/%s?v=1&force=1",
-			    json_object_get_string(id));
-			docker_call(
-			    sup.docker, "DELETE", path, NULL, sweep_one_cb, sw);
-			free(path);
-		}
+	for (i = 0; resp->error == NULL && i < resp->nlist; i++) {
+		log_info("shutdown: removing %.12s, left from a failed "
+		         "removal",
+		    resp->list[i].id);
+		sw->pending++;
+		engine_container_remove(
+		    sup.engine, resp->list[i].id, sweep_one_cb, sw);
 	}
-	sweep_one_cb(&(struct docker_resp){.status = 204}, sw);
+	engine_resp_init(&none);
+	sweep_one_cb(&none, sw);
 }
 
 /*
@@ -252,17 +229,12 @@ void
 reaper_sweep_own(void (*done)(void))
 {
 	struct sweep *sw;
-	char *filter, *esc, *path;
+	char *filter;
 
 	sw = xcalloc(1, sizeof *sw);
 	sw->pending = 1;
 	sw->done = done;
-	xasprintf(
-	    &filter, "{\"label\":[\"" INSTANCE_LABEL "=%s\"]}", sup.instance);
-	esc = docker_escape(filter);
-	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
-	docker_call(sup.docker, "GET", path, NULL, sweep_list_cb, sw);
-	free(path);
-	free(esc);
+	xasprintf(&filter, INSTANCE_LABEL "=%s", sup.instance);
+	engine_container_list(sup.engine, filter, sweep_list_cb, sw);
 	free(filter);
 }

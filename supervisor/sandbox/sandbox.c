@@ -27,7 +27,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "mcp.h"
 #include "sandbox.h"
@@ -43,8 +43,6 @@
  */
 #define SANDBOX_KEEPALIVE_GRACE 5
 #define SANDBOX_MAX_VOLUMES 32 /* VOLUMEs of an image made into tmpfs */
-
-extern const char seccomp_profile[]; /* supervisor/seccomp.json */
 
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
 void (*sandbox_logs_updated)(struct sandbox *);
@@ -225,6 +223,7 @@ sandbox_unregister(struct sandbox *sb)
 
 struct sdestroy {
 	struct sandbox *sb;
+	struct engine *engine; /* the sandbox's */
 	char *id;
 	void (*done)(void *, const char *);
 	void *arg;
@@ -247,12 +246,12 @@ sdestroy_done(struct sdestroy *d, const char *err)
 }
 
 static void
-sandbox_removed_cb(const struct docker_resp *resp, void *arg)
+sandbox_removed_cb(const struct engine_resp *resp, void *arg)
 {
 	struct sdestroy *d = arg;
 	char *err = NULL;
 
-	if (resp->error != NULL && resp->status != 404) {
+	if (resp->error != NULL && !resp->notfound) {
 		err = sanitize_docker_error(resp->error);
 		log_warnx("remove %.12s: %s", d->id, resp->error);
 	} else {
@@ -264,32 +263,29 @@ sandbox_removed_cb(const struct docker_resp *resp, void *arg)
 }
 
 static void
-sandbox_stopped_cb(const struct docker_resp *resp, void *arg)
+sandbox_stopped_cb(const struct engine_resp *resp, void *arg)
 {
 	struct sdestroy *d = arg;
-	char *path;
 
-	if (resp->error != NULL && resp->status != 304 && resp->status != 404)
+	if (resp->error != NULL && !resp->unchanged && !resp->notfound)
 		log_warnx("stop %.12s: %s", d->id, resp->error);
-	xasprintf(&path, "/containers/%s?v=1&force=1", d->id);
-	docker_call(sup.docker, "DELETE", path, NULL, sandbox_removed_cb, d);
-	free(path);
+	engine_container_remove(d->engine, d->id, sandbox_removed_cb, d);
 }
 
 /* Stop (grace, then kill; none at exit) and remove the container. */
 static void
 sandbox_remove_container(struct sdestroy *d)
 {
-	char *path;
+	struct engine_resp none;
 
 	if (sup.shutting_down) {
 		/* No grace at exit: remove at once. */
-		sandbox_stopped_cb(&(struct docker_resp){.status = 204}, d);
+		engine_resp_init(&none);
+		sandbox_stopped_cb(&none, d);
 		return;
 	}
-	xasprintf(&path, "/containers/%s/stop?t=%d", d->id, SANDBOX_STOP_GRACE);
-	docker_call(sup.docker, "POST", path, NULL, sandbox_stopped_cb, d);
-	free(path);
+	engine_container_stop(
+	    d->engine, d->id, SANDBOX_STOP_GRACE, sandbox_stopped_cb, d);
 }
 
 /*
@@ -316,6 +312,7 @@ sandbox_destroy(
 	sandbox_unregister(sb);
 	d = xcalloc(1, sizeof *d);
 	destroys_in_flight++;
+	d->engine = sb->engine;
 	d->done = done;
 	d->arg = arg;
 	if (sb->id != NULL) {
@@ -479,10 +476,11 @@ sandbox_touch(struct sandbox *sb)
 struct screate {
 	struct call *call;
 	struct sandbox *sb;
-	json_object *config;
-	char *path; /* /containers/create?name=... */
+	struct engine_spec spec; /* its container; what it points to: */
+	char *cname, *network, *lifetime;
+	const char *cmd[3];
+	json_object *env, *labels, *volumes;
 	int pulled;
-	char pull_tail[2048]; /* the end of the pull's answer */
 	int pending; /* of the container start and the worker */
 	int queued, admitted;
 	/* Instead of answering the call: the caller's continuation. */
@@ -491,9 +489,8 @@ struct screate {
 	TAILQ_ENTRY(screate) qentry;
 	long long t0_ns; /* clock_ns() at the start */
 	char *error;
-	size_t pull_len;
 	/* Until admitted: the image's inspection or pull in flight. */
-	struct docker_req *req;
+	struct engine_req *req;
 	struct event *pull_timer;
 	int preparing;
 	TAILQ_ENTRY(screate) pentry;
@@ -507,10 +504,8 @@ static void screate_leave(struct screate *);
 static void
 screate_unprepare(struct screate *s)
 {
-	if (s->req != NULL) {
-		docker_req_cancel(s->req);
-		s->req = NULL;
-	}
+	engine_req_cancel(s->req);
+	s->req = NULL;
 	if (s->pull_timer != NULL) {
 		event_free(s->pull_timer);
 		s->pull_timer = NULL;
@@ -529,8 +524,12 @@ screate_free(struct screate *s)
 	if (s->sb->create == s)
 		s->sb->create = NULL;
 	sandbox_unref(s->sb);
-	json_object_put(s->config);
-	free(s->path);
+	json_object_put(s->env);
+	json_object_put(s->labels);
+	json_object_put(s->volumes);
+	free(s->cname);
+	free(s->network);
+	free(s->lifetime);
 	free(s->error);
 	free(s);
 }
@@ -674,7 +673,7 @@ screate_error(struct screate *s, const char *err)
 }
 
 static void
-screate_started_cb(const struct docker_resp *resp, void *arg)
+screate_started_cb(const struct engine_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 
@@ -694,71 +693,13 @@ screate_worker_cb(struct sandbox *sb, const char *err)
 static void screate_create(struct screate *);
 static void screate_admit(struct screate *);
 
-static int
-screate_pull_data(const char *p, size_t len, void *arg)
-{
-	struct screate *s = arg;
-	size_t keep = sizeof s->pull_tail - 1;
-
-	if (len >= keep) {
-		memcpy(s->pull_tail, p + len - keep, keep);
-		s->pull_len = keep;
-	} else {
-		if (s->pull_len + len > keep) {
-			memmove(s->pull_tail,
-			    s->pull_tail + (s->pull_len + len - keep),
-			    keep - len);
-			s->pull_len = keep - len;
-		}
-		memcpy(s->pull_tail + s->pull_len, p, len);
-		s->pull_len += len;
-	}
-	s->pull_tail[s->pull_len] = '\0';
-	return 0;
-}
-
 static void screate_inspect(struct screate *);
-/*
- * The engine's own reason a pull failed, from the end of its answer: the
- * last JSON line's "error" (a stream that began), else its "message" (a
- * refusal at once).  A copy, or NULL.
- */
-static char *
-pull_reason(const char *tail)
-{
-	json_object *o, *v;
-	const char *line, *end;
-	char *why = NULL, *buf;
-
-	end = tail + strlen(tail);
-	while (why == NULL && end > tail) {
-		while (end > tail && (end[-1] == '\n' || end[-1] == '\r'))
-			end--;
-		for (line = end; line > tail && line[-1] != '\n'; line--)
-			;
-		if (line == end)
-			break;
-		buf = xstrndup(line, (size_t)(end - line));
-		if ((o = json_tokener_parse(buf)) != NULL &&
-		    json_object_is_type(o, json_type_object) &&
-		    ((json_object_object_get_ex(o, "error", &v) &&
-		         json_object_is_type(v, json_type_string)) ||
-		        (json_object_object_get_ex(o, "message", &v) &&
-		            json_object_is_type(v, json_type_string))))
-			why = xstrdup(json_object_get_string(v));
-		json_object_put(o);
-		free(buf);
-		end = line;
-	}
-	return why;
-}
 
 static void
-screate_pulled_cb(const struct docker_resp *resp, void *arg)
+screate_pulled_cb(const struct engine_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 	const char *stop;
-	char *why;
 
 	s->req = NULL;
 	if (s->pull_timer != NULL) {
@@ -769,19 +710,12 @@ screate_pulled_cb(const struct docker_resp *resp, void *arg)
 		screate_fail(s, "sandbox for image \"%s\": %s", stop);
 		return;
 	}
-	/*
-	 * A refused pull answers 500 with the reason as the body; a pull
-	 * that failed later answers 200 with the reason in the stream.
-	 */
-	if (resp->error != NULL || strstr(s->pull_tail, "\"error\"") != NULL) {
-		why = pull_reason(s->pull_tail);
+	/* The engine's or the registry's reason, if it failed. */
+	if (resp->error != NULL) {
 		screate_fail(s,
 		    "image \"%s\" is not available locally and "
 		    "could not be pulled: %s",
-		    why != NULL           ? why
-		    : resp->error != NULL ? resp->error
-		                          : "the engine gave no reason");
-		free(why);
+		    resp->error);
 		return;
 	}
 	log_info("pulled image %s", s->sb->image);
@@ -812,54 +746,31 @@ screate_pull_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static void
 screate_pull(struct screate *s)
 {
-	char *path, *img, *tag = NULL, *slash, *colon, *eimg, *etag;
 	struct timeval tv;
 
 	s->pulled = 1;
-	img = xstrdup(s->sb->image);
-	slash = strrchr(img, '/');
-	colon = strrchr(img, ':');
-	if (strchr(img, '@') == NULL && colon != NULL &&
-	    (slash == NULL || colon > slash)) {
-		*colon = '\0';
-		tag = colon + 1;
-	}
-	eimg = docker_escape(img);
-	etag = docker_escape(tag != NULL ? tag : "latest");
-	if (strchr(s->sb->image, '@') != NULL)
-		xasprintf(&path, "/images/create?fromImage=%s", eimg);
-	else
-		xasprintf(
-		    &path, "/images/create?fromImage=%s&tag=%s", eimg, etag);
 	log_info("pulling image %s", s->sb->image);
 	mcp_log(s->call->sess, 6, "pulling image %s", s->sb->image);
-	s->req = docker_stream(sup.docker, "POST", path, NULL,
-	    screate_pull_data, screate_pulled_cb, s);
+	s->req = engine_image_pull(
+	    s->sb->engine, s->sb->image, screate_pulled_cb, s);
 	s->pull_timer = evtimer_new(sup.base, screate_pull_timeout_cb, s);
 	tv.tv_sec = sup.conf->pull_timeout;
 	tv.tv_usec = 0;
 	evtimer_add(s->pull_timer, &tv);
-	free(path);
-	free(eimg);
-	free(etag);
-	free(img);
 }
 
 static void
-screate_created_cb(const struct docker_resp *resp, void *arg)
+screate_created_cb(const struct engine_resp *resp, void *arg)
 {
 	struct screate *s = arg;
-	json_object *id;
 	const char *why;
-	char *path;
 
-	if (resp->error != NULL || resp->json == NULL ||
-	    !json_object_object_get_ex(resp->json, "Id", &id)) {
+	if (resp->error != NULL || resp->id == NULL) {
 		screate_fail(s, "cannot create a sandbox from image \"%s\": %s",
 		    resp->error != NULL ? resp->error : "no container id");
 		return;
 	}
-	s->sb->id = xstrdup(json_object_get_string(id));
+	s->sb->id = xstrdup(resp->id);
 	if (*s->sb->name == '\0') {
 		free(s->sb->name);
 		s->sb->name = xstrndup(s->sb->id, 12);
@@ -876,9 +787,7 @@ screate_created_cb(const struct docker_resp *resp, void *arg)
 		screate_error(s, "cannot start a worker process");
 		s->pending--;
 	}
-	xasprintf(&path, "/containers/%s/start", s->sb->id);
-	docker_call(sup.docker, "POST", path, NULL, screate_started_cb, s);
-	free(path);
+	engine_container_start(s->sb->engine, s->sb->id, screate_started_cb, s);
 }
 
 static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
@@ -894,8 +803,7 @@ screate_create(struct screate *s)
 		screate_fail(s, "sandbox for image \"%s\": %s", why);
 		return;
 	}
-	docker_call(
-	    sup.docker, "POST", s->path, s->config, screate_created_cb, s);
+	engine_container_create(s->sb->engine, &s->spec, screate_created_cb, s);
 }
 
 /*
@@ -953,29 +861,53 @@ bad:
 	return NULL;
 }
 
+/* A tmpfs of the container (the last of a path wins, as in the engine). */
+static void
+spec_tmpfs(struct engine_spec *spec, const char *path, long size_mb, int exec,
+    long uid, int mode)
+{
+	struct engine_tmpfs *t;
+
+	if (spec->ntmpfs >= ENGINE_MAX_TMPFS)
+		fatalx("%s: too many tmpfs mounts", __func__);
+	t = &spec->tmpfs[spec->ntmpfs++];
+	t->path = path;
+	t->size_mb = size_mb;
+	t->exec = exec;
+	t->uid = uid;
+	t->mode = mode;
+}
+
+static int
+spec_has_tmpfs(const struct engine_spec *spec, const char *path)
+{
+	int i;
+
+	for (i = 0; i < spec->ntmpfs; i++)
+		if (strcmp(spec->tmpfs[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * Each VOLUME the image declares becomes a capped tmpfs (--volume-mb), so
  * that the engine makes no anonymous volume on the host's disk, outside
  * every cap.  -1 with *why when the image cannot be used.
  */
 static int
-screate_volumes(struct screate *s, json_object *image, char *why, size_t len)
+screate_volumes(
+    struct screate *s, const struct engine_image *image, char *why, size_t len)
 {
-	json_object *cfg, *vols, *host, *tmpfs;
-	char *path, *opts;
-	int n = 0;
+	const char *k;
+	char *path;
+	size_t i, n;
 
-	if (!json_object_object_get_ex(image, "Config", &cfg) ||
-	    !json_object_object_get_ex(cfg, "Volumes", &vols) ||
-	    !json_object_is_type(vols, json_type_object))
-		return 0;
-	if (!json_object_object_get_ex(s->config, "HostConfig", &host) ||
-	    !json_object_object_get_ex(host, "Tmpfs", &tmpfs))
-		return -1;
-	json_object_object_foreach(vols, k, v)
-	{
-		(void)v;
-		if (++n > SANDBOX_MAX_VOLUMES) {
+	n = image->volumes != NULL ? json_object_array_length(image->volumes)
+	                           : 0;
+	for (i = 0; i < n; i++) {
+		k = json_object_get_string(
+		    json_object_array_get_idx(image->volumes, i));
+		if (i + 1 > SANDBOX_MAX_VOLUMES) {
 			snprintf(why, len, "it declares more than %d VOLUMEs",
 			    SANDBOX_MAX_VOLUMES);
 			return -1;
@@ -988,13 +920,14 @@ screate_volumes(struct screate *s, json_object *image, char *why, size_t len)
 			return -1;
 		}
 		/* Already a tmpfs (the workdir, /tmp): nothing to add. */
-		if (!json_object_object_get_ex(tmpfs, path, NULL)) {
-			xasprintf(&opts,
-			    "rw,nosuid,nodev,noexec,size=%ldm,mode=1777",
-			    sup.conf->volume_mb);
-			json_object_object_add(
-			    tmpfs, path, json_object_new_string(opts));
-			free(opts);
+		if (!spec_has_tmpfs(&s->spec, path)) {
+			json_object_array_add(
+			    s->volumes, json_object_new_string(path));
+			spec_tmpfs(&s->spec,
+			    json_object_get_string(
+			        json_object_array_get_idx(s->volumes,
+			            json_object_array_length(s->volumes) - 1)),
+			    sup.conf->volume_mb, 0, -1, 01777);
 			log_debug("image %s: VOLUME %s as a tmpfs of %ld MiB",
 			    s->sb->image, path, sup.conf->volume_mb);
 		}
@@ -1004,7 +937,7 @@ screate_volumes(struct screate *s, json_object *image, char *why, size_t len)
 }
 
 static void
-screate_inspected_cb(const struct docker_resp *resp, void *arg)
+screate_inspected_cb(const struct engine_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 	const char *stop;
@@ -1015,16 +948,16 @@ screate_inspected_cb(const struct docker_resp *resp, void *arg)
 		screate_fail(s, "sandbox for image \"%s\": %s", stop);
 		return;
 	}
-	if (resp->status == 404 && !s->pulled) {
+	if (resp->notfound && !s->pulled) {
 		screate_pull(s);
 		return;
 	}
-	if (resp->error != NULL || resp->json == NULL) {
+	if (resp->error != NULL || resp->image == NULL) {
 		screate_fail(s, "cannot use image \"%s\": %s",
 		    resp->error != NULL ? resp->error : "no image details");
 		return;
 	}
-	if (screate_volumes(s, resp->json, why, sizeof why) == -1) {
+	if (screate_volumes(s, resp->image, why, sizeof why) == -1) {
 		screate_fail(s, "cannot use image \"%s\": %s", why);
 		return;
 	}
@@ -1038,12 +971,8 @@ screate_inspected_cb(const struct docker_resp *resp, void *arg)
 static void
 screate_inspect(struct screate *s)
 {
-	char *path;
-
-	xasprintf(&path, "/images/%s/json", s->sb->image);
-	s->req =
-	    docker_call(sup.docker, "GET", path, NULL, screate_inspected_cb, s);
-	free(path);
+	s->req = engine_image_inspect(
+	    s->sb->engine, s->sb->image, screate_inspected_cb, s);
 }
 
 /* The server stops: creations still waiting their turn fail. */
@@ -1108,126 +1037,76 @@ screate_leave(struct screate *s)
 	}
 }
 
+/*
+ * The container: what this sandbox is (image, keep-alive, user, workdir,
+ * environment, labels, limits, tmpfs mounts); the engine adds SPEC.md
+ * section 6's hardening, always (engine/docker-spec.c).
+ */
 static void
-add_ulimit(json_object *a, const char *name, long long v)
-{
-	json_object *u;
-
-	u = json_object_new_object();
-	json_object_object_add(u, "Name", json_object_new_string(name));
-	json_object_object_add(u, "Soft", json_object_new_int64(v));
-	json_object_object_add(u, "Hard", json_object_new_int64(v));
-	json_object_array_add(a, u);
-}
-
-/* The container: SPEC.md section 6's hardening, always. */
-static json_object *
-sandbox_config(const struct sandbox *sb, json_object *env, const char *network)
+sandbox_spec(struct screate *s, json_object *env, const char *network)
 {
 	const struct config *c = sup.conf;
-	json_object *o, *h, *a, *t, *labels, *lc;
-	char *s, *k, *eq;
+	struct engine_spec *spec = &s->spec;
+	struct sandbox *sb = s->sb;
+	char *v, *k, *eq;
 	int has_home = 0, i;
 
-	o = json_object_new_object();
-	json_object_object_add(o, "Image", json_object_new_string(sb->image));
-	/* The keep-alive, as a user the sandbox user cannot signal. */
-	a = json_object_new_array();
-	json_object_array_add(a, json_object_new_string("sleep"));
+	memset(spec, 0, sizeof *spec);
+	spec->image = sb->image;
+	/* The keep-alive, as a user the sandbox user cannot signal ... */
+	s->cmd[0] = "sleep";
 	/* ... that ends by itself at the sandbox's lifetime (and the
 	 * container with it, under the init), even if no supervisor is
 	 * left to remove it. */
-	xasprintf(&s, "%lld",
+	xasprintf(&s->lifetime, "%lld",
 	    (long long)(sb->expires - sb->created) + SANDBOX_KEEPALIVE_GRACE);
-	json_object_array_add(a, json_object_new_string(s));
-	free(s);
-	json_object_object_add(o, "Entrypoint", a);
-	json_object_object_add(
-	    o, "User", json_object_new_string(SANDBOX_KEEPALIVE_USER));
-	json_object_object_add(
-	    o, "WorkingDir", json_object_new_string(sb->workdir));
-	a = json_object_new_array();
+	s->cmd[1] = s->lifetime;
+	s->cmd[2] = NULL;
+	spec->cmd = s->cmd;
+	spec->user = SANDBOX_KEEPALIVE_USER;
+	spec->workdir = sb->workdir;
+	s->env = json_object_new_array();
 	if (env != NULL) {
-		json_object_object_foreach(env, k, v)
+		json_object_object_foreach(env, key, val)
 		{
-			xasprintf(&s, "%s=%s", k, json_object_get_string(v));
-			json_object_array_add(a, json_object_new_string(s));
-			free(s);
-			if (strcmp(k, "HOME") == 0)
+			xasprintf(
+			    &v, "%s=%s", key, json_object_get_string(val));
+			json_object_array_add(
+			    s->env, json_object_new_string(v));
+			free(v);
+			if (strcmp(key, "HOME") == 0)
 				has_home = 1;
 		}
 	}
 	if (!has_home) {
-		xasprintf(&s, "HOME=%s", sb->workdir);
-		json_object_array_add(a, json_object_new_string(s));
-		free(s);
+		xasprintf(&v, "HOME=%s", sb->workdir);
+		json_object_array_add(s->env, json_object_new_string(v));
+		free(v);
 	}
-	json_object_object_add(o, "Env", a);
-	labels = json_object_new_object();
+	spec->env = s->env;
+	s->labels = json_object_new_object();
 	for (i = 0; i < c->nlabels; i++) {
 		eq = strchr(c->labels[i], '=');
 		k = xstrndup(c->labels[i], (size_t)(eq - c->labels[i]));
 		json_object_object_add(
-		    labels, k, json_object_new_string(eq + 1));
+		    s->labels, k, json_object_new_string(eq + 1));
 		free(k);
 	}
-	reaper_labels(labels, sb->expires);
+	reaper_labels(s->labels, sb->expires);
 	if (*sb->name != '\0')
 		json_object_object_add(
-		    labels, NAME_LABEL, json_object_new_string(sb->name));
-	json_object_object_add(o, "Labels", labels);
-	if (strcmp(network, "none") == 0)
-		json_object_object_add(
-		    o, "NetworkDisabled", json_object_new_boolean(1));
-
-	h = json_object_new_object();
-	json_object_object_add(
-	    h, "NetworkMode", json_object_new_string(network));
-	a = json_object_new_array();
-	json_object_array_add(a, json_object_new_string("ALL"));
-	json_object_object_add(h, "CapDrop", a);
-	a = json_object_new_array();
-	json_object_array_add(a, json_object_new_string("no-new-privileges"));
-	/* The project's own profile, whatever the engine's default is. */
-	xasprintf(&s, "seccomp=%s", seccomp_profile);
-	json_object_array_add(a, json_object_new_string(s));
-	free(s);
-	json_object_object_add(h, "SecurityOpt", a);
-	json_object_object_add(h, "ReadonlyRootfs", json_object_new_boolean(1));
-	json_object_object_add(h, "Privileged", json_object_new_boolean(0));
-	json_object_object_add(h, "Init", json_object_new_boolean(1));
-	json_object_object_add(h, "IpcMode", json_object_new_string("private"));
-	t = json_object_new_object();
-	xasprintf(&s, "rw,nosuid,nodev,noexec,size=%ldm,mode=1777", c->tmp_mb);
-	json_object_object_add(t, "/tmp", json_object_new_string(s));
-	free(s);
-	xasprintf(&s,
-	    "rw,nosuid,nodev,exec,size=%ldm,uid=%ld,gid=%ld,mode=0755",
-	    c->workdir_mb, sb->uid, sb->uid);
-	json_object_object_add(t, sb->workdir, json_object_new_string(s));
-	free(s);
-	json_object_object_add(h, "Tmpfs", t);
-	json_object_object_add(h, "Memory",
-	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
-	json_object_object_add(h, "MemorySwap",
-	    json_object_new_int64(sb->lim.memory_mb * 1024 * 1024));
-	json_object_object_add(h, "NanoCpus",
-	    json_object_new_int64((long long)(sb->lim.cpus * 1e9)));
-	json_object_object_add(
-	    h, "PidsLimit", json_object_new_int64(sb->lim.pids));
-	a = json_object_new_array();
-	add_ulimit(a, "nofile", c->nofile);
-	add_ulimit(a, "fsize", c->fsize_mb * 1024 * 1024);
-	json_object_object_add(h, "Ulimits", a);
-	lc = json_object_new_object();
-	json_object_object_add(lc, "Type", json_object_new_string("json-file"));
-	t = json_object_new_object();
-	json_object_object_add(t, "max-size", json_object_new_string("1m"));
-	json_object_object_add(t, "max-file", json_object_new_string("1"));
-	json_object_object_add(lc, "Config", t);
-	json_object_object_add(h, "LogConfig", lc);
-	json_object_object_add(o, "HostConfig", h);
-	return o;
+		    s->labels, NAME_LABEL, json_object_new_string(sb->name));
+	spec->labels = s->labels;
+	s->network = xstrdup(network);
+	spec->network = s->network;
+	spec->memory_bytes = sb->lim.memory_mb * 1024 * 1024;
+	spec->cpus = sb->lim.cpus;
+	spec->pids = sb->lim.pids;
+	spec->nofile = c->nofile;
+	spec->fsize_bytes = c->fsize_mb * 1024 * 1024;
+	spec_tmpfs(spec, "/tmp", c->tmp_mb, 0, -1, 01777);
+	spec_tmpfs(spec, sb->workdir, c->workdir_mb, 1, sb->uid, 0755);
+	s->volumes = json_object_new_array();
 }
 
 /*
@@ -1339,7 +1218,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 {
 	struct screate *s;
 	struct sandbox *sb;
-	char *ename, why[512];
+	char why[512];
 	long uid, mine = 0;
 
 	/* A session's share: one client cannot take every sandbox. */
@@ -1368,6 +1247,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	sb->name = xstrdup(name != NULL ? name : "");
 	sb->image = xstrdup(image);
 	sb->workdir = xstrdup(workdir);
+	sb->engine = sup.engine;
 	sb->lim = *lim;
 	sb->created = time(NULL);
 	sb->expires = sb->created + ttl;
@@ -1382,15 +1262,12 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	s->cb = cb;
 	s->cbarg = cbarg;
 	s->t0_ns = clock_ns();
-	s->config = sandbox_config(sb, env, network);
+	sandbox_spec(s, env, network);
 	if (name != NULL) {
-		ename = docker_escape(name);
-		xasprintf(&s->path,
-		    "/containers/create?name=mcp-sandboxd-%.8s-%u-%s",
-		    sup.instance, c->sess->id, ename);
-		free(ename);
-	} else
-		s->path = xstrdup("/containers/create");
+		xasprintf(&s->cname, "mcp-sandboxd-%.8s-%u-%s", sup.instance,
+		    c->sess->id, name);
+		s->spec.name = s->cname;
+	}
 	TAILQ_INSERT_TAIL(&preparing, s, pentry);
 	s->preparing = 1;
 	screate_inspect(s);

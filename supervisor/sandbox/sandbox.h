@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 struct call;
-struct docker;
+struct engine;
 struct evbuffer;
 struct event;
 struct session;
@@ -47,6 +47,7 @@ struct sandbox {
 	char *name;
 	char *image;
 	char *workdir;
+	struct engine *engine; /* where its container is (not owned) */
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */
 	time_t created, expires, last_used;

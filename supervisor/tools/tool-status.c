@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "core.h"
-#include "docker.h"
+#include "engine.h"
 #include "mcp.h"
 #include "run.h"
 #include "sandbox.h"
@@ -110,38 +110,35 @@ status_done(struct status *st)
 }
 
 static void
-status_inspect_cb(const struct docker_resp *resp, void *arg)
+status_inspect_cb(const struct engine_resp *resp, void *arg)
 {
 	struct entry *en = arg;
-	json_object *state, *v;
 
-	if (resp->status == 404)
+	if (resp->notfound)
 		json_object_object_add(
 		    en->obj, "state", json_object_new_string("gone"));
-	else if (resp->json != NULL &&
-	         json_object_object_get_ex(resp->json, "State", &state) &&
-	         json_object_object_get_ex(state, "Status", &v))
-		json_object_object_add(en->obj, "state", json_object_get(v));
+	else if (resp->container != NULL && resp->container->status != NULL)
+		json_object_object_add(en->obj, "state",
+		    json_object_new_string(resp->container->status));
 	status_done(en->st);
 	free(en);
 }
 
 static void
-status_stats_cb(const struct docker_resp *resp, void *arg)
+status_stats_cb(const struct engine_resp *resp, void *arg)
 {
 	struct entry *en = arg;
-	json_object *usage, *o, *v;
+	const struct engine_stats *st = resp->stats;
+	json_object *usage;
 
-	if (resp->json != NULL) {
+	if (st != NULL) {
 		usage = json_object_new_object();
-		if (json_object_object_get_ex(resp->json, "memory_stats", &o) &&
-		    json_object_object_get_ex(o, "usage", &v))
+		if (st->have_memory)
 			json_object_object_add(usage, "memory_bytes",
-			    json_object_new_int64(json_object_get_int64(v)));
-		if (json_object_object_get_ex(resp->json, "pids_stats", &o) &&
-		    json_object_object_get_ex(o, "current", &v))
-			json_object_object_add(usage, "pids",
-			    json_object_new_int64(json_object_get_int64(v)));
+			    json_object_new_int64(st->memory_bytes));
+		if (st->have_pids)
+			json_object_object_add(
+			    usage, "pids", json_object_new_int64(st->pids));
 		json_object_object_add(en->obj, "usage", usage);
 	}
 	status_done(en->st);
@@ -155,7 +152,7 @@ status_add(struct status *st, struct sandbox *sb)
 	json_object *o;
 	time_t deadline;
 	int idle;
-	char when[32], *path;
+	char when[32];
 
 	o = json_object_new_object();
 	json_object_object_add(
@@ -195,17 +192,12 @@ status_add(struct status *st, struct sandbox *sb)
 	en->st = st;
 	en->obj = o;
 	st->pending++;
-	xasprintf(&path, "/containers/%s/json", sb->id);
-	docker_call(sup.docker, "GET", path, NULL, status_inspect_cb, en);
-	free(path);
+	engine_container_inspect(sb->engine, sb->id, status_inspect_cb, en);
 	en = xcalloc(1, sizeof *en);
 	en->st = st;
 	en->obj = o;
 	st->pending++;
-	xasprintf(
-	    &path, "/containers/%s/stats?stream=false&one-shot=true", sb->id);
-	docker_call(sup.docker, "GET", path, NULL, status_stats_cb, en);
-	free(path);
+	engine_container_stats(sb->engine, sb->id, status_stats_cb, en);
 }
 
 static void

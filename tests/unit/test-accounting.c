@@ -16,7 +16,7 @@
 #include <criterion/criterion.h>
 #include <event2/event.h>
 
-#include "docker.h"
+#include "engine.h"
 #include "tmptree.h"
 #include "worker.h"
 #include "xmalloc.h"
@@ -24,11 +24,11 @@
 #define ID "3f2a9c1b7d5e40c1a8f6b2d9e0c4a7b1f3e5d2c6a9b8c7d0e1f2a3b4c5d6e7f8"
 #define PID 4242
 
-/* --- the fake engine: inspections only --- */
+/* --- the fake engine: inspections only, on this host --- */
 
-struct docker_req {
+struct engine_req {
 	struct event *ev;
-	docker_done_cb cb;
+	engine_done_cb cb;
 	void *arg;
 };
 
@@ -40,37 +40,34 @@ static int pid_never; /* it never runs */
 static void
 fake_answer(evutil_socket_t fd, short what, void *arg)
 {
-	struct docker_req *r = arg;
-	struct docker_resp resp;
-	char body[128];
+	struct engine_req *r = arg;
+	struct engine_container c;
+	struct engine_resp resp;
+	int runs = !pid_never && inspects >= pid_from;
 
 	(void)fd;
 	(void)what;
-	snprintf(body, sizeof body, "{\"State\":{\"Running\":%s,\"Pid\":%d}}",
-	    !pid_never && inspects >= pid_from ? "true" : "false",
-	    !pid_never && inspects >= pid_from ? PID : 0);
-	memset(&resp, 0, sizeof resp);
-	resp.status = 200;
-	resp.json = json_tokener_parse(body);
-	resp.body = body;
-	resp.len = strlen(body);
+	memset(&c, 0, sizeof c);
+	c.id = ID;
+	c.running = runs;
+	c.pid = runs ? PID : 0;
+	c.exit_code = -1;
+	engine_resp_init(&resp);
+	resp.container = &c;
 	r->cb(&resp, r->arg);
-	json_object_put(resp.json);
 	event_free(r->ev);
 	free(r);
 }
 
-struct docker_req *
-docker_call(struct docker *d, const char *method, const char *path,
-    json_object *body, docker_done_cb cb, void *arg)
+struct engine_req *
+engine_container_inspect(
+    struct engine *eng, const char *id, engine_done_cb cb, void *arg)
 {
-	struct docker_req *r;
+	struct engine_req *r;
 	struct timeval now = {0, 0};
 
-	(void)d;
-	(void)body;
-	cr_assert_str_eq(method, "GET");
-	cr_assert_str_eq(path, "/containers/" ID "/json");
+	(void)eng;
+	cr_assert_str_eq(id, ID);
 	inspects++;
 	r = xcalloc(1, sizeof *r);
 	r->cb = cb;
@@ -81,16 +78,26 @@ docker_call(struct docker *d, const char *method, const char *path,
 }
 
 void
-docker_req_cancel(struct docker_req *r)
+engine_req_cancel(struct engine_req *r)
 {
+	if (r == NULL)
+		return;
 	event_free(r->ev);
 	free(r);
 }
 
-char *
-docker_escape(const char *s)
+int
+engine_supports(const struct engine *eng, int what)
 {
-	return xstrdup(s);
+	(void)eng;
+	return what == ENGINE_CGROUPS;
+}
+
+void
+engine_resp_init(struct engine_resp *resp)
+{
+	memset(resp, 0, sizeof *resp);
+	resp->exit_code = -1;
 }
 
 /* --- the fake host --- */
@@ -143,7 +150,7 @@ setup(void)
 	cr_assert_not_null(base);
 	memset(&w, 0, sizeof w);
 	w.base = base;
-	w.docker = (struct docker *)&w; /* never looked into */
+	w.engine = (struct engine *)&w; /* never looked into */
 	w.container = ID;
 	inspects = 0;
 	pid_from = 1;

@@ -1,4 +1,4 @@
-/* Unit tests of the Docker stream demultiplexer (worker/demux.c). */
+/* Unit tests of the Docker stream demultiplexer (engine/demux.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * A hijacked stream (common/docker-hijack.c) against a fake engine on a
+ * A hijacked stream (engine/docker-hijack.c) against a fake engine on a
  * unix socket: the engine answers /_ping, then 101 to the exec start and
  * streams; the stream is cancelled, or ends, while both of its socket's
  * events are registered.  libevent must not be asked to change the events

@@ -3,7 +3,8 @@
  * its output demultiplexed and forwarded as PROTO_DATA under the stream's
  * credit, its standard input (if any) sent over a hijacked connection,
  * its exit code read back.  Timeouts, output caps and cancellation kill
- * the command's processes inside the container (docker-kill.c).
+ * the command's processes inside the container (killer.c).  The run
+ * itself, create to exit code, is the engine's (engine_exec_new()).
  */
 #include <sys/queue.h>
 
@@ -12,13 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "clock.h"
 #include "config.h"
-#include "demux.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "proto.h"
 #include "worker.h"
@@ -47,12 +46,9 @@ struct wexec {
 	enum exec_state state;
 	char token[40];
 	char tag[2][32]; /* in the activity log: stdout, stderr */
-	char *exec_id;
-	struct docker_req *req; /* the request in flight, if any */
+	struct engine_exec *ex; /* the run, until it is done */
 	struct killer *killer; /* the killer in flight, if any */
-	struct demux demux;
 	long credit;
-	int paused;
 	long long out_bytes, err_bytes, cap;
 	int timed_out, truncated, cancelled, killing, kill_tries;
 	int log_stdout; /* else only its size goes to the activity log */
@@ -64,15 +60,12 @@ struct wexec {
 	struct event *timer; /* timeout, then kill grace, then OOM wait */
 	struct event *kick; /* runs the killer outside curl callbacks */
 	char *error;
-	json_object *stdin_data; /* standard input, sent over a hijack */
-	int stdin_stream; /* ... or streamed by the supervisor */
-	struct evbuffer *stdin_early; /* input that came before the exec */
+	int stdin_stream; /* standard input streamed by the supervisor */
 	int stdin_eof;
 	LIST_ENTRY(wexec) entry;
 };
 
 static void exec_finish(struct wexec *);
-static void exec_inspect(struct wexec *);
 
 static struct wexec *
 exec_find(struct worker *w, uint32_t reqid)
@@ -89,18 +82,13 @@ static void
 exec_free(struct wexec *x)
 {
 	LIST_REMOVE(x, entry);
-	if (x->req != NULL)
-		docker_req_cancel(x->req);
+	engine_exec_cancel(x->ex);
 	if (x->killer != NULL)
 		killer_cancel(x->killer);
-	if (x->stdin_early != NULL)
-		evbuffer_free(x->stdin_early);
 	event_free(x->timer);
 	event_free(x->kick);
 	acct_end(x->acct, NULL);
-	free(x->exec_id);
 	free(x->error);
-	json_object_put(x->stdin_data);
 	free(x);
 }
 
@@ -178,20 +166,16 @@ exec_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	log_warnx("%s: %s: stream still open after kill", __func__, x->token);
-	docker_req_cancel(x->req);
-	x->req = NULL;
-	exec_inspect(x);
+	engine_exec_close(x->ex);
 }
 
-static int
+static void
 exec_output(int stream, const char *p, size_t len, void *arg)
 {
 	struct wexec *x = arg;
 	long long room;
 	uint16_t flag;
 
-	if (stream == DEMUX_STDIN)
-		return 0;
 	room = x->cap - (x->out_bytes + x->err_bytes);
 	if (x->cap > 0 && (long long)len > room) {
 		len = room > 0 ? (size_t)room : 0;
@@ -201,11 +185,11 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 		}
 	}
 	if (len == 0)
-		return 0;
-	flag = stream == DEMUX_STDOUT ? PROTO_F_STDOUT : PROTO_F_STDERR;
-	if (stream == DEMUX_STDERR || x->log_stdout)
-		logs_add(x->tag[stream == DEMUX_STDERR], p, len);
-	if (stream == DEMUX_STDOUT)
+		return;
+	flag = stream == ENGINE_STDOUT ? PROTO_F_STDOUT : PROTO_F_STDERR;
+	if (stream == ENGINE_STDERR || x->log_stdout)
+		logs_add(x->tag[stream == ENGINE_STDERR], p, len);
+	if (stream == ENGINE_STDOUT)
 		x->out_bytes += (long long)len;
 	else
 		x->err_bytes += (long long)len;
@@ -217,74 +201,48 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 		p += n;
 		len -= n;
 	}
-	return 0;
+	/* Out of credit: no more until the supervisor takes some. */
+	if (x->credit <= 0)
+		engine_exec_pause(x->ex, 1);
 }
 
+/* The stream ended: a killed command's stream may end in an error. */
 static int
-exec_data_cb(const char *p, size_t len, void *arg)
+exec_ended(const char *err, void *arg)
 {
 	struct wexec *x = arg;
 
-	if (x->credit <= 0) {
-		x->paused = 1;
-		return 1;
-	}
-	if (demux_feed(&x->demux, p, len, exec_output, x) == -1) {
-		log_warnx(
-		    "%s: %s: bad stream from the engine", __func__, x->token);
-		return -1;
-	}
-	return 0;
+	x->state = X_INSPECT;
+	evtimer_del(x->timer);
+	return err == NULL || x->killing;
 }
 
 static void
-exec_inspected_cb(const struct docker_resp *resp, void *arg)
+exec_done(const struct engine_exec_result *res, void *arg)
 {
 	struct wexec *x = arg;
-	json_object *v;
 	struct timeval tv = {0, EXEC_OOM_WAIT_MS * 1000};
 
-	x->req = NULL;
-	if (resp->error != NULL) {
-		exec_fail(x, "cannot read the exit code", resp->error);
+	x->ex = NULL;
+	if (res->error != NULL) {
+		exec_fail(x,
+		    res->phase == ENGINE_EXEC_CREATE
+		        ? "cannot start the command"
+		    : res->phase == ENGINE_EXEC_STREAM
+		        ? "exec stream failed"
+		        : "cannot read the exit code",
+		    res->error);
 		return;
 	}
-	if (resp->json != NULL &&
-	    json_object_object_get_ex(resp->json, "ExitCode", &v) &&
-	    json_object_is_type(v, json_type_int))
-		x->exit_code = (long)json_object_get_int64(v);
+	if (res->phase == ENGINE_EXEC_INSPECT)
+		x->exit_code = res->exit_code;
 	/* An OOM kill shows as SIGKILL; its event may trail the exit. */
 	if (x->exit_code == 137 && x->w->oom_count == x->oom_before) {
+		x->state = X_INSPECT;
 		evtimer_add(x->timer, &tv);
 		return;
 	}
 	exec_finish(x);
-}
-
-static void
-exec_inspect(struct wexec *x)
-{
-	char *path;
-
-	x->state = X_INSPECT;
-	evtimer_del(x->timer);
-	xasprintf(&path, "/exec/%s/json", x->exec_id);
-	x->req =
-	    docker_call(x->w->docker, "GET", path, NULL, exec_inspected_cb, x);
-	free(path);
-}
-
-static void
-exec_stream_done(const struct docker_resp *resp, void *arg)
-{
-	struct wexec *x = arg;
-
-	x->req = NULL;
-	if (resp->error != NULL && !x->killing) {
-		exec_fail(x, "exec stream failed", resp->error);
-		return;
-	}
-	exec_inspect(x);
 }
 
 /* Input left for the engine: the supervisor may send that much more. */
@@ -302,57 +260,29 @@ exec_stdin_sent(size_t n, void *arg)
 	json_object_put(c);
 }
 
+/* The exec exists: it runs now, unless it was cancelled meanwhile. */
 static void
-exec_created_cb(const struct docker_resp *resp, void *arg)
+exec_started(void *arg)
 {
 	struct wexec *x = arg;
-	json_object *id, *start;
-	char *path;
 
-	x->req = NULL;
-	if (resp->error != NULL || resp->json == NULL ||
-	    !json_object_object_get_ex(resp->json, "Id", &id)) {
-		exec_fail(x, "cannot start the command",
-		    resp->error ? resp->error : "no exec id");
-		return;
-	}
-	x->exec_id = xstrdup(json_object_get_string(id));
 	if (x->cancelled) {
 		exec_finish(x);
 		return;
 	}
 	x->state = X_RUN;
 	x->acct = acct_begin();
-	start = json_object_new_object();
-	json_object_object_add(start, "Detach", json_object_new_boolean(0));
-	json_object_object_add(start, "Tty", json_object_new_boolean(0));
-	xasprintf(&path, "/exec/%s/start", x->exec_id);
-	if (x->stdin_data != NULL || x->stdin_stream) {
-		/* Input needs the connection both ways. */
-		x->req = docker_hijack(x->w->docker, path, start, exec_data_cb,
-		    exec_stream_done, x);
-		docker_req_on_sent(x->req, exec_stdin_sent);
-		if (x->stdin_data != NULL)
-			docker_req_write(x->req,
-			    json_object_get_string(x->stdin_data),
-			    (size_t)json_object_get_string_len(x->stdin_data));
-		if (x->stdin_early != NULL) {
-			docker_req_write(x->req,
-			    evbuffer_pullup(x->stdin_early, -1),
-			    evbuffer_get_length(x->stdin_early));
-			evbuffer_free(x->stdin_early);
-			x->stdin_early = NULL;
-		}
-		if (x->stdin_data != NULL || x->stdin_eof)
-			docker_req_close_write(x->req);
-	} else
-		x->req = docker_stream(x->w->docker, "POST", path, start,
-		    exec_data_cb, exec_stream_done, x);
-	json_object_put(start);
-	free(path);
 	if (x->killing)
 		event_active(x->kick, 0, 0);
 }
+
+static const struct engine_exec_cbs exec_cbs = {
+    .started = exec_started,
+    .output = exec_output,
+    .sent = exec_stdin_sent,
+    .ended = exec_ended,
+    .done = exec_done,
+};
 
 /* Result for the supervisor; frees the exec. */
 static void
@@ -432,12 +362,13 @@ void
 exec_start(struct worker *w, uint32_t reqid, json_object *call)
 {
 	struct wexec *x;
-	json_object *body, *cmd, *env, *v;
-	const char *command, *workdir, *log_as;
+	struct engine_exec_spec spec;
+	json_object *args, *vars = NULL, *stdin_data = NULL, *v;
+	const char *command, *log_as, **argv;
 	struct timeval tv;
 	long long timeout;
-	char *path, *esc, *kv;
-	size_t i;
+	char **env;
+	size_t i, n = 0, nargs, nenv = 0;
 	int dup;
 
 	x = xcalloc(1, sizeof *x);
@@ -447,7 +378,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	x->exit_code = -1;
 	x->oom_before = w->oom_count;
 	x->start_ms = clock_ms();
-	demux_init(&x->demux);
+	memset(&spec, 0, sizeof spec);
 	x->timer = evtimer_new(w->base, exec_timer_cb, x);
 	x->kick = event_new(w->base, -1, 0, exec_kick_cb, x);
 	if (json_object_object_get_ex(call, "token", &v) &&
@@ -479,52 +410,44 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	x->log_stdout = !json_object_object_get_ex(call, "log_stdout", &v) ||
 	                json_object_get_boolean(v);
 	if (json_object_object_get_ex(call, "stdin_stream", &v) &&
-	    json_object_get_boolean(v)) {
+	    json_object_get_boolean(v))
 		x->stdin_stream = 1;
-		x->stdin_early = evbuffer_new();
-	}
 	x->probe = json_object_object_get_ex(call, "probe", &v) &&
 	           json_object_get_boolean(v);
 	timeout = json_int(call, "timeout_ms", 0);
 
-	body = json_object_new_object();
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(exec_wrapper_sh));
-	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
-	json_object_array_add(cmd, json_object_new_string(command));
-	if (json_object_object_get_ex(call, "args", &v) &&
-	    json_object_is_type(v, json_type_array))
-		for (i = 0; i < json_object_array_length(v); i++)
-			json_object_array_add(
-			    cmd, json_object_new_string(json_object_get_string(
-			             json_object_array_get_idx(v, i))));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User",
-	    json_object_new_string(x->probe ? PROBE_USER : w->exec_user));
-	json_object_object_add(
-	    body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(
-	    body, "AttachStderr", json_object_new_boolean(1));
+	nargs = json_object_object_get_ex(call, "args", &args) &&
+	                json_object_is_type(args, json_type_array)
+	            ? json_object_array_length(args)
+	            : 0;
+	argv = xcalloc(nargs + 6, sizeof *argv);
+	argv[n++] = "/bin/sh";
+	argv[n++] = "-c";
+	argv[n++] = exec_wrapper_sh;
+	argv[n++] = "/bin/sh";
+	argv[n++] = command;
+	for (i = 0; i < nargs; i++)
+		argv[n++] =
+		    json_object_get_string(json_object_array_get_idx(args, i));
+	spec.argv = argv;
+	spec.user = x->probe ? PROBE_USER : w->exec_user;
+	spec.workdir = json_str(call, "workdir");
 	if (json_object_object_get_ex(call, "stdin", &v) &&
 	    json_object_is_type(v, json_type_string) && !x->stdin_stream)
-		x->stdin_data = json_object_get(v);
-	if (x->stdin_data != NULL || x->stdin_stream)
-		json_object_object_add(
-		    body, "AttachStdin", json_object_new_boolean(1));
-	if ((workdir = json_str(call, "workdir")) != NULL)
-		json_object_object_add(
-		    body, "WorkingDir", json_object_new_string(workdir));
-	env = json_object_new_array();
+		stdin_data = v;
+	spec.stdin = stdin_data != NULL || x->stdin_stream;
 	if (json_object_object_get_ex(call, "env", &v) &&
-	    json_object_is_type(v, json_type_object)) {
-		json_object_object_foreach(v, key, val)
+	    json_object_is_type(v, json_type_object))
+		vars = v;
+	env = xcalloc(
+	    (vars != NULL ? (size_t)json_object_object_length(vars) : 0) +
+	        sizeof probe_env / sizeof probe_env[0] + 1,
+	    sizeof *env);
+	if (vars != NULL) {
+		json_object_object_foreach(vars, key, val)
 		{
-			xasprintf(
-			    &kv, "%s=%s", key, json_object_get_string(val));
-			json_object_array_add(env, json_object_new_string(kv));
-			free(kv);
+			xasprintf(&env[nenv++], "%s=%s", key,
+			    json_object_get_string(val));
 		}
 	}
 	/*
@@ -533,21 +456,22 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	 * can write its home, which a client's PATH may name).
 	 */
 	for (i = 0; x->probe && probe_env[i] != NULL; i++)
-		json_object_array_add(
-		    env, json_object_new_string(probe_env[i]));
+		env[nenv++] = xstrdup(probe_env[i]);
 	/* Last, so that no variable of the call can replace it. */
-	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, x->token);
-	json_object_array_add(env, json_object_new_string(kv));
-	free(kv);
-	json_object_object_add(body, "Env", env);
+	xasprintf(&env[nenv++], "%s=%s", EXEC_TOKEN_ENV, x->token);
+	spec.env = (const char *const *)env;
 
-	esc = docker_escape(w->container);
-	xasprintf(&path, "/containers/%s/exec", esc);
 	x->state = X_CREATE;
-	x->req = docker_call(w->docker, "POST", path, body, exec_created_cb, x);
-	free(path);
-	free(esc);
-	json_object_put(body);
+	x->ex = engine_exec_new(w->engine, w->container, &spec, &exec_cbs, x);
+	if (stdin_data != NULL) {
+		engine_exec_write(x->ex, json_object_get_string(stdin_data),
+		    (size_t)json_object_get_string_len(stdin_data));
+		engine_exec_close_write(x->ex);
+	}
+	for (i = 0; i < nenv; i++)
+		free(env[i]);
+	free(env);
+	free(argv);
 	if (timeout > 0) {
 		tv.tv_sec = timeout / 1000;
 		tv.tv_usec = (timeout % 1000) * 1000;
@@ -577,10 +501,8 @@ exec_credit(struct worker *w, uint32_t stream, long bytes)
 	if ((x = exec_find(w, stream)) == NULL || bytes <= 0)
 		return;
 	x->credit += bytes;
-	if (x->paused && x->credit > 0 && x->req != NULL && x->state == X_RUN) {
-		x->paused = 0;
-		docker_req_pause(x->req, 0);
-	}
+	if (x->credit > 0 && x->ex != NULL)
+		engine_exec_pause(x->ex, 0);
 }
 
 /* The worker is going away: drop every exec without a result. */
@@ -606,12 +528,12 @@ exec_stdin(
 		return;
 	if (flags & PROTO_F_EOF)
 		x->stdin_eof = 1;
-	if (x->req != NULL && x->state == X_RUN) {
-		docker_req_write(x->req, p, len);
+	/* Input that comes before the stream waits for it (the engine's). */
+	if (x->ex != NULL) {
+		engine_exec_write(x->ex, p, len);
 		if (x->stdin_eof)
-			docker_req_close_write(x->req);
-	} else if (x->stdin_early != NULL)
-		evbuffer_add(x->stdin_early, p, len);
+			engine_exec_close_write(x->ex);
+	}
 }
 
 struct killcall {

@@ -50,4 +50,8 @@ void docker_req_pause(struct docker_req *, int);
 char *docker_escape(const char *);
 long docker_global_flags(const char *);
 
+/* docker-spec.c: a container create's body. */
+struct engine_spec;
+json_object *docker_spec_json(const struct engine_spec *);
+
 #endif

@@ -15,14 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "worker.h"
 #include "xmalloc.h"
 
 #define KILLER_PIDS_SPARE 16
-/* Of the killer's own output (it prints nothing; the sandbox may). */
-#define KILLER_MAX_OUTPUT (64 * 1024)
+#define KILLER_MAX_TOKENS 64
 
 /*
  * The killer: engine/scripts/kill-tokens.sh, embedded; its arguments are
@@ -30,27 +29,28 @@
  */
 extern const char kill_tokens_sh[];
 
-enum killer_state { K_CREATE, K_START, K_INSPECT, K_LIMITS, K_RAISE, K_LOWER };
+enum killer_state { K_RUN, K_LIMITS, K_RAISE, K_LOWER };
 
 struct killer {
 	struct worker *w;
 	enum killer_state state;
 	json_object *tokens;
 	const char *user; /* the killed commands' (lives as the worker) */
-	struct docker_req *req;
+	struct engine_exec *ex; /* the killer's run */
+	struct engine_req *req; /* or the limit's inspection or update */
 	long long pids; /* the limit to put back, once raised */
 	int raised;
-	char *exec_id;
 	char *error;
 	void (*done)(void *, const char *);
 	void *arg;
 	LIST_ENTRY(killer) entry;
 };
 
-static void killer_step(struct killer *, const struct docker_resp *);
+static void killer_step(struct killer *, const struct engine_resp *);
+static void killer_failed(struct killer *, const char *);
 
 static void
-killer_cb(const struct docker_resp *resp, void *arg)
+killer_cb(const struct engine_resp *resp, void *arg)
 {
 	struct killer *k = arg;
 
@@ -62,10 +62,9 @@ static void
 killer_free(struct killer *k)
 {
 	LIST_REMOVE(k, entry);
-	if (k->req != NULL)
-		docker_req_cancel(k->req);
+	engine_exec_cancel(k->ex);
+	engine_req_cancel(k->req);
 	json_object_put(k->tokens);
-	free(k->exec_id);
 	free(k->error);
 	free(k);
 }
@@ -79,122 +78,36 @@ killer_finish(struct killer *k, const char *err)
 }
 
 static void
-killer_create(struct killer *k)
-{
-	json_object *body, *cmd;
-	char *path, *esc;
-	size_t i;
-
-	k->state = K_CREATE;
-	body = json_object_new_object();
-	cmd = json_object_new_array();
-	json_object_array_add(cmd, json_object_new_string("/bin/sh"));
-	json_object_array_add(cmd, json_object_new_string("-c"));
-	json_object_array_add(cmd, json_object_new_string(kill_tokens_sh));
-	json_object_array_add(cmd, json_object_new_string("mcp-kill"));
-	json_object_array_add(cmd, json_object_new_string(EXEC_TOKEN_ENV));
-	for (i = 0; i < json_object_array_length(k->tokens); i++)
-		json_object_array_add(cmd,
-		    json_object_get(json_object_array_get_idx(k->tokens, i)));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "User", json_object_new_string(k->user));
-	json_object_object_add(
-	    body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(
-	    body, "AttachStderr", json_object_new_boolean(1));
-	esc = docker_escape(k->w->container);
-	xasprintf(&path, "/containers/%s/exec", esc);
-	k->req = docker_call(k->w->docker, "POST", path, body, killer_cb, k);
-	free(path);
-	free(esc);
-	json_object_put(body);
-}
-
-static void
 killer_update(struct killer *k, long long pids)
 {
-	json_object *body;
-	char *path, *esc;
-
-	body = json_object_new_object();
-	json_object_object_add(body, "PidsLimit", json_object_new_int64(pids));
-	esc = docker_escape(k->w->container);
-	xasprintf(&path, "/containers/%s/update", esc);
-	k->req = docker_call(k->w->docker, "POST", path, body, killer_cb, k);
-	free(path);
-	free(esc);
-	json_object_put(body);
+	k->req = engine_container_update_pids(
+	    k->w->engine, k->w->container, pids, killer_cb, k);
 }
 
-/* The killer could not run: raise the pids limit once and try again. */
-static void
-killer_failed(struct killer *k, const char *why)
+/* Its output is not read (the sandbox can write into it): discarded. */
+static int
+killer_ended(const char *err, void *arg)
 {
-	char *path, *esc;
-
-	if (k->raised) {
-		free(k->error);
-		k->error = xstrdup(why);
-		k->state = K_LOWER;
-		killer_update(k, k->pids);
-		return;
-	}
-	log_info("%s: kill failed (%s); raising the pids limit for it",
-	    __func__, why);
-	k->raised = 1;
-	k->state = K_LIMITS;
-	esc = docker_escape(k->w->container);
-	xasprintf(&path, "/containers/%s/json", esc);
-	k->req = docker_call(k->w->docker, "GET", path, NULL, killer_cb, k);
-	free(path);
-	free(esc);
+	(void)arg;
+	return err == NULL;
 }
 
 static void
-killer_step(struct killer *k, const struct docker_resp *resp)
+killer_exec_done(const struct engine_exec_result *res, void *arg)
 {
-	json_object *v, *hc, *start;
-	char *path;
+	struct killer *k = arg;
 
-	switch (k->state) {
-	case K_CREATE:
-		if (resp->error != NULL || resp->json == NULL ||
-		    !json_object_object_get_ex(resp->json, "Id", &v)) {
-			killer_finish(
-			    k, resp->error ? resp->error : "no exec id");
-			return;
-		}
-		free(k->exec_id);
-		k->exec_id = xstrdup(json_object_get_string(v));
-		k->state = K_START;
-		xasprintf(&path, "/exec/%s/start", k->exec_id);
-		start = json_object_new_object();
-		json_object_object_add(
-		    start, "Detach", json_object_new_boolean(0));
-		json_object_object_add(
-		    start, "Tty", json_object_new_boolean(0));
-		/* Its output is not read, and the sandbox can write into
-		 * it: only a little is kept, the rest is dropped. */
-		k->req = docker_call_capped(k->w->docker, "POST", path, start,
-		    KILLER_MAX_OUTPUT, killer_cb, k);
-		json_object_put(start);
-		free(path);
+	k->ex = NULL;
+	switch (res->phase) {
+	case ENGINE_EXEC_CREATE:
+		killer_finish(k, res->error);
 		return;
-	case K_START:
-		if (resp->error != NULL) {
-			killer_failed(k, resp->error);
-			return;
-		}
-		k->state = K_INSPECT;
-		xasprintf(&path, "/exec/%s/json", k->exec_id);
-		k->req =
-		    docker_call(k->w->docker, "GET", path, NULL, killer_cb, k);
-		free(path);
+	case ENGINE_EXEC_STREAM:
+		killer_failed(k, res->error);
 		return;
-	case K_INSPECT:
-		if (resp->json != NULL &&
-		    json_object_object_get_ex(resp->json, "ExitCode", &v) &&
-		    json_object_get_int(v) == 0) {
+	case ENGINE_EXEC_INSPECT:
+		/* (-1: no exit code recorded yet, taken as done, as ever.) */
+		if (res->error == NULL && res->exit_code <= 0) {
 			if (k->raised) {
 				k->state = K_LOWER;
 				killer_update(k, k->pids);
@@ -204,15 +117,74 @@ killer_step(struct killer *k, const struct docker_resp *resp)
 		}
 		killer_failed(k, "the killer could not start");
 		return;
+	}
+}
+
+static const struct engine_exec_cbs killer_cbs = {
+    .ended = killer_ended,
+    .done = killer_exec_done,
+};
+
+static void
+killer_create(struct killer *k)
+{
+	struct engine_exec_spec spec;
+	const char *argv[KILLER_MAX_TOKENS + 6];
+	size_t i, n = 0;
+
+	k->state = K_RUN;
+	argv[n++] = "/bin/sh";
+	argv[n++] = "-c";
+	argv[n++] = kill_tokens_sh;
+	argv[n++] = "mcp-kill";
+	argv[n++] = EXEC_TOKEN_ENV;
+	for (i = 0; i < json_object_array_length(k->tokens); i++)
+		argv[n++] = json_object_get_string(
+		    json_object_array_get_idx(k->tokens, i));
+	argv[n] = NULL;
+	memset(&spec, 0, sizeof spec);
+	spec.argv = argv;
+	spec.user = k->user;
+	k->ex = engine_exec_new(
+	    k->w->engine, k->w->container, &spec, &killer_cbs, k);
+}
+
+/* The killer could not run: raise the pids limit once and try again. */
+static void
+killer_failed(struct killer *k, const char *why)
+{
+	if (k->raised) {
+		free(k->error);
+		k->error = xstrdup(why);
+		k->state = K_LOWER;
+		killer_update(k, k->pids);
+		return;
+	}
+	if (!engine_supports(k->w->engine, ENGINE_UPDATE)) {
+		killer_finish(k, why);
+		return;
+	}
+	log_info("%s: kill failed (%s); raising the pids limit for it",
+	    __func__, why);
+	k->raised = 1;
+	k->state = K_LIMITS;
+	k->req = engine_container_inspect(
+	    k->w->engine, k->w->container, killer_cb, k);
+}
+
+static void
+killer_step(struct killer *k, const struct engine_resp *resp)
+{
+	switch (k->state) {
+	case K_RUN:
+		return;
 	case K_LIMITS:
-		if (resp->json == NULL ||
-		    !json_object_object_get_ex(resp->json, "HostConfig", &hc) ||
-		    !json_object_object_get_ex(hc, "PidsLimit", &v) ||
-		    json_object_get_int64(v) <= 0) {
+		if (resp->container == NULL ||
+		    resp->container->pids_limit <= 0) {
 			killer_finish(k, "cannot read the pids limit");
 			return;
 		}
-		k->pids = json_object_get_int64(v);
+		k->pids = resp->container->pids_limit;
 		k->state = K_RAISE;
 		killer_update(k, k->pids + KILLER_PIDS_SPARE);
 		return;
@@ -254,7 +226,7 @@ killer_run_as(struct worker *w, const char *user, const char *const *tokens,
 	k->done = done;
 	k->arg = arg;
 	k->tokens = json_object_new_array();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && i < KILLER_MAX_TOKENS; i++)
 		json_object_array_add(
 		    k->tokens, json_object_new_string(tokens[i]));
 	LIST_INSERT_HEAD(&w->killers, k, entry);

@@ -1,6 +1,6 @@
 /*
- * The sandbox's activity log: the container's own output (followed with
- * logs?follow=1 for the worker's lifetime) and every exec's command,
+ * The sandbox's activity log: the container's own output (followed for
+ * the worker's lifetime) and every exec's command,
  * output and exit, one timestamped line each, in a ring of a fixed size
  * (the oldest lines go first, and the text says how much went).  The
  * supervisor reads it (op "logs") and learns of news (PROTO_NOTIFY,
@@ -14,8 +14,7 @@
 
 #include <event2/event.h>
 
-#include "demux.h"
-#include "docker.h"
+#include "engine.h"
 #include "log.h"
 #include "proto.h"
 #include "worker.h"
@@ -30,8 +29,7 @@ static struct {
 	int partial; /* the last line has no newline yet */
 	int dirty; /* news since the last notification */
 	struct event *timer;
-	struct docker_req *req;
-	struct demux demux;
+	struct engine_req *req;
 } logs;
 
 static void
@@ -141,27 +139,17 @@ logs_addf(const char *tag, const char *fmt, ...)
 	logs_add(tag, buf, (size_t)n);
 }
 
-static int
+static void
 logs_container_out(int stream, const char *p, size_t len, void *arg)
 {
 	(void)arg;
 	logs_add(
-	    stream == DEMUX_STDERR ? "container stderr" : "container stdout", p,
-	    len);
-	return 0;
-}
-
-static int
-logs_data_cb(const char *p, size_t len, void *arg)
-{
-	(void)arg;
-	if (demux_feed(&logs.demux, p, len, logs_container_out, NULL) == -1)
-		return -1;
-	return 0;
+	    stream == ENGINE_STDERR ? "container stderr" : "container stdout",
+	    p, len);
 }
 
 static void
-logs_done_cb(const struct docker_resp *resp, void *arg)
+logs_done_cb(const struct engine_resp *resp, void *arg)
 {
 	(void)arg;
 	logs.req = NULL;
@@ -174,25 +162,17 @@ logs_done_cb(const struct docker_resp *resp, void *arg)
 void
 logs_start(struct worker *w, size_t cap)
 {
-	char *path, *esc;
-
 	logs.cap = cap;
 	logs.buf = xmalloc(cap);
 	logs.timer = evtimer_new(w->base, logs_notify_cb, w);
-	demux_init(&logs.demux);
-	esc = docker_escape(w->container);
-	xasprintf(&path, "/containers/%s/logs?follow=1&stdout=1&stderr=1", esc);
-	logs.req = docker_stream(
-	    w->docker, "GET", path, NULL, logs_data_cb, logs_done_cb, w);
-	free(path);
-	free(esc);
+	logs.req = engine_container_logs(
+	    w->engine, w->container, logs_container_out, logs_done_cb, w);
 }
 
 void
 logs_stop(void)
 {
-	if (logs.req != NULL)
-		docker_req_cancel(logs.req);
+	engine_req_cancel(logs.req);
 	if (logs.timer != NULL)
 		event_free(logs.timer);
 	free(logs.buf);

@@ -1,0 +1,196 @@
+/*
+ * The seam between the server and a container runtime: the only interface
+ * through which supervisor/ and worker/ reach one.  A struct engine is a
+ * handle on one runtime (a backend's ops table, its state, and what it
+ * supports); each sandbox holds the engine it lives on, and calls name
+ * containers by id, never a runtime's endpoints.  Every operation is
+ * asynchronous on the handle's libevent loop and answers once, through its
+ * callback, unless it was cancelled.
+ *
+ * Backends: engine-docker.c (the Docker Engine API, on docker.c).
+ */
+#ifndef ENGINE_H
+#define ENGINE_H
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+struct event_base;
+struct engine;
+struct engine_req;
+struct engine_exec;
+
+/* What a runtime can do (engine_supports()). */
+#define ENGINE_CGROUPS 0x1 /* its containers' cgroups are on this host */
+#define ENGINE_EXEC_STDIN 0x2 /* an exec's standard input can be streamed */
+#define ENGINE_UPDATE 0x4 /* a running container's limits can change */
+
+/* A container, as inspected or listed. */
+struct engine_container {
+	const char *id;
+	const char *status; /* the runtime's word: "running", "exited"... */
+	int running;
+	long long pid; /* its first process on the runtime's host, or 0 */
+	long exit_code; /* once it stopped, else -1 */
+	int oom_killed;
+	long long pids_limit; /* 0: none */
+	long long created; /* listings only: seconds since the epoch */
+	json_object *labels; /* an object of strings (borrowed), or NULL */
+};
+
+/* Usage of a running container. */
+struct engine_stats {
+	int have_memory, have_pids;
+	long long memory_bytes;
+	long long pids;
+};
+
+/* An image, as inspected. */
+struct engine_image {
+	json_object *volumes; /* array: the paths it declares as VOLUME */
+};
+
+struct engine_resp {
+	const char *error; /* NULL on success; else what went wrong */
+	int notfound; /* no such container, image or exec */
+	int unchanged; /* nothing to do (a container already stopped) */
+	const char *id; /* of what a create made */
+	long exit_code; /* an exec's, once it ended, else -1 */
+	const struct engine_container *container; /* inspect */
+	const struct engine_container *list; /* list */
+	size_t nlist;
+	const struct engine_stats *stats;
+	const struct engine_image *image;
+};
+
+/* An answer with nothing in it (exit_code -1), for a caller's own use. */
+void engine_resp_init(struct engine_resp *);
+
+/* Called once per operation, unless it was cancelled. */
+typedef void (*engine_done_cb)(const struct engine_resp *, void *);
+/* Output of a stream: stream is ENGINE_STDOUT or ENGINE_STDERR. */
+typedef void (*engine_output_cb)(int, const char *, size_t, void *);
+#define ENGINE_STDOUT 1
+#define ENGINE_STDERR 2
+
+/* The container a sandbox is: what it runs and how it is confined. */
+#define ENGINE_MAX_TMPFS 40
+struct engine_tmpfs {
+	const char *path; /* (borrowed) */
+	long size_mb;
+	int exec; /* else noexec */
+	long uid; /* owner (and group) of its root, or -1 */
+	int mode;
+};
+
+struct engine_spec {
+	const char *image;
+	const char *name; /* the container's name, or NULL */
+	const char *const *cmd; /* the keep-alive, argv (NULL-terminated) */
+	const char *user; /* ... runs as "uid:gid" */
+	const char *workdir;
+	json_object *env; /* array of "NAME=value" (borrowed) */
+	json_object *labels; /* object of strings (borrowed) */
+	const char *network; /* "none", "bridge", ... */
+	long long memory_bytes; /* and as much memory+swap */
+	double cpus;
+	long long pids;
+	long long nofile, fsize_bytes; /* ulimits */
+	struct engine_tmpfs tmpfs[ENGINE_MAX_TMPFS];
+	int ntmpfs;
+};
+
+/* A command to run in a container. */
+struct engine_exec_spec {
+	const char *const *argv; /* NULL-terminated */
+	const char *user; /* "uid:gid" */
+	const char *workdir; /* or NULL: the container's */
+	const char *const *env; /* "NAME=value", NULL-terminated, or NULL */
+	int stdin; /* its standard input is written (engine_exec_write) */
+};
+
+/* Where an exec failed (struct engine_exec_result). */
+enum engine_exec_phase {
+	ENGINE_EXEC_CREATE, /* it never ran */
+	ENGINE_EXEC_STREAM, /* its output stream broke */
+	ENGINE_EXEC_INSPECT /* it ran, its exit code is unknown */
+};
+
+struct engine_exec_result {
+	long exit_code; /* -1 if unknown */
+	const char *error; /* NULL, or why (see phase) */
+	enum engine_exec_phase phase;
+};
+
+/*
+ * An exec's callbacks (arg: engine_exec_new's).  Any but done may be
+ * NULL.  From any of them the exec may be written to, paused or
+ * cancelled.
+ */
+struct engine_exec_cbs {
+	/* It exists and its stream starts now. */
+	void (*started)(void *);
+	/* Its output, demultiplexed; NULL: discarded (then the run is
+	 * bounded in time as a plain call is). */
+	engine_output_cb output;
+	/* This much of its input left for the runtime. */
+	void (*sent)(size_t, void *);
+	/*
+	 * Its stream ended, with an error or NULL: return 1 to read its
+	 * exit code, 0 to be done now (with that error, if any).  NULL:
+	 * the exit code is read unless the stream broke.
+	 */
+	int (*ended)(const char *, void *);
+	/* The end: the exec is freed after this returns. */
+	void (*done)(const struct engine_exec_result *, void *);
+};
+
+struct engine *engine_new(struct event_base *, const char *);
+void engine_free(struct engine *);
+int engine_supports(const struct engine *, int);
+const char *engine_name(const struct engine *);
+const char *engine_api_version(const struct engine *);
+int engine_global_init(const char *);
+void engine_global_cleanup(void);
+
+/* Abandon an operation: its callback is not called.  Not from it. */
+void engine_req_cancel(struct engine_req *);
+
+struct engine_req *engine_ping(struct engine *, engine_done_cb, void *);
+struct engine_req *engine_container_create(
+    struct engine *, const struct engine_spec *, engine_done_cb, void *);
+struct engine_req *engine_container_start(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_stop(
+    struct engine *, const char *, int, engine_done_cb, void *);
+struct engine_req *engine_container_remove(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_inspect(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_stats(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_list(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_update_pids(
+    struct engine *, const char *, long long, engine_done_cb, void *);
+struct engine_req *engine_container_logs(
+    struct engine *, const char *, engine_output_cb, engine_done_cb, void *);
+struct engine_req *engine_container_events(struct engine *, const char *,
+    const char *const *, void (*)(const char *, void *), engine_done_cb,
+    void *);
+struct engine_req *engine_image_inspect(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_image_pull(
+    struct engine *, const char *, engine_done_cb, void *);
+
+/* engine-exec.c: a command's run, create to exit code, with its streams. */
+struct engine_exec *engine_exec_new(struct engine *, const char *,
+    const struct engine_exec_spec *, const struct engine_exec_cbs *, void *);
+void engine_exec_write(struct engine_exec *, const void *, size_t);
+void engine_exec_close_write(struct engine_exec *);
+void engine_exec_pause(struct engine_exec *, int);
+void engine_exec_close(struct engine_exec *);
+void engine_exec_cancel(struct engine_exec *);
+
+#endif
