@@ -140,7 +140,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *line;
 	size_t len;
 
-	sess = session_new(fuzz_send, NULL);
+	sess = mcp_session_new(fuzz_send, NULL);
 	while (p < end) {
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
@@ -160,6 +160,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check(sandbox_count() == 0, "a sandbox was made");
 		p = nl + 1;
 	}
-	session_close(sess); /* frees it: no call, no sandbox */
+	mcp_session_close(sess); /* frees it: no call, no sandbox */
 	return 0;
 }

@@ -8,12 +8,12 @@
  * a call (mcp_call_log()) are used by nothing in the server proper, only
  * by the conformance fixtures (-Dfixtures=true).
  *
- * Lifetimes (core/core.h): a session ends with session_close(), which
+ * Lifetimes (core/core.h): a session ends with mcp_session_close(), which
  * marks it closing (nothing more is sent), cancels its calls and has the
  * layers above end what it owns (its sandboxes: the session_close hook);
  * then it is gone,
  * and freed from the event loop once its last call was answered.  A call
- * ends with call_reply(): it leaves its session's list at once, and its
+ * ends with mcp_call_reply(): it leaves its session's list at once, and its
  * memory goes from the event loop.
  */
 #include <stdarg.h>
@@ -54,7 +54,7 @@ static const char *const mcp_levels[] = {"emergency", "alert", "critical",
 
 /* A new client session; send(sess, msg) delivers its messages. */
 struct session *
-session_new(void (*send)(struct session *, json_object *), void *transport)
+mcp_session_new(void (*send)(struct session *, json_object *), void *transport)
 {
 	struct session *sess;
 
@@ -124,7 +124,7 @@ call_cancel(struct call *c)
  * its sandboxes removed; then the session is freed.
  */
 void
-session_close(struct session *sess)
+mcp_session_close(struct session *sess)
 {
 	struct call *c, *next;
 
@@ -453,7 +453,7 @@ mcp_tools_list(struct session *sess, json_object *id, json_object *params,
 	return r;
 }
 
-/* Start a tools/call; its result goes out later through call_reply(). */
+/* Start a tools/call; its result goes out later through mcp_call_reply(). */
 static json_object *
 mcp_tools_call(struct session *sess, json_object *id, json_object *params,
     int *code, const char **why)
@@ -504,21 +504,21 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 		free(msg);
 		return r;
 	}
-	c = call_new(sess, id, t->name);
+	c = mcp_call_new(sess, id, t->name);
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();
 	progress_start(c, params);
 	if (sup.shutting_down) {
-		call_reply(c, tool_error("the server is shutting down"));
+		mcp_call_reply(c, tool_error("the server is shutting down"));
 		return NULL;
 	}
 	t->exec(c);
 	return NULL;
 }
 
-/* A request answered later with call_reply(); name is for the logs. */
+/* A request answered later with mcp_call_reply(); name is for the logs. */
 struct call *
-call_new(struct session *sess, json_object *id, const char *name)
+mcp_call_new(struct session *sess, json_object *id, const char *name)
 {
 	struct call *c;
 
@@ -571,7 +571,7 @@ call_free(struct call *c)
 
 /* Answer a tools/call (unless it was cancelled) and free it. */
 void
-call_reply(struct call *c, json_object *result)
+mcp_call_reply(struct call *c, json_object *result)
 {
 	if (c->answered) { /* a second answer: a bug, not a crash */
 		log_warnx("%s: call %s answered twice", __func__, c->tool);

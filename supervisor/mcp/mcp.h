@@ -53,7 +53,7 @@ struct call {
 	char *tool;
 	json_object *args; /* arguments object, owned */
 	int cancelled;
-	int answered; /* call_reply() ran; freed from the event loop */
+	int answered; /* mcp_call_reply() ran; freed from the event loop */
 	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
 	struct progress *progress; /* when the client asked for it */
@@ -100,14 +100,15 @@ int mcp_methods_register(const struct mcp_method_entry *);
 int mcp_has_method(const char *);
 
 /* mcp.c */
-struct session *session_new(void (*)(struct session *, json_object *), void *);
-void session_close(struct session *);
+struct session *mcp_session_new(
+    void (*)(struct session *, json_object *), void *);
+void mcp_session_close(struct session *);
 void mcp_handle_line(struct session *, const char *, size_t);
 void mcp_send(struct session *, json_object *);
 void mcp_log(struct session *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
-struct call *call_new(struct session *, json_object *, const char *);
-void call_reply(struct call *, json_object *);
+struct call *mcp_call_new(struct session *, json_object *, const char *);
+void mcp_call_reply(struct call *, json_object *);
 void mcp_shutdown_calls(void);
 
 void mcp_notify(const struct session *, const char *);
@@ -181,8 +182,8 @@ json_object *tool_result(json_object *, const char *, int);
 void tool_result_add_content(json_object *, json_object *);
 json_object *tool_error(const char *, ...)
     __attribute__((format(printf, 1, 2)));
-const char *arg_string(struct call *, const char *);
-int arg_type_ok(struct call *, const char *, json_type, json_object **);
+const char *tool_arg_string(struct call *, const char *);
+int tool_arg_type_ok(struct call *, const char *, json_type, json_object **);
 
 /* toolargs.c */
 int toolargs_check(const struct tool *, json_object *, char **);

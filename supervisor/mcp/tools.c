@@ -182,9 +182,9 @@ tool_error(const char *fmt, ...)
 	return r;
 }
 
-/* A string argument, or NULL when absent (type checked by arg_type_ok). */
+/* A string argument, or NULL when absent (type checked by tool_arg_type_ok). */
 const char *
-arg_string(struct call *c, const char *key)
+tool_arg_string(struct call *c, const char *key)
 {
 	json_object *v;
 
@@ -200,7 +200,8 @@ arg_string(struct call *c, const char *key)
  * doubles.
  */
 int
-arg_type_ok(struct call *c, const char *key, json_type t, json_object **out)
+tool_arg_type_ok(
+    struct call *c, const char *key, json_type t, json_object **out)
 {
 	json_object *v;
 

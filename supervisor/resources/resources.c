@@ -309,7 +309,7 @@ logs_done(json_object *res, void *arg)
 	len = evbuffer_get_length(lr->text);
 	clean = utf8_sanitize(
 	    (const char *)evbuffer_pullup(lr->text, -1), len, &outlen);
-	call_reply(
+	mcp_call_reply(
 	    lr->call, resource_contents(lr->uri, NULL, clean, outlen, NULL));
 	free(clean);
 	evbuffer_free(lr->text);
@@ -340,7 +340,7 @@ read_logs(struct session *sess, json_object *id, const char *uri, int *code,
 		return NULL;
 	}
 	lr = xcalloc(1, sizeof *lr);
-	lr->call = call_new(sess, id, "resources/read");
+	lr->call = mcp_call_new(sess, id, "resources/read");
 	lr->text = evbuffer_new();
 	lr->uri = xstrdup(uri);
 	op = json_object_new_object();

@@ -73,7 +73,7 @@ label(json_object *labels, const char *key)
  * yes, 0 no, -1 cannot tell (another machine or boot).
  */
 int
-owner_alive(const char *boot, const char *pid, const char *start)
+reaper_owner_alive(const char *boot, const char *pid, const char *start)
 {
 	unsigned long long ticks;
 	long p;
@@ -93,10 +93,10 @@ owner_alive(const char *boot, const char *pid, const char *start)
 
 /* Is the owner of these labels a live supervisor on this machine? */
 static int
-reaper_owner_alive(json_object *labels)
+labels_owner_alive(json_object *labels)
 {
-	return owner_alive(label(labels, BOOT_LABEL), label(labels, PID_LABEL),
-	    label(labels, START_LABEL));
+	return reaper_owner_alive(label(labels, BOOT_LABEL),
+	    label(labels, PID_LABEL), label(labels, START_LABEL));
 }
 
 static void
@@ -158,7 +158,7 @@ reaper_list_cb(const struct engine_resp *resp, void *arg)
 			        (long long)time(NULL))
 				continue;
 		} else {
-			alive = reaper_owner_alive(c->labels);
+			alive = labels_owner_alive(c->labels);
 			expires =
 			    strtoll(label(c->labels, EXPIRES_LABEL), NULL, 10);
 			if (alive == 1 ||

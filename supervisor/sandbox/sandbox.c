@@ -92,9 +92,9 @@ sandbox_lookup(struct call *c, const char *key)
 	struct sandbox *sb;
 	const char *id;
 
-	if (!arg_type_ok(c, key, json_type_string, NULL) ||
-	    (id = arg_string(c, key)) == NULL || *id == '\0') {
-		call_reply(c,
+	if (!tool_arg_type_ok(c, key, json_type_string, NULL) ||
+	    (id = tool_arg_string(c, key)) == NULL || *id == '\0') {
+		mcp_call_reply(c,
 		    tool_error(
 		        "%s is required: the container_id "
 		        "returned by sandbox_initialize (or the sandbox's name)",
@@ -103,7 +103,7 @@ sandbox_lookup(struct call *c, const char *key)
 	}
 	if ((sb = sandbox_find(c->sess, id)) == NULL &&
 	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "no sandbox \"%.80s\": it may have "
 		        "been stopped or expired; create one with "
@@ -113,15 +113,16 @@ sandbox_lookup(struct call *c, const char *key)
 	}
 	if (sb->state != SB_READY) {
 		/* A sandbox still starting has a name but no id yet. */
-		call_reply(c, tool_error("sandbox %.63s is %s; try again "
-		                         "later",
-		                  sb->id != NULL ? sb->id : sb->name,
-		                  sb->state == SB_STARTING ? "still starting"
-		                                           : "being removed"));
+		mcp_call_reply(
+		    c, tool_error("sandbox %.63s is %s; try again "
+		                  "later",
+		           sb->id != NULL ? sb->id : sb->name,
+		           sb->state == SB_STARTING ? "still starting"
+		                                    : "being removed"));
 		return NULL;
 	}
 	if (sb->worker == NULL) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("sandbox %.12s is getting a new worker "
 		                  "after a crash; try again in a moment",
 		           sb->id));
@@ -252,7 +253,7 @@ sandbox_removed_cb(const struct engine_resp *resp, void *arg)
 	char *err = NULL;
 
 	if (resp->error != NULL && !resp->notfound) {
-		err = sanitize_docker_error(resp->error);
+		err = sandbox_error_text(resp->error);
 		log_warnx("remove %.12s: %s", d->id, resp->error);
 	} else {
 		log_info("sandbox %.12s removed", d->id);
@@ -543,7 +544,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 {
 	struct sandbox *sb = s->sb;
 	struct sdestroy *d;
-	char *msg = sanitize_docker_error(detail);
+	char *msg = sandbox_error_text(detail);
 
 	stats.sandboxes_failed++;
 	log_warnx("sandbox for image %s failed: %s", s->sb->image, msg);
@@ -554,7 +555,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 		s->cb(s->call, NULL, full, s->cbarg);
 		free(full);
 	} else
-		call_reply(s->call, tool_error(fmt, sb->image, msg));
+		mcp_call_reply(s->call, tool_error(fmt, sb->image, msg));
 	free(msg);
 	sandbox_destroy(sb, NULL, NULL);
 	if ((d = sb->removal) != NULL) {
@@ -660,7 +661,7 @@ screate_ready(struct screate *s)
 		json_object_put(r);
 		s->cb(s->call, sb, NULL, s->cbarg);
 	} else
-		call_reply(s->call, tool_result(r, text, 0));
+		mcp_call_reply(s->call, tool_result(r, text, 0));
 	free(text);
 	screate_free(s);
 }
@@ -1239,7 +1240,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 		if (cb != NULL)
 			cb(c, NULL, why, cbarg);
 		else
-			call_reply(c, tool_error("%s", why));
+			mcp_call_reply(c, tool_error("%s", why));
 		return NULL;
 	}
 	sb = xcalloc(1, sizeof *sb);
@@ -1293,7 +1294,7 @@ within(const char *s, const char *p, const char *sock, size_t n)
  * named and a connection error must name, is not one of them.
  */
 char *
-sanitize_docker_error(const char *msg)
+sandbox_error_text(const char *msg)
 {
 	static const char *const roots[] = {"/var/lib/", "/run/", "/home/"};
 	const char *m = msg != NULL ? msg : "unknown Docker error";

@@ -111,7 +111,7 @@ void wproc_kill_all(void);
 void reaper_run(void);
 void reaper_free(void);
 void reaper_sweep_own(void (*)(void));
-int owner_alive(const char *, const char *, const char *);
+int reaper_owner_alive(const char *, const char *, const char *);
 void reaper_labels(json_object *, time_t);
 
 /* stats.c */
@@ -143,6 +143,6 @@ void stats_prometheus(struct evbuffer *);
 extern void (*sandbox_logs_updated)(struct sandbox *);
 
 /* Docker's error text with host paths cut (sandbox.c). */
-char *sanitize_docker_error(const char *);
+char *sandbox_error_text(const char *);
 
 #endif

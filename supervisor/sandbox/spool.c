@@ -166,7 +166,7 @@ spool_reap(void)
 			n = fscanf(f, "%63s %31s %31s", boot, pid, start);
 			fclose(f);
 		}
-		if (n == 3 && owner_alive(boot, pid, start) == 0) {
+		if (n == 3 && reaper_owner_alive(boot, pid, start) == 0) {
 			log_info(
 			    "reaper: removed the spools of a dead instance "
 			    "(%s)",

@@ -43,7 +43,7 @@ cfile_done(struct upload *u, const char *err, void *arg)
 	uint64_t bytes = tar_out_bytes(upload_tar(u));
 
 	if (err != NULL)
-		call_reply(
+		mcp_call_reply(
 		    f->call, tool_error("copy to %s failed: %s", f->path, err));
 	else {
 		o = json_object_new_object();
@@ -53,7 +53,7 @@ cfile_done(struct upload *u, const char *err, void *arg)
 		    o, "bytes", json_object_new_int64((int64_t)bytes));
 		xasprintf(&text, "Copied %llu bytes to %s.",
 		    (unsigned long long)bytes, f->path);
-		call_reply(f->call, tool_result(o, text, 0));
+		mcp_call_reply(f->call, tool_result(o, text, 0));
 		free(text);
 	}
 	upload_free(u);
@@ -70,23 +70,24 @@ copy_file(struct call *c)
 	struct cfile *f;
 	struct stat st;
 
-	if (!arg_type_ok(c, "local_src_file", json_type_string, NULL) ||
-	    (src = arg_string(c, "local_src_file")) == NULL || *src == '\0' ||
-	    !arg_type_ok(c, "dest_path", json_type_string, NULL)) {
-		call_reply(
+	if (!tool_arg_type_ok(c, "local_src_file", json_type_string, NULL) ||
+	    (src = tool_arg_string(c, "local_src_file")) == NULL ||
+	    *src == '\0' ||
+	    !tool_arg_type_ok(c, "dest_path", json_type_string, NULL)) {
+		mcp_call_reply(
 		    c, tool_error("local_src_file (a host path) is "
 		                  "required; dest_path must be a string"));
 		return;
 	}
 	if ((path = hostpath_resolve(&sup.hosts, src, HOSTPATH_EXISTING, err,
 	         sizeof err)) == NULL) {
-		call_reply(c, tool_error("%s", err));
+		mcp_call_reply(c, tool_error("%s", err));
 		return;
 	}
 	if (stat(path, &st) == -1 || !S_ISREG(st.st_mode)) {
-		call_reply(c, tool_error("%s is not a regular file (copy "
-		                         "directories with copy_project)",
-		                  src));
+		mcp_call_reply(c, tool_error("%s is not a regular file (copy "
+		                             "directories with copy_project)",
+		                      src));
 		free(path);
 		return;
 	}
@@ -96,9 +97,9 @@ copy_file(struct call *c)
 	}
 	f = xcalloc(1, sizeof *f);
 	f->call = c;
-	if (upload_host(c, sb, path, arg_string(c, "dest_path"), NULL, 1,
+	if (upload_host(c, sb, path, tool_arg_string(c, "dest_path"), NULL, 1,
 	        cfile_done, f, &f->path, err, sizeof err) == NULL) {
-		call_reply(c, tool_error("%s", err));
+		mcp_call_reply(c, tool_error("%s", err));
 		free(f);
 	}
 	free(path);

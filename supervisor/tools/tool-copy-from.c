@@ -315,7 +315,7 @@ cfrom_finish(struct cfrom *f)
 	if (f->error != NULL && f->made)
 		rmdir(f->dest); /* empty: nothing was merged into it */
 	if (f->error != NULL)
-		call_reply(
+		mcp_call_reply(
 		    f->call, tool_error("copy from the sandbox to %s "
 		                        "failed: %s (nothing was written)",
 		                 f->dest, f->error));
@@ -347,7 +347,7 @@ cfrom_finish(struct cfrom *f)
 		else
 			xasprintf(&text, "Copied to %s (%s).", f->dest,
 			    f->mode == 'D' ? "a directory" : "a file");
-		call_reply(f->call, tool_result(o, text, 0));
+		mcp_call_reply(f->call, tool_result(o, text, 0));
 		free(text);
 	}
 	json_object_put(sum);
@@ -384,48 +384,49 @@ copy_from(struct call *c)
 	struct sandbox *sb;
 	struct cfrom *f;
 
-	if (!arg_type_ok(c, "container_src_path", json_type_string, NULL) ||
-	    (src = arg_string(c, "container_src_path")) == NULL ||
+	if (!tool_arg_type_ok(
+	        c, "container_src_path", json_type_string, NULL) ||
+	    (src = tool_arg_string(c, "container_src_path")) == NULL ||
 	    *src == '\0' ||
-	    !arg_type_ok(c, "local_dest_path", json_type_string, NULL) ||
-	    !arg_type_ok(c, "overwrite", json_type_boolean, &ow)) {
-		call_reply(
+	    !tool_arg_type_ok(c, "local_dest_path", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "overwrite", json_type_boolean, &ow)) {
+		mcp_call_reply(
 		    c, tool_error(
 		           "container_src_path is required; "
 		           "local_dest_path is a string, overwrite a boolean"));
 		return;
 	}
 	cap = (uint64_t)sup.conf->copy_out_mb * 1024 * 1024;
-	if (!arg_type_ok(c, "max_bytes", json_type_int, &mb) ||
+	if (!tool_arg_type_ok(c, "max_bytes", json_type_int, &mb) ||
 	    (mb != NULL && (json_object_get_int64(mb) < 1 ||
 	                       (uint64_t)json_object_get_int64(mb) > cap))) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("max_bytes is an integer from 1 to "
 		                  "%llu (the operator's "
 		                  "--max-copy-out-mb=%ld)",
 		           (unsigned long long)cap, sup.conf->copy_out_mb));
 		return;
 	}
-	if (!arg_type_ok(c, "preserve_mode", json_type_boolean, &pm)) {
-		call_reply(c, tool_error("preserve_mode is a boolean"));
+	if (!tool_arg_type_ok(c, "preserve_mode", json_type_boolean, &pm)) {
+		mcp_call_reply(c, tool_error("preserve_mode is a boolean"));
 		return;
 	}
 	if (pm != NULL && json_object_get_boolean(pm) &&
 	    !sup.conf->allow_exec_bits) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("preserve_mode: the operator does not allow "
 		                  "execute bits on copied files (the server "
 		                  "runs without --allow-exec-bits)"));
 		return;
 	}
 	if (hostpolicy_empty(&sup.hosts)) {
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "no host directory is allowed: start "
 		        "the server with --allow-dir DIR (or MCP_SANDBOXD_ALLOW_DIRS)"));
 		return;
 	}
-	if ((dest = arg_string(c, "local_dest_path")) == NULL) {
+	if ((dest = tool_arg_string(c, "local_dest_path")) == NULL) {
 		tmp = xstrdup(src);
 		xasprintf(&resolved, "%s/%s", sup.hosts.dirs[0], basename(tmp));
 		free(tmp);
@@ -435,7 +436,7 @@ copy_from(struct call *c)
 	    &sup.hosts, resolved, HOSTPATH_CREATE, err, sizeof err);
 	free(resolved);
 	if (tmp == NULL) {
-		call_reply(c, tool_error("%s", err));
+		mcp_call_reply(c, tool_error("%s", err));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {

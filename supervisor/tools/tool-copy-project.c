@@ -50,7 +50,7 @@ cproj_done(struct upload *u, const char *err, void *arg)
 	char *text;
 
 	if (err != NULL)
-		call_reply(
+		mcp_call_reply(
 		    p->call, tool_error("copy to %s failed: %s", p->dest, err));
 	else {
 		o = json_object_new_object();
@@ -70,7 +70,7 @@ cproj_done(struct upload *u, const char *err, void *arg)
 		    (unsigned long long)tar_out_files(t),
 		    (unsigned long long)tar_out_bytes(t), p->dest,
 		    (unsigned long long)tar_out_nskipped(t));
-		call_reply(p->call, tool_result(o, text, 0));
+		mcp_call_reply(p->call, tool_result(o, text, 0));
 		free(text);
 	}
 	upload_free(u);
@@ -88,11 +88,12 @@ copy_project(struct call *c)
 	struct cproj *p;
 	size_t i, n = 0;
 
-	if (!arg_type_ok(c, "local_src_dir", json_type_string, NULL) ||
-	    (src = arg_string(c, "local_src_dir")) == NULL || *src == '\0' ||
-	    !arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
-	    !arg_type_ok(c, "exclude", json_type_array, &ex)) {
-		call_reply(c,
+	if (!tool_arg_type_ok(c, "local_src_dir", json_type_string, NULL) ||
+	    (src = tool_arg_string(c, "local_src_dir")) == NULL ||
+	    *src == '\0' ||
+	    !tool_arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "exclude", json_type_array, &ex)) {
+		mcp_call_reply(c,
 		    tool_error(
 		        "local_src_dir (a host directory) is "
 		        "required; dest_dir is a string and exclude an array of "
@@ -104,9 +105,10 @@ copy_project(struct call *c)
 		if (!json_object_is_type(v, json_type_string) ||
 		    strchr(json_object_get_string(v), '/') != NULL ||
 		    n == PROJECT_MAX_EXCLUDES) {
-			call_reply(c, tool_error("exclude holds up to %d names "
-			                         "(no '/')",
-			                  PROJECT_MAX_EXCLUDES));
+			mcp_call_reply(
+			    c, tool_error("exclude holds up to %d names "
+			                  "(no '/')",
+			           PROJECT_MAX_EXCLUDES));
 			return;
 		}
 		excl[n++] = json_object_get_string(v);
@@ -114,7 +116,7 @@ copy_project(struct call *c)
 	excl[n] = NULL;
 	if ((path = hostpath_resolve(&sup.hosts, src, HOSTPATH_EXISTING, err,
 	         sizeof err)) == NULL) {
-		call_reply(c, tool_error("%s", err));
+		mcp_call_reply(c, tool_error("%s", err));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
@@ -123,9 +125,9 @@ copy_project(struct call *c)
 	}
 	p = xcalloc(1, sizeof *p);
 	p->call = c;
-	if (upload_host(c, sb, path, arg_string(c, "dest_dir"), excl, 0,
+	if (upload_host(c, sb, path, tool_arg_string(c, "dest_dir"), excl, 0,
 	        cproj_done, p, &p->dest, err, sizeof err) == NULL) {
-		call_reply(c, tool_error("%s", err));
+		mcp_call_reply(c, tool_error("%s", err));
 		free(p);
 	}
 	free(path);

@@ -54,7 +54,7 @@ crc_removed(void *arg, const char *err)
 	struct crc *x = arg;
 
 	(void)err;
-	call_reply(x->call, tool_execute_code_result(x->result, 1));
+	mcp_call_reply(x->call, tool_execute_code_result(x->result, 1));
 	crc_free(x);
 }
 
@@ -99,12 +99,12 @@ crc_created(struct call *c, struct sandbox *sb, const char *err, void *arg)
 		            config_given(sup.conf, "image"))))
 			flag = "image";
 		if (flag != NULL)
-			call_reply(x->call,
+			mcp_call_reply(x->call,
 			    tool_error("cannot make a sandbox for the %s code "
 			               "(its image is set with --%s): %s",
 			        x->language, flag, err));
 		else
-			call_reply(x->call,
+			mcp_call_reply(x->call,
 			    tool_error(
 			        "cannot make a sandbox for the code: %s", err));
 		crc_free(x);
@@ -131,7 +131,7 @@ tool_create_run_close_start(struct call *c, const char *code,
 	struct crc *x;
 
 	if (sandbox_count() >= conf->max_sandboxes) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("too many sandboxes (the limit is %ld): "
 		                  "stop one with sandbox_stop first",
 		           conf->max_sandboxes));
@@ -157,14 +157,14 @@ create_run_close(struct call *c)
 	json_object *packages;
 	long long timeout_ms;
 
-	if (!arg_type_ok(c, "image", json_type_string, NULL)) {
-		call_reply(c, tool_error("image must be a string"));
+	if (!tool_arg_type_ok(c, "image", json_type_string, NULL)) {
+		mcp_call_reply(c, tool_error("image must be a string"));
 		return;
 	}
 	if (!tool_execute_code_args(
 	        c, &code, &language, &packages, &timeout_ms))
 		return;
-	image = arg_string(c, "image");
+	image = tool_arg_string(c, "image");
 	tool_create_run_close_start(
 	    c, code, language, packages, timeout_ms, image);
 	json_object_put(packages);

@@ -156,7 +156,7 @@ xcall_finish(struct xcall *x)
 	json_object_object_add(r, "results", json_object_get(x->results));
 	res = tool_result(r, (char *)evbuffer_pullup(t, -1), x->failed);
 	tool_result_add_content(res, x->links);
-	call_reply(x->call, res);
+	mcp_call_reply(x->call, res);
 	evbuffer_free(t);
 	xcall_free(x);
 }
@@ -224,7 +224,7 @@ xcall_next(struct xcall *x)
 	if (sb == NULL || sb->state != SB_READY || sb->worker == NULL) {
 		x->failed = 1;
 		if (json_object_array_length(x->results) == 0) {
-			call_reply(x->call,
+			mcp_call_reply(x->call,
 			    tool_error(
 			        "sandbox %.12s went away "
 			        "(stopped or expired) before the commands ran",
@@ -260,8 +260,8 @@ sandbox_exec(struct call *c)
 
 	if (!json_object_object_get_ex(c->args, "commands", &cmds) ||
 	    cmds == NULL) {
-		call_reply(c, tool_error("commands is required: a shell "
-		                         "command, or an array of them"));
+		mcp_call_reply(c, tool_error("commands is required: a shell "
+		                             "command, or an array of them"));
 		return;
 	}
 	list = json_object_new_array();
@@ -286,7 +286,7 @@ sandbox_exec(struct call *c)
 	}
 	if (n == 0 || i < n || n > EXEC_MAX_COMMANDS) {
 		json_object_put(list);
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "commands must be a non-empty string "
 		        "or an array of 1 to %d non-empty strings (each under %d "
@@ -294,48 +294,51 @@ sandbox_exec(struct call *c)
 		        EXEC_MAX_COMMANDS, EXEC_MAX_COMMAND_LEN));
 		return;
 	}
-	if (!arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
+	if (!tool_arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
 	    (v != NULL &&
 	        (json_object_get_int64(v) < 1 ||
 	            json_object_get_int64(v) > conf->max_exec_timeout))) {
 		json_object_put(list);
-		call_reply(c, tool_error("timeout_seconds must be an integer "
-		                         "from 1 to %ld",
-		                  conf->max_exec_timeout));
+		mcp_call_reply(
+		    c, tool_error("timeout_seconds must be an integer "
+		                  "from 1 to %ld",
+		           conf->max_exec_timeout));
 		return;
 	}
 	if (v != NULL)
 		timeout = json_object_get_int64(v);
-	if (!arg_type_ok(c, "workdir", json_type_string, NULL) ||
-	    (arg_string(c, "workdir") != NULL &&
-	        (arg_string(c, "workdir")[0] != '/' ||
-	            strlen(arg_string(c, "workdir")) > 4096))) {
+	if (!tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
+	    (tool_arg_string(c, "workdir") != NULL &&
+	        (tool_arg_string(c, "workdir")[0] != '/' ||
+	            strlen(tool_arg_string(c, "workdir")) > 4096))) {
 		json_object_put(list);
-		call_reply(c, tool_error("workdir must be an absolute path"));
+		mcp_call_reply(
+		    c, tool_error("workdir must be an absolute path"));
 		return;
 	}
-	if (!arg_type_ok(c, "env", json_type_object, &env) ||
+	if (!tool_arg_type_ok(c, "env", json_type_object, &env) ||
 	    (env != NULL && !tool_initialize_env_valid(env, &bad))) {
 		json_object_put(list);
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error("env must be an object of strings with "
 		               "names of letters, digits and '_' (\"%.40s\")",
 		        bad));
 		return;
 	}
-	if (!arg_type_ok(c, "stdin", json_type_string, NULL) ||
-	    !arg_type_ok(c, "stop_on_error", json_type_boolean, &soe)) {
+	if (!tool_arg_type_ok(c, "stdin", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "stop_on_error", json_type_boolean, &soe)) {
 		json_object_put(list);
-		call_reply(c, tool_error("stdin must be a string and "
-		                         "stop_on_error a boolean"));
+		mcp_call_reply(c, tool_error("stdin must be a string and "
+		                             "stop_on_error a boolean"));
 		return;
 	}
-	if (!arg_type_ok(c, "stdin", json_type_string, &v) ||
+	if (!tool_arg_type_ok(c, "stdin", json_type_string, &v) ||
 	    (v != NULL && json_object_get_string_len(v) > EXEC_MAX_STDIN)) {
 		json_object_put(list);
-		call_reply(c, tool_error("stdin is limited to %d bytes; "
-		                         "write larger input to a file first",
-		                  EXEC_MAX_STDIN));
+		mcp_call_reply(
+		    c, tool_error("stdin is limited to %d bytes; "
+		                  "write larger input to a file first",
+		           EXEC_MAX_STDIN));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
@@ -351,8 +354,8 @@ sandbox_exec(struct call *c)
 	x->stop_on_error = soe != NULL ? json_object_get_boolean(soe) : 1;
 	x->cap_left = conf->output_cap;
 	x->env = env;
-	x->workdir = arg_string(c, "workdir");
-	x->stdin_text = arg_string(c, "stdin");
+	x->workdir = tool_arg_string(c, "workdir");
+	x->stdin_text = tool_arg_string(c, "stdin");
 	x->deadline_ms = clock_ms() + (long long)timeout * 1000;
 	c->state = x;
 	c->cancel = xcall_cancel;

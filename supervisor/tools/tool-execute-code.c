@@ -134,29 +134,31 @@ tool_execute_code_args(struct call *c, const char **code, const char **language,
 	size_t i;
 
 	*packages = NULL;
-	if (!arg_type_ok(c, "code", json_type_string, NULL) ||
-	    (*code = arg_string(c, "code")) == NULL || **code == '\0') {
-		call_reply(
+	if (!tool_arg_type_ok(c, "code", json_type_string, NULL) ||
+	    (*code = tool_arg_string(c, "code")) == NULL || **code == '\0') {
+		mcp_call_reply(
 		    c, tool_error("code (a non-empty string) is required"));
 		return 0;
 	}
-	if (!arg_type_ok(c, "language", json_type_string, NULL) ||
-	    ((*language = arg_string(c, "language")) != NULL &&
+	if (!tool_arg_type_ok(c, "language", json_type_string, NULL) ||
+	    ((*language = tool_arg_string(c, "language")) != NULL &&
 	        !code_language_valid(*language))) {
-		call_reply(c, tool_error("language must be python, javascript, "
-		                         "typescript, go or bash"));
+		mcp_call_reply(
+		    c, tool_error("language must be python, javascript, "
+		                  "typescript, go or bash"));
 		return 0;
 	}
 	if (*language == NULL)
 		*language = "python";
 	*timeout_ms = sup.conf->exec_timeout * 1000;
-	if (!arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
+	if (!tool_arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
 	    (v != NULL &&
 	        (json_object_get_int64(v) < 1 ||
 	            json_object_get_int64(v) > sup.conf->max_exec_timeout))) {
-		call_reply(c, tool_error("timeout_seconds must be an integer "
-		                         "from 1 to %ld",
-		                  sup.conf->max_exec_timeout));
+		mcp_call_reply(
+		    c, tool_error("timeout_seconds must be an integer "
+		                  "from 1 to %ld",
+		           sup.conf->max_exec_timeout));
 		return 0;
 	}
 	if (v != NULL)
@@ -179,7 +181,7 @@ tool_execute_code_args(struct call *c, const char **code, const char **language,
 			    !json_object_is_type(v, json_type_string) ||
 			    !code_package_valid(
 			        manager, json_object_get_string(v))) {
-				call_reply(c,
+				mcp_call_reply(c,
 				    tool_error("dependencies: \"%.80s\" "
 				               "is not a valid %s package name",
 				        json_object_get_string(v),
@@ -190,8 +192,9 @@ tool_execute_code_args(struct call *c, const char **code, const char **language,
 		*packages = json_object_get(d);
 		return 1;
 	}
-	call_reply(c, tool_error("dependencies must be \"auto\", \"none\" or "
-	                         "a list of package names"));
+	mcp_call_reply(
+	    c, tool_error("dependencies must be \"auto\", \"none\" or "
+	                  "a list of package names"));
 	return 0;
 }
 
@@ -205,7 +208,7 @@ xcode_done(json_object *r, void *arg)
 {
 	struct xcode *x = arg;
 
-	call_reply(x->call, tool_execute_code_result(r, 0));
+	mcp_call_reply(x->call, tool_execute_code_result(r, 0));
 	free(x);
 }
 
@@ -227,8 +230,8 @@ execute_code(struct call *c)
 	struct sandbox *sb;
 	struct xcode *x;
 
-	if (!arg_type_ok(c, "session", json_type_boolean, &s)) {
-		call_reply(c, tool_error("session must be a boolean"));
+	if (!tool_arg_type_ok(c, "session", json_type_boolean, &s)) {
+		mcp_call_reply(c, tool_error("session must be a boolean"));
 		return;
 	}
 	if (!tool_execute_code_args(

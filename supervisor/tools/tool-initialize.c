@@ -127,28 +127,29 @@ sandbox_initialize(struct call *c)
 	long ttl = conf->ttl;
 	int detach = 0;
 
-	if (!arg_type_ok(c, "image", json_type_string, NULL) ||
-	    !arg_type_ok(c, "name", json_type_string, NULL) ||
-	    !arg_type_ok(c, "workdir", json_type_string, NULL) ||
-	    !arg_type_ok(c, "network", json_type_string, NULL) ||
-	    !arg_type_ok(c, "env", json_type_object, &env)) {
-		call_reply(
+	if (!tool_arg_type_ok(c, "image", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "name", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "network", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "env", json_type_object, &env)) {
+		mcp_call_reply(
 		    c, tool_error("image, name, workdir and network "
 		                  "must be strings; env an object of strings"));
 		return;
 	}
-	image = arg_string(c, "image");
+	image = tool_arg_string(c, "image");
 	if (image == NULL)
 		image = conf->default_image;
 	if (*image == '\0' || strlen(image) > 255 ||
 	    strpbrk(image, " \t\n\r") != NULL) {
-		call_reply(c, tool_error("image must be an image reference "
-		                         "such as python:3.12-slim-bookworm"));
+		mcp_call_reply(
+		    c, tool_error("image must be an image reference "
+		                  "such as python:3.12-slim-bookworm"));
 		return;
 	}
-	if ((name = arg_string(c, "name")) != NULL) {
+	if ((name = tool_arg_string(c, "name")) != NULL) {
 		if (!valid_name(name)) {
-			call_reply(c,
+			mcp_call_reply(c,
 			    tool_error(
 			        "name must be 1-63 letters, "
 			        "digits, '_', '.' or '-', starting with a letter "
@@ -156,7 +157,7 @@ sandbox_initialize(struct call *c)
 			return;
 		}
 		if (sandbox_find(c->sess, name) != NULL) {
-			call_reply(
+			mcp_call_reply(
 			    c, tool_error("a sandbox named \"%s\" "
 			                  "exists already; pick another name",
 			           name));
@@ -164,30 +165,30 @@ sandbox_initialize(struct call *c)
 		}
 	}
 	if (env != NULL && !tool_initialize_env_valid(env, &bad)) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("env \"%.40s\": names are letters, "
 		                  "digits and '_', values strings without NUL",
 		           bad));
 		return;
 	}
-	workdir = arg_string(c, "workdir");
+	workdir = tool_arg_string(c, "workdir");
 	if (workdir == NULL)
 		workdir = "/app";
 	if (!tool_initialize_workdir_valid(workdir)) {
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "workdir must be an absolute path "
 		        "without '.', '..', ',' or ':' outside system directories, "
 		        "such as /app"));
 		return;
 	}
-	network = arg_string(c, "network");
+	network = tool_arg_string(c, "network");
 	if (network == NULL)
 		network = "none";
 	if (strcmp(network, "none") != 0) {
 		if (strcmp(network, "host") == 0 ||
 		    strncmp(network, "container:", 10) == 0) {
-			call_reply(
+			mcp_call_reply(
 			    c, tool_error("network \"%.40s\" is never "
 			                  "allowed: it shares a namespace",
 			           network));
@@ -195,7 +196,7 @@ sandbox_initialize(struct call *c)
 		}
 		/* Only the networks the operator named, by exact name. */
 		if (!config_list_has(&conf->allow_networks, network)) {
-			call_reply(c,
+			mcp_call_reply(c,
 			    tool_error(
 			        "network \"%.40s\" is not allowed on this "
 			        "server: use \"none\"%s (the operator names the "
@@ -208,63 +209,65 @@ sandbox_initialize(struct call *c)
 			return;
 		}
 	}
-	if (!arg_type_ok(c, "memory_mb", json_type_int, &v)) {
-		call_reply(c, tool_error("memory_mb must be an integer"));
+	if (!tool_arg_type_ok(c, "memory_mb", json_type_int, &v)) {
+		mcp_call_reply(c, tool_error("memory_mb must be an integer"));
 		return;
 	}
 	if (v != NULL)
 		lim.memory_mb = (long)json_object_get_int64(v);
 	if (lim.memory_mb < 16 || lim.memory_mb > conf->max_memory_mb) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("memory_mb must be from 16 to %ld (the "
 		                  "operator's ceiling)",
 		           conf->max_memory_mb));
 		return;
 	}
-	if (!arg_type_ok(c, "cpus", json_type_double, &v)) {
-		call_reply(c, tool_error("cpus must be a number"));
+	if (!tool_arg_type_ok(c, "cpus", json_type_double, &v)) {
+		mcp_call_reply(c, tool_error("cpus must be a number"));
 		return;
 	}
 	if (v != NULL)
 		lim.cpus = json_object_get_double(v);
 	if (!(lim.cpus > 0.0099) || lim.cpus > conf->max_cpus) {
-		call_reply(c, tool_error("cpus must be above 0.01 and at most "
-		                         "%g (the operator's ceiling)",
-		                  conf->max_cpus));
+		mcp_call_reply(
+		    c, tool_error("cpus must be above 0.01 and at most "
+		                  "%g (the operator's ceiling)",
+		           conf->max_cpus));
 		return;
 	}
-	if (!arg_type_ok(c, "pids", json_type_int, &v)) {
-		call_reply(c, tool_error("pids must be an integer"));
+	if (!tool_arg_type_ok(c, "pids", json_type_int, &v)) {
+		mcp_call_reply(c, tool_error("pids must be an integer"));
 		return;
 	}
 	if (v != NULL)
 		lim.pids = (long)json_object_get_int64(v);
 	if (lim.pids < 8 || lim.pids > conf->max_pids) {
-		call_reply(c, tool_error("pids must be from 8 to %ld (the "
-		                         "operator's ceiling)",
-		                  conf->max_pids));
+		mcp_call_reply(c, tool_error("pids must be from 8 to %ld (the "
+		                             "operator's ceiling)",
+		                      conf->max_pids));
 		return;
 	}
-	if (!arg_type_ok(c, "ttl_seconds", json_type_int, &v)) {
-		call_reply(c, tool_error("ttl_seconds must be an integer"));
+	if (!tool_arg_type_ok(c, "ttl_seconds", json_type_int, &v)) {
+		mcp_call_reply(c, tool_error("ttl_seconds must be an integer"));
 		return;
 	}
 	if (v != NULL)
 		ttl = (long)json_object_get_int64(v);
 	if (ttl < 1 || ttl > conf->max_ttl) {
-		call_reply(c, tool_error("ttl_seconds must be from 1 to %ld "
-		                         "(the operator's ceiling)",
-		                  conf->max_ttl));
+		mcp_call_reply(
+		    c, tool_error("ttl_seconds must be from 1 to %ld "
+		                  "(the operator's ceiling)",
+		           conf->max_ttl));
 		return;
 	}
-	if (!arg_type_ok(c, "detach", json_type_boolean, &v)) {
-		call_reply(c, tool_error("detach must be a boolean"));
+	if (!tool_arg_type_ok(c, "detach", json_type_boolean, &v)) {
+		mcp_call_reply(c, tool_error("detach must be a boolean"));
 		return;
 	}
 	if (v != NULL)
 		detach = json_object_get_boolean(v);
 	if (sandbox_count() >= conf->max_sandboxes) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("too many sandboxes (the limit is "
 		                  "%ld): stop one with sandbox_stop first",
 		           conf->max_sandboxes));

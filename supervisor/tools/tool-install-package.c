@@ -73,7 +73,7 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 	out = stdout_s != NULL ? json_object_get_string(stdout_s) : "";
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		call_reply(
+		mcp_call_reply(
 		    in->call, tool_error("%s install failed: %s\n%s",
 		                  in->manager, xrun_failure(r, ""), out));
 		goto out;
@@ -91,7 +91,7 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 	json_object_object_add(o, "output",
 	    stdout_s != NULL ? json_object_get(stdout_s)
 	                     : json_object_new_string(""));
-	call_reply(in->call, tool_result(o, out, 0));
+	mcp_call_reply(in->call, tool_result(o, out, 0));
 out:
 	inst_free(in);
 }
@@ -109,7 +109,7 @@ inst_run(struct inst *in, struct sandbox *sb)
 		pkg = json_object_get_string(
 		    json_object_array_get_idx(in->packages, i));
 		if (!code_package_valid(in->manager, pkg)) {
-			call_reply(in->call,
+			mcp_call_reply(in->call,
 			    tool_error("\"%.80s\" is not a valid %s package "
 			               "name (the image's manager is %s; name "
 			               "one with manager)",
@@ -152,7 +152,7 @@ inst_detected(struct xrun *run, json_object *r, void *arg)
 		m = sbout_manager(json_object_get_string(v),
 		    (size_t)json_object_get_string_len(v));
 	if (m == NULL) {
-		call_reply(in->call,
+		mcp_call_reply(in->call,
 		    tool_error("cannot tell the package manager of this "
 		               "image (%s): name one with manager",
 		        json_object_object_get_ex(r, "exit_code", &v) &&
@@ -194,23 +194,25 @@ install_package(struct call *c)
 	struct inst *in;
 	size_t i, n;
 
-	if (!arg_type_ok(c, "packages", json_type_array, &pk) || pk == NULL ||
-	    (n = json_object_array_length(pk)) == 0 || n > INSTALL_MAX) {
-		call_reply(c, tool_error("packages must be an array of 1 to %d "
-		                         "names",
-		                  INSTALL_MAX));
+	if (!tool_arg_type_ok(c, "packages", json_type_array, &pk) ||
+	    pk == NULL || (n = json_object_array_length(pk)) == 0 ||
+	    n > INSTALL_MAX) {
+		mcp_call_reply(
+		    c, tool_error("packages must be an array of 1 to %d "
+		                  "names",
+		           INSTALL_MAX));
 		return;
 	}
-	if (!arg_type_ok(c, "manager", json_type_string, NULL) ||
-	    ((manager = arg_string(c, "manager")) != NULL &&
+	if (!tool_arg_type_ok(c, "manager", json_type_string, NULL) ||
+	    ((manager = tool_arg_string(c, "manager")) != NULL &&
 	        strcmp(manager, "pip") != 0 && strcmp(manager, "npm") != 0 &&
 	        strcmp(manager, "go") != 0 && strcmp(manager, "apt") != 0)) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("manager must be pip, npm, go or apt"));
 		return;
 	}
 	if (manager != NULL && strcmp(manager, "apt") == 0) {
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "apt installs as root, which this "
 		        "server's policy does not allow (code runs as an "
@@ -227,7 +229,7 @@ install_package(struct call *c)
 		        !code_package_valid("npm", json_object_get_string(v)) &&
 		        !code_package_valid(
 		            "pip", json_object_get_string(v)))) {
-			call_reply(c,
+			mcp_call_reply(c,
 			    tool_error(
 			        "\"%.80s\" is not a valid "
 			        "package name (names, versions and absolute paths "

@@ -75,14 +75,15 @@ lfiles_done(struct xrun *run, json_object *res, void *arg)
 	(void)run;
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		call_reply(l->call, tool_error("cannot list %s: %s", l->path,
-		                        xrun_failure(res, "failed")));
+		mcp_call_reply(
+		    l->call, tool_error("cannot list %s: %s", l->path,
+		                 xrun_failure(res, "failed")));
 		goto out;
 	}
 	if ((list = sbout_listing((const char *)evbuffer_pullup(l->buf, -1),
 	         evbuffer_get_length(l->buf), l->nonce, l->over,
 	         LIST_MAX_ENTRIES, &cut, err, sizeof err)) == NULL) {
-		call_reply(
+		mcp_call_reply(
 		    l->call, tool_error("cannot list %s: %s", l->path, err));
 		goto out;
 	}
@@ -108,7 +109,8 @@ lfiles_done(struct xrun *run, json_object *res, void *arg)
 	if (cut)
 		evbuffer_add_printf(t, "(list cut at %zu entries)\n", n);
 	evbuffer_add(t, "", 1);
-	call_reply(l->call, tool_result(o, (char *)evbuffer_pullup(t, -1), 0));
+	mcp_call_reply(
+	    l->call, tool_result(o, (char *)evbuffer_pullup(t, -1), 0));
 	evbuffer_free(t);
 out:
 	evbuffer_free(l->buf);
@@ -126,10 +128,11 @@ list_files(struct call *c)
 	struct sandbox *sb;
 	struct lfiles *l;
 
-	if (!arg_type_ok(c, "path", json_type_string, NULL) ||
-	    !arg_type_ok(c, "recursive", json_type_boolean, &rec)) {
-		call_reply(c, tool_error("path must be a string and recursive "
-		                         "a boolean"));
+	if (!tool_arg_type_ok(c, "path", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "recursive", json_type_boolean, &rec)) {
+		mcp_call_reply(
+		    c, tool_error("path must be a string and recursive "
+		                  "a boolean"));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL)
@@ -137,7 +140,7 @@ list_files(struct call *c)
 	l = xcalloc(1, sizeof *l);
 	l->call = c;
 	l->buf = evbuffer_new();
-	path = arg_string(c, "path");
+	path = tool_arg_string(c, "path");
 	if (path == NULL || *path == '\0')
 		l->path = xstrdup(sb->workdir);
 	else if (path[0] == '/')

@@ -82,12 +82,13 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 	(void)run;
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		call_reply(r->call, tool_error("cannot read %s: %s", r->path,
-		                        xrun_failure(res, "failed")));
+		mcp_call_reply(
+		    r->call, tool_error("cannot read %s: %s", r->path,
+		                 xrun_failure(res, "failed")));
 		goto out;
 	}
 	if (r->over) {
-		call_reply(r->call,
+		mcp_call_reply(r->call,
 		    tool_error("cannot read %s: the reader wrote more than "
 		               "asked for (something in the sandbox wrote into "
 		               "its output); nothing read",
@@ -97,7 +98,7 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 	all = (const char *)evbuffer_pullup(r->buf, -1);
 	if (sbout_read(all, evbuffer_get_length(r->buf), r->nonce, r->offset,
 	        r->length, &rd, err, sizeof err) == -1) {
-		call_reply(
+		mcp_call_reply(
 		    r->call, tool_error("cannot read %s: %s", r->path, err));
 		goto out;
 	}
@@ -105,9 +106,10 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 	data = all + rd.data_off;
 	len = rd.data_len;
 	if (!r->base64 && !utf8_valid(data, len)) {
-		call_reply(r->call, tool_error("%s is not UTF-8 text; read it "
-		                               "with encoding \"base64\"",
-		                        r->path));
+		mcp_call_reply(
+		    r->call, tool_error("%s is not UTF-8 text; read it "
+		                        "with encoding \"base64\"",
+		                 r->path));
 		goto out;
 	}
 	o = json_object_new_object();
@@ -136,7 +138,7 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 		xasprintf(&text,
 		    "%s (%zu of %lld bytes from offset %lld):\n%.*s", r->path,
 		    len, size, r->offset, (int)len, data);
-	call_reply(r->call, tool_result(o, text, 0));
+	mcp_call_reply(r->call, tool_result(o, text, 0));
 	free(text);
 out:
 	evbuffer_free(r->buf);
@@ -155,28 +157,30 @@ read_file(struct call *c)
 	struct rfile *r;
 	char off[32], len[32];
 
-	if (!arg_type_ok(c, "file_path", json_type_string, NULL) ||
-	    (path = arg_string(c, "file_path")) == NULL || *path == '\0' ||
+	if (!tool_arg_type_ok(c, "file_path", json_type_string, NULL) ||
+	    (path = tool_arg_string(c, "file_path")) == NULL || *path == '\0' ||
 	    strlen(path) > 4096) {
-		call_reply(c, tool_error("file_path (a path in the sandbox) is "
-		                         "required"));
+		mcp_call_reply(
+		    c, tool_error("file_path (a path in the sandbox) is "
+		                  "required"));
 		return;
 	}
-	if (!arg_type_ok(c, "encoding", json_type_string, NULL) ||
-	    ((enc = arg_string(c, "encoding")) != NULL &&
+	if (!tool_arg_type_ok(c, "encoding", json_type_string, NULL) ||
+	    ((enc = tool_arg_string(c, "encoding")) != NULL &&
 	        strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)) {
-		call_reply(c, tool_error("encoding must be utf-8 or base64"));
+		mcp_call_reply(
+		    c, tool_error("encoding must be utf-8 or base64"));
 		return;
 	}
 	r = xcalloc(1, sizeof *r);
 	r->length = READ_MAX;
-	if (!arg_type_ok(c, "offset", json_type_int, &v) ||
+	if (!tool_arg_type_ok(c, "offset", json_type_int, &v) ||
 	    (v != NULL && (r->offset = json_object_get_int64(v)) < 0) ||
-	    !arg_type_ok(c, "length", json_type_int, &v) ||
+	    !tool_arg_type_ok(c, "length", json_type_int, &v) ||
 	    (v != NULL && ((r->length = json_object_get_int64(v)) < 0 ||
 	                      r->length > READ_MAX))) {
 		free(r);
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("offset must be a non-negative integer "
 		                  "and length one from 0 to %d",
 		           READ_MAX));

@@ -163,7 +163,7 @@ rproj_reply(void *arg, const char *err)
 		evbuffer_add_printf(
 		    t, "exit code %d\n", json_object_get_int(v));
 	evbuffer_add(t, "", 1);
-	call_reply(
+	mcp_call_reply(
 	    p->call, tool_result(o, (char *)evbuffer_pullup(t, -1), bad));
 	evbuffer_free(t);
 	rproj_free(p);
@@ -430,15 +430,15 @@ run_project(struct call *c)
 	struct sandbox *sb = NULL;
 	struct rproj *p;
 
-	if (!arg_type_ok(c, "local_src_dir", json_type_string, NULL) ||
-	    !arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
-	    !arg_type_ok(c, "language", json_type_string, NULL) ||
-	    !arg_type_ok(c, "entrypoint", json_type_string, NULL) ||
-	    !arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
+	if (!tool_arg_type_ok(c, "local_src_dir", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "language", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "entrypoint", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
 	    (v != NULL &&
 	        (json_object_get_int64(v) < 1 ||
 	            json_object_get_int64(v) > conf->max_exec_timeout))) {
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "local_src_dir, dest_dir, language and "
 		        "entrypoint are strings; timeout_seconds an integer from 1 "
@@ -446,19 +446,19 @@ run_project(struct call *c)
 		        conf->max_exec_timeout));
 		return;
 	}
-	src = arg_string(c, "local_src_dir");
-	dest = arg_string(c, "dest_dir");
-	lang = arg_string(c, "language");
-	entry = arg_string(c, "entrypoint");
+	src = tool_arg_string(c, "local_src_dir");
+	dest = tool_arg_string(c, "dest_dir");
+	lang = tool_arg_string(c, "language");
+	entry = tool_arg_string(c, "entrypoint");
 	if (lang != NULL && strcmp(lang, "auto") != 0 &&
 	    (!code_language_valid(lang) || strcmp(lang, "bash") == 0)) {
-		call_reply(c, tool_error("language must be auto, python, "
-		                         "javascript, typescript or go"));
+		mcp_call_reply(c, tool_error("language must be auto, python, "
+		                             "javascript, typescript or go"));
 		return;
 	}
 	if (src == NULL && (dest == NULL || !json_object_object_get_ex(c->args,
 	                                        "container_id", NULL))) {
-		call_reply(c,
+		mcp_call_reply(c,
 		    tool_error(
 		        "give local_src_dir (a host project), "
 		        "or container_id and dest_dir (a project in the sandbox)"));
@@ -466,7 +466,7 @@ run_project(struct call *c)
 	}
 	if (src != NULL && (host = hostpath_resolve(&sup.hosts, src,
 	                        HOSTPATH_EXISTING, err, sizeof err)) == NULL) {
-		call_reply(c, tool_error("%s", err));
+		mcp_call_reply(c, tool_error("%s", err));
 		return;
 	}
 	if (json_object_object_get_ex(c->args, "container_id", NULL) &&

@@ -104,7 +104,8 @@ status_done(struct status *st)
 	r = json_object_new_object();
 	json_object_object_add(r, "sandboxes", st->list);
 	json_object_object_add(r, "stats", stats_json());
-	call_reply(st->call, tool_result(r, (char *)evbuffer_pullup(t, -1), 0));
+	mcp_call_reply(
+	    st->call, tool_result(r, (char *)evbuffer_pullup(t, -1), 0));
 	evbuffer_free(t);
 	free(st);
 }

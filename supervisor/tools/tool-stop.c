@@ -35,9 +35,10 @@ stopped(void *arg, const char *err)
 	char *text;
 
 	if (err != NULL)
-		call_reply(s->call, tool_error("sandbox %.12s was stopped but "
-		                               "removing it failed: %s",
-		                        s->id, err));
+		mcp_call_reply(
+		    s->call, tool_error("sandbox %.12s was stopped but "
+		                        "removing it failed: %s",
+		                 s->id, err));
 	else {
 		r = json_object_new_object();
 		json_object_object_add(
@@ -48,7 +49,7 @@ stopped(void *arg, const char *err)
 		    "Sandbox %.12s stopped and removed with its "
 		    "volumes.",
 		    s->id);
-		call_reply(s->call, tool_result(r, text, 0));
+		mcp_call_reply(s->call, tool_result(r, text, 0));
 		free(text);
 	}
 	free(s->id);

@@ -127,7 +127,7 @@ wfile_done(struct xrun *run, json_object *r, void *arg)
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
 		upload_file_cleanup(w->sandbox, w->dir, w->tmp);
-		call_reply(w->call,
+		mcp_call_reply(w->call,
 		    tool_error("could not write %s: %s%s", w->path,
 		        xrun_failure(r, "failed"),
 		        json_object_object_get_ex(r, "error", NULL)
@@ -142,7 +142,7 @@ wfile_done(struct xrun *run, json_object *r, void *arg)
 		json_object_object_add(
 		    o, "bytes", json_object_new_int64((int64_t)w->bytes));
 		xasprintf(&text, "Wrote %zu bytes to %s.", w->bytes, w->path);
-		call_reply(w->call, tool_result(o, text, 0));
+		mcp_call_reply(w->call, tool_result(o, text, 0));
 		free(text);
 	}
 	evbuffer_free(w->tar);
@@ -164,31 +164,33 @@ write_file(struct call *c)
 	size_t len;
 	void *data;
 
-	if (!arg_type_ok(c, "file_name", json_type_string, NULL) ||
-	    (name = arg_string(c, "file_name")) == NULL ||
+	if (!tool_arg_type_ok(c, "file_name", json_type_string, NULL) ||
+	    (name = tool_arg_string(c, "file_name")) == NULL ||
 	    !upload_name_valid(name)) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("file_name must be a file name or a "
 		                  "relative path without '.' or '..' parts"));
 		return;
 	}
-	if (!arg_type_ok(c, "file_contents", json_type_string, &content) ||
+	if (!tool_arg_type_ok(c, "file_contents", json_type_string, &content) ||
 	    content == NULL) {
-		call_reply(
+		mcp_call_reply(
 		    c, tool_error("file_contents (a string) is required"));
 		return;
 	}
-	if (!arg_type_ok(c, "encoding", json_type_string, NULL) ||
-	    ((enc = arg_string(c, "encoding")) != NULL &&
+	if (!tool_arg_type_ok(c, "encoding", json_type_string, NULL) ||
+	    ((enc = tool_arg_string(c, "encoding")) != NULL &&
 	        strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)) {
-		call_reply(c, tool_error("encoding must be utf-8 or base64"));
+		mcp_call_reply(
+		    c, tool_error("encoding must be utf-8 or base64"));
 		return;
 	}
-	if (!arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
-	    ((dir = arg_string(c, "dest_dir")) != NULL &&
+	if (!tool_arg_type_ok(c, "dest_dir", json_type_string, NULL) ||
+	    ((dir = tool_arg_string(c, "dest_dir")) != NULL &&
 	        (dir[0] != '/' || strlen(dir) > 4096))) {
-		call_reply(c, tool_error("dest_dir must be an absolute path in "
-		                         "the sandbox"));
+		mcp_call_reply(
+		    c, tool_error("dest_dir must be an absolute path in "
+		                  "the sandbox"));
 		return;
 	}
 	if ((sb = sandbox_lookup(c, "container_id")) == NULL)
@@ -199,8 +201,9 @@ write_file(struct call *c)
 		data = base64_decode(json_object_get_string(content),
 		    (size_t)json_object_get_string_len(content), &len);
 		if (data == NULL) {
-			call_reply(c, tool_error("file_contents is not valid "
-			                         "base64"));
+			mcp_call_reply(
+			    c, tool_error("file_contents is not valid "
+			                  "base64"));
 			return;
 		}
 	} else {
@@ -216,7 +219,7 @@ write_file(struct call *c)
 	w->tar = tar_one_file(name, data, len, 0644, sb->uid);
 	free(data);
 	if (w->tar == NULL) {
-		call_reply(c, tool_error("cannot pack the file"));
+		mcp_call_reply(c, tool_error("cannot pack the file"));
 		free(w->path);
 		free(w);
 		return;

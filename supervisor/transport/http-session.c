@@ -466,7 +466,7 @@ hsession_close(struct hsession *hs, const char *why)
 	/* Its calls are cancelled (nothing more is sent) and its sandboxes
 	 * removed; the protocol layer frees it. */
 	if (sess != NULL)
-		session_close(sess);
+		mcp_session_close(sess);
 }
 
 static int
@@ -555,7 +555,7 @@ hsession_new(void)
 	TAILQ_INIT(&hs->streams);
 	TAILQ_INIT(&hs->events);
 	hs->idle = evtimer_new(sup.base, hsession_idle_cb, hs);
-	hs->sess = session_new(hs_send, hs);
+	hs->sess = mcp_session_new(hs_send, hs);
 	hs->sess->send_for = hs_send_for;
 	hs->sess->drop_stream = hs_drop_stream;
 	TAILQ_INSERT_TAIL(&hsessions, hs, entry);

@@ -104,7 +104,7 @@ stdio_gone(const char *what)
 		return;
 	log_info("%s; the stdio session ends, HTTP goes on", what);
 	stdio_sess = NULL;
-	session_close(sess);
+	mcp_session_close(sess);
 }
 
 static void
@@ -232,7 +232,7 @@ int
 stdio_start(void (*quit)(void))
 {
 	stdio_quit = quit;
-	stdio_sess = session_new(stdio_send, NULL);
+	stdio_sess = mcp_session_new(stdio_send, NULL);
 	if (!is_pollable(0)) {
 		in_file = evbuffer_new();
 		in_file_ev = event_new(sup.base, 0, 0, stdio_file_cb, NULL);

@@ -131,7 +131,7 @@ fx_job_reply(struct fx_job *j, json_object *result)
 	c->state = NULL;
 	c->cancel = NULL;
 	fx_job_free(j);
-	call_reply(c, result);
+	mcp_call_reply(c, result);
 }
 
 static void
@@ -193,7 +193,7 @@ fx_job_start(struct call *c, int (*next)(struct fx_job *), int ms)
 static void
 fx_simple_text(struct call *c)
 {
-	call_reply(c,
+	mcp_call_reply(c,
 	    fx_result(0, fx_text("This is a simple text response for testing."),
 	        NULL));
 }
@@ -201,30 +201,31 @@ fx_simple_text(struct call *c)
 static void
 fx_image(struct call *c)
 {
-	call_reply(
+	mcp_call_reply(
 	    c, fx_result(0, fx_media("image", png_b64, "image/png"), NULL));
 }
 
 static void
 fx_audio(struct call *c)
 {
-	call_reply(
+	mcp_call_reply(
 	    c, fx_result(0, fx_media("audio", wav_b64, "audio/wav"), NULL));
 }
 
 static void
 fx_embedded(struct call *c)
 {
-	call_reply(c, fx_result(0,
-	                  fx_resource("test://embedded-resource", "text/plain",
-	                      "This is an embedded resource content."),
-	                  NULL));
+	mcp_call_reply(
+	    c, fx_result(0,
+	           fx_resource("test://embedded-resource", "text/plain",
+	               "This is an embedded resource content."),
+	           NULL));
 }
 
 static void
 fx_mixed(struct call *c)
 {
-	call_reply(
+	mcp_call_reply(
 	    c, fx_result(0, fx_text("Multiple content types test:"),
 	           fx_media("image", png_b64, "image/png"),
 	           fx_resource("test://mixed-content-resource",
@@ -235,7 +236,7 @@ fx_mixed(struct call *c)
 static void
 fx_error(struct call *c)
 {
-	call_reply(c,
+	mcp_call_reply(c,
 	    fx_result(1,
 	        fx_text("This tool intentionally returns an error for testing"),
 	        NULL));
@@ -312,10 +313,10 @@ fx_reconnection(struct call *c)
 static void
 fx_schema_2020_12(struct call *c)
 {
-	call_reply(c, fx_result(0,
-	                  fx_text(json_object_to_json_string_ext(
-	                      c->args, JSON_C_TO_STRING_PLAIN)),
-	                  NULL));
+	mcp_call_reply(c, fx_result(0,
+	                      fx_text(json_object_to_json_string_ext(
+	                          c->args, JSON_C_TO_STRING_PLAIN)),
+	                      NULL));
 }
 
 /* --- sampling and elicitation: requests to the client --- */
@@ -326,8 +327,8 @@ fx_arg(struct call *c, const char *key)
 {
 	const char *v;
 
-	if ((v = arg_string(c, key)) == NULL)
-		call_reply(
+	if ((v = tool_arg_string(c, key)) == NULL)
+		mcp_call_reply(
 		    c, fx_result(1,
 		           fx_text("a required string argument is missing"),
 		           NULL));
@@ -389,7 +390,7 @@ fx_ask(struct call *c, const char *cap, const char *method, json_object *params,
 {
 	if (!mcp_client_has(c->sess, cap)) {
 		json_object_put(params);
-		call_reply(c,
+		mcp_call_reply(c,
 		    fx_result(1,
 		        fx_text("the client did not declare this capability"),
 		        NULL));

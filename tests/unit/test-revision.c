@@ -141,16 +141,15 @@ Test(revision, docker_errors_keep_the_socket)
 
 	parse((char *[]){
 	    "x", "--docker-host", "unix:///var/run/docker.sock", NULL});
-	s = sanitize_docker_error("Docker engine not reachable: connect "
-	                          "/var/run/docker.sock: permission denied");
+	s = sandbox_error_text("Docker engine not reachable: connect "
+	                       "/var/run/docker.sock: permission denied");
 	cr_expect_str_eq(s, "Docker engine not reachable: connect "
 	                    "/var/run/docker.sock: permission denied");
 	free(s);
-	s = sanitize_docker_error("mkdir /var/lib/docker/overlay2/x: no space");
+	s = sandbox_error_text("mkdir /var/lib/docker/overlay2/x: no space");
 	cr_expect_str_eq(s, "mkdir <host path>");
 	free(s);
-	s = sanitize_docker_error(
-	    "at /var/run/docker.sock then /run/secret/x: y");
+	s = sandbox_error_text("at /var/run/docker.sock then /run/secret/x: y");
 	cr_expect_str_eq(s, "at /var/run/docker.sock then <host path>");
 	free(s);
 	config_free(&conf);

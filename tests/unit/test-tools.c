@@ -115,11 +115,11 @@ Test(tools, sanitize_docker_error_cuts_short_paths_in_bounds)
 	char *s;
 
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		s = sanitize_docker_error(cases[i][0]);
+		s = sandbox_error_text(cases[i][0]);
 		cr_expect_str_eq(s, cases[i][1], "for \"%s\"", cases[i][0]);
 		free(s);
 	}
-	s = sanitize_docker_error(NULL);
+	s = sandbox_error_text(NULL);
 	cr_expect_str_eq(s, "unknown Docker error");
 	free(s);
 }
