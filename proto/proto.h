@@ -117,12 +117,14 @@ enum proto_run_kind { PROTO_RUN_EXEC, PROTO_RUN_CODE };
 struct proto_run {
 	enum proto_run_kind kind;
 	const char *command; /* exec: the shell command; code: the code */
+	size_t command_len; /* decoded: its length (NUL bytes included) */
 	const char *language; /* code */
 	int session; /* code: the language's long-lived session (else one) */
 	const char *const *args; /* exec: $1..., NULL-terminated; NULL: none */
 	const char *workdir; /* NULL: the container's */
 	json_object *env; /* an object of strings; NULL: none */
 	const char *stdin_text; /* NULL: none */
+	size_t stdin_len; /* decoded: its length (NUL bytes included) */
 	int stdin_stream;
 	long long timeout_ms; /* 0: none */
 	long long output_cap; /* 0: none */

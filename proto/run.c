@@ -8,6 +8,7 @@
  * of a decoded struct are borrowed from the JSON object it came from.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,7 +160,10 @@ proto_run_decode(
 	*why = NULL;
 	if ((op = get_str(o, K_OP)) != NULL && strcmp(op, PROTO_OP_CODE) == 0) {
 		r->kind = PROTO_RUN_CODE;
-		r->command = get_str(o, K_CODE);
+		if ((v = get(o, K_CODE, json_type_string)) != NULL) {
+			r->command = json_object_get_string(v);
+			r->command_len = (size_t)json_object_get_string_len(v);
+		}
 		r->language = get_str(o, K_LANGUAGE);
 		r->session = get_bool(o, K_SESSION, 1);
 		if (r->command == NULL || r->language == NULL) {
@@ -168,10 +172,12 @@ proto_run_decode(
 		}
 	} else if (op != NULL && strcmp(op, PROTO_OP_EXEC) == 0) {
 		r->kind = PROTO_RUN_EXEC;
-		if ((r->command = get_str(o, K_COMMAND)) == NULL) {
+		if ((v = get(o, K_COMMAND, json_type_string)) == NULL) {
 			*why = "no command";
 			return -1;
 		}
+		r->command = json_object_get_string(v);
+		r->command_len = (size_t)json_object_get_string_len(v);
 	} else {
 		*why = "not a run";
 		return -1;
@@ -202,7 +208,10 @@ proto_run_decode(
 		}
 	}
 	r->workdir = get_str(o, K_WORKDIR);
-	r->stdin_text = get_str(o, K_STDIN);
+	if ((v = get(o, K_STDIN, json_type_string)) != NULL) {
+		r->stdin_text = json_object_get_string(v);
+		r->stdin_len = (size_t)json_object_get_string_len(v);
+	}
 	r->stdin_stream = get_bool(o, K_STDIN_STREAM, 0);
 	r->timeout_ms = get_int(o, K_TIMEOUT_MS, 0);
 	r->output_cap = get_int(o, K_OUTPUT_CAP, def_cap);
@@ -266,6 +275,7 @@ member(const struct proto_result *r, size_t i)
 void
 proto_result_add(const struct proto_result *r, json_object *o)
 {
+	char buf[32];
 	size_t i;
 
 	for (i = 0; i < NMEMBERS; i++) {
@@ -276,8 +286,12 @@ proto_result_add(const struct proto_result *r, json_object *o)
 			add_bool(o, members[i].key, *(int *)member(r, i));
 			break;
 		case T_DOUBLE:
+			/* Milliseconds to the microsecond, as measured. */
+			snprintf(
+			    buf, sizeof buf, "%.3f", *(double *)member(r, i));
 			json_object_object_add(o, members[i].key,
-			    json_object_new_double(*(double *)member(r, i)));
+			    json_object_new_double_s(
+			        *(double *)member(r, i), buf));
 			break;
 		default:
 			add_int(o, members[i].key, *(long long *)member(r, i));

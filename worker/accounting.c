@@ -33,6 +33,7 @@
 #include "cgroup.h"
 #include "engine.h"
 #include "log.h"
+#include "proto.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -266,10 +267,9 @@ acct_begin(void)
 
 /* A run ended: what it used goes into r (if any); a is freed. */
 void
-acct_end(struct acct *a, json_object *r)
+acct_end(struct acct *a, struct proto_result *r)
 {
 	unsigned long long cpu, m;
-	char buf[32];
 	int have = 0;
 
 	if (a == NULL)
@@ -277,10 +277,9 @@ acct_end(struct acct *a, json_object *r)
 	if (a->measuring && r != NULL) {
 		if (cgroup_cpu_ns(&ac.cg, &cpu) == 0 && cpu >= a->cpu0) {
 			cpu -= a->cpu0;
-			snprintf(buf, sizeof buf, "%llu.%03llu", cpu / 1000000,
-			    cpu / 1000 % 1000);
-			json_object_object_add(r, "cpu_time_ms",
-			    json_object_new_double_s((double)cpu / 1e6, buf));
+			/* In milliseconds, to the microsecond. */
+			r->cpu_time_ms = (double)(cpu / 1000) / 1000.0;
+			r->has |= PROTO_R_CPU;
 		}
 		if (a->fd != -1)
 			have = cgroup_mem_peak_read(a->fd, &m) == 0;
@@ -290,9 +289,10 @@ acct_end(struct acct *a, json_object *r)
 			have = a->folded && m > 0;
 		} else
 			have = cgroup_mem_peak(&ac.cg, &m) == 0 && m > a->mark0;
-		if (have)
-			json_object_object_add(r, "memory_peak_bytes",
-			    json_object_new_int64((int64_t)m));
+		if (have) {
+			r->memory_peak_bytes = (long long)m;
+			r->has |= PROTO_R_MEMORY;
+		}
 	}
 	if (a->listed)
 		LIST_REMOVE(a, entry);

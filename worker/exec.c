@@ -288,39 +288,29 @@ static const struct engine_exec_cbs exec_cbs = {
 static void
 exec_finish(struct wexec *x)
 {
-	json_object *r;
+	struct proto_result r;
+	json_object *o;
 
 	x->state = X_DONE;
-	r = json_object_new_object();
-	json_object_object_add(r, "exit_code",
-	    json_object_new_int64(x->error ? -1 : x->exit_code));
-	json_object_object_add(r, "signal",
-	    json_object_new_int64(
-	        !x->error && x->exit_code > 128 && x->exit_code < 128 + 65
-	            ? x->exit_code - 128
-	            : 0));
-	json_object_object_add(
-	    r, "timed_out", json_object_new_boolean(x->timed_out));
-	json_object_object_add(
-	    r, "truncated", json_object_new_boolean(x->truncated));
-	json_object_object_add(
-	    r, "cancelled", json_object_new_boolean(x->cancelled));
-	json_object_object_add(r, "oom_killed",
-	    json_object_new_boolean(
-	        x->w->oom_count != x->oom_before && x->exit_code == 137));
-	json_object_object_add(
-	    r, "duration_ms", json_object_new_int64(clock_ms() - x->start_ms));
-	json_object_object_add(
-	    r, "stdout_bytes", json_object_new_int64(x->out_bytes));
-	json_object_object_add(
-	    r, "stderr_bytes", json_object_new_int64(x->err_bytes));
-	acct_end(x->acct, r);
+	memset(&r, 0, sizeof r);
+	r.has = PROTO_R_EXEC;
+	r.exit_code = x->error ? -1 : x->exit_code;
+	r.signal = !x->error && x->exit_code > 128 && x->exit_code < 128 + 65
+	               ? x->exit_code - 128
+	               : 0;
+	r.timed_out = x->timed_out;
+	r.truncated = x->truncated;
+	r.cancelled = x->cancelled;
+	r.oom_killed = x->w->oom_count != x->oom_before && x->exit_code == 137;
+	r.duration_ms = clock_ms() - x->start_ms;
+	r.stdout_bytes = x->out_bytes;
+	r.stderr_bytes = x->err_bytes;
+	acct_end(x->acct, &r);
 	x->acct = NULL;
-	if (x->error != NULL)
-		json_object_object_add(
-		    r, "error", json_object_new_string(x->error));
-	worker_send_json(x->w, PROTO_RESULT, x->reqid, r);
-	json_object_put(r);
+	r.error = x->error;
+	o = proto_result_encode(&r);
+	worker_send_json(x->w, PROTO_RESULT, x->reqid, o);
+	json_object_put(o);
 	if (x->tag[0][0] != '\0' && !x->log_stdout)
 		logs_addf(x->tag[0],
 		    "%lld bytes of standard output (data, "
@@ -335,40 +325,17 @@ exec_finish(struct wexec *x)
 	exec_free(x);
 }
 
-static const char *
-json_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
-static long long
-json_int(json_object *o, const char *key, long long def)
-{
-	json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_int))
-		return json_object_get_int64(v);
-	return def;
-}
-
 /* PROTO_CALL "exec": create the exec, then stream it. */
 void
 exec_start(struct worker *w, uint32_t reqid, json_object *call)
 {
 	struct wexec *x;
 	struct engine_exec_spec spec;
-	json_object *args, *vars = NULL, *stdin_data = NULL, *v;
-	const char *command, *log_as, **argv;
+	struct proto_run run;
+	const char *why, **argv;
 	struct timeval tv;
-	long long timeout;
 	char **env;
-	size_t i, n = 0, nargs, nenv = 0;
+	size_t i, n = 0, nargs = 0, nenv = 0;
 	int dup;
 
 	x = xcalloc(1, sizeof *x);
@@ -381,70 +348,59 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	memset(&spec, 0, sizeof spec);
 	x->timer = evtimer_new(w->base, exec_timer_cb, x);
 	x->kick = event_new(w->base, -1, 0, exec_kick_cb, x);
-	if (json_object_object_get_ex(call, "token", &v) &&
-	    json_object_is_type(v, json_type_string) &&
-	    killer_token_valid(json_object_get_string(v)))
-		snprintf(
-		    x->token, sizeof x->token, "%s", json_object_get_string(v));
+	dup = exec_find(w, reqid) != NULL;
+	LIST_INSERT_HEAD(&w->execs, x, entry);
+	if (proto_run_decode(call, &run, w->conf->output_cap, &why) == -1 ||
+	    run.kind != PROTO_RUN_EXEC) {
+		snprintf(x->token, sizeof x->token, "%08x%08x%08x",
+		    (unsigned)getpid(), reqid, (unsigned)random());
+		exec_fail(x, "bad call", why != NULL ? why : "not an exec");
+		return;
+	}
+	if (run.token != NULL && killer_token_valid(run.token))
+		snprintf(x->token, sizeof x->token, "%s", run.token);
 	else
 		snprintf(x->token, sizeof x->token, "%08x%08x%08x",
 		    (unsigned)getpid(), reqid, (unsigned)random());
-	dup = exec_find(w, reqid) != NULL;
-	LIST_INSERT_HEAD(&w->execs, x, entry);
 	if (dup) {
+		proto_run_clear(&run);
 		exec_fail(x, "bad call", "duplicate request id");
-		return;
-	}
-	if ((command = json_str(call, "command")) == NULL) {
-		exec_fail(x, "bad call", "no command");
 		return;
 	}
 	snprintf(x->tag[0], sizeof x->tag[0], "exec %.8s", x->token);
 	snprintf(x->tag[1], sizeof x->tag[1], "exec %.8s stderr", x->token);
 	/* Our own helper scripts are logged as what the client asked. */
-	if ((log_as = json_str(call, "log_as")) != NULL)
-		logs_addf(x->tag[0], "%s", log_as);
+	if (run.log_as != NULL)
+		logs_addf(x->tag[0], "%s", run.log_as);
 	else
-		logs_addf(x->tag[0], "$ %s", command);
-	x->cap = json_int(call, "output_cap", w->conf->output_cap);
-	x->log_stdout = !json_object_object_get_ex(call, "log_stdout", &v) ||
-	                json_object_get_boolean(v);
-	if (json_object_object_get_ex(call, "stdin_stream", &v) &&
-	    json_object_get_boolean(v))
-		x->stdin_stream = 1;
-	x->probe = json_object_object_get_ex(call, "probe", &v) &&
-	           json_object_get_boolean(v);
-	timeout = json_int(call, "timeout_ms", 0);
+		logs_addf(x->tag[0], "$ %s", run.command);
+	x->cap = run.output_cap;
+	x->log_stdout = run.log_stdout;
+	x->stdin_stream = run.stdin_stream;
+	x->probe = run.probe;
 
-	nargs = json_object_object_get_ex(call, "args", &args) &&
-	                json_object_is_type(args, json_type_array)
-	            ? json_object_array_length(args)
-	            : 0;
+	while (run.args != NULL && run.args[nargs] != NULL)
+		nargs++;
 	argv = xcalloc(nargs + 6, sizeof *argv);
 	argv[n++] = "/bin/sh";
 	argv[n++] = "-c";
 	argv[n++] = exec_wrapper_sh;
 	argv[n++] = "/bin/sh";
-	argv[n++] = command;
+	argv[n++] = run.command;
 	for (i = 0; i < nargs; i++)
-		argv[n++] =
-		    json_object_get_string(json_object_array_get_idx(args, i));
+		argv[n++] = run.args[i];
 	spec.argv = argv;
 	spec.user = x->probe ? PROBE_USER : w->exec_user;
-	spec.workdir = json_str(call, "workdir");
-	if (json_object_object_get_ex(call, "stdin", &v) &&
-	    json_object_is_type(v, json_type_string) && !x->stdin_stream)
-		stdin_data = v;
-	spec.stdin = stdin_data != NULL || x->stdin_stream;
-	if (json_object_object_get_ex(call, "env", &v) &&
-	    json_object_is_type(v, json_type_object))
-		vars = v;
+	spec.workdir = run.workdir;
+	if (x->stdin_stream)
+		run.stdin_text = NULL;
+	spec.stdin = run.stdin_text != NULL || x->stdin_stream;
 	env = xcalloc(
-	    (vars != NULL ? (size_t)json_object_object_length(vars) : 0) +
+	    (run.env != NULL ? (size_t)json_object_object_length(run.env) : 0) +
 	        sizeof probe_env / sizeof probe_env[0] + 1,
 	    sizeof *env);
-	if (vars != NULL) {
-		json_object_object_foreach(vars, key, val)
+	if (run.env != NULL) {
+		json_object_object_foreach(run.env, key, val)
 		{
 			xasprintf(&env[nenv++], "%s=%s", key,
 			    json_object_get_string(val));
@@ -463,20 +419,20 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 
 	x->state = X_CREATE;
 	x->ex = engine_exec_new(w->engine, w->container, &spec, &exec_cbs, x);
-	if (stdin_data != NULL) {
-		engine_exec_write(x->ex, json_object_get_string(stdin_data),
-		    (size_t)json_object_get_string_len(stdin_data));
+	if (run.stdin_text != NULL) {
+		engine_exec_write(x->ex, run.stdin_text, run.stdin_len);
 		engine_exec_close_write(x->ex);
 	}
 	for (i = 0; i < nenv; i++)
 		free(env[i]);
 	free(env);
 	free(argv);
-	if (timeout > 0) {
-		tv.tv_sec = timeout / 1000;
-		tv.tv_usec = (timeout % 1000) * 1000;
+	if (run.timeout_ms > 0) {
+		tv.tv_sec = run.timeout_ms / 1000;
+		tv.tv_usec = (run.timeout_ms % 1000) * 1000;
 		evtimer_add(x->timer, &tv);
 	}
+	proto_run_clear(&run);
 }
 
 /* PROTO_CANCEL: kill the call's processes; the result says cancelled. */

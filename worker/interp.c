@@ -107,7 +107,7 @@ interp_stray(struct interp *ip, int s, size_t len)
  * given) and in the activity log.
  */
 static void
-interp_stray_report(struct interp *ip, json_object *r)
+interp_stray_report(struct interp *ip, struct proto_result *r)
 {
 	if (ip->stray[0] == 0 && ip->stray[1] == 0)
 		return;
@@ -116,10 +116,9 @@ interp_stray_report(struct interp *ip, json_object *r)
 	    "session outside a call were dropped",
 	    ip->stray[0], ip->stray[1], ip->lang);
 	if (r != NULL) {
-		json_object_object_add(r, "dropped_stdout_bytes",
-		    json_object_new_int64(ip->stray[0]));
-		json_object_object_add(r, "dropped_stderr_bytes",
-		    json_object_new_int64(ip->stray[1]));
+		r->dropped_stdout_bytes = ip->stray[0];
+		r->dropped_stderr_bytes = ip->stray[1];
+		r->has |= PROTO_R_DROPPED;
 	}
 	ip->stray[0] = ip->stray[1] = 0;
 }
@@ -129,8 +128,9 @@ static void
 interp_answer(struct interp *ip, int lost, const char *why)
 {
 	struct icall *c = ip->cur;
-	json_object *r, *v;
-	int ok = 0, code;
+	struct proto_result r;
+	json_object *o, *v;
+	int ok = 0;
 
 	if (c == NULL)
 		return;
@@ -141,41 +141,36 @@ interp_answer(struct interp *ip, int lost, const char *why)
 		ip->dying = 1;
 		engine_exec_close_write(ip->ex);
 	}
-	r = json_object_new_object();
+	memset(&r, 0, sizeof r);
+	r.has = PROTO_R_CODE;
 	if (ip->status != NULL &&
 	    json_object_object_get_ex(ip->status, "ok", &v))
 		ok = json_object_get_boolean(v);
 	if (ip->status != NULL &&
 	    json_object_object_get_ex(ip->status, "exit", &v))
-		code = json_object_get_int(v);
+		r.exit_code = json_object_get_int(v);
 	else if (lost && ip->exit > 0)
-		code = ip->exit; /* process.exit(4), os._exit(3), a kill */
+		r.exit_code =
+		    ip->exit; /* process.exit(4), os._exit(3), a kill */
 	else
-		code = !ok;
-	json_object_object_add(r, "exit_code", json_object_new_int(code));
+		r.exit_code = !ok;
 	if (ip->status != NULL &&
 	    json_object_object_get_ex(ip->status, "error", &v))
-		json_object_object_add(r, "error", json_object_get(v));
+		r.error = json_object_get_string(v);
 	else if (lost)
-		json_object_object_add(r, "error", json_object_new_string(why));
-	json_object_object_add(
-	    r, "session_lost", json_object_new_boolean(lost));
-	json_object_object_add(
-	    r, "timed_out", json_object_new_boolean(ip->timed_out));
-	json_object_object_add(
-	    r, "cancelled", json_object_new_boolean(ip->cancelled));
-	json_object_object_add(
-	    r, "truncated", json_object_new_boolean(ip->truncated));
-	json_object_object_add(
-	    r, "duration_ms", json_object_new_int64(clock_ms() - c->start_ms));
-	json_object_object_add(
-	    r, "stdout_bytes", json_object_new_int64(ip->out_bytes));
-	json_object_object_add(
-	    r, "stderr_bytes", json_object_new_int64(ip->err_bytes));
-	interp_stray_report(ip, r);
-	acct_end(c->acct, r);
-	worker_send_json(ip->w, PROTO_RESULT, c->reqid, r);
-	json_object_put(r);
+		r.error = why;
+	r.session_lost = lost;
+	r.timed_out = ip->timed_out;
+	r.cancelled = ip->cancelled;
+	r.truncated = ip->truncated;
+	r.duration_ms = clock_ms() - c->start_ms;
+	r.stdout_bytes = ip->out_bytes;
+	r.stderr_bytes = ip->err_bytes;
+	interp_stray_report(ip, &r);
+	acct_end(c->acct, &r);
+	o = proto_result_encode(&r);
+	worker_send_json(ip->w, PROTO_RESULT, c->reqid, o);
+	json_object_put(o);
 	json_object_put(ip->status);
 	ip->status = NULL;
 	json_object_put(c->code);
@@ -571,42 +566,42 @@ interp_call(struct worker *w, uint32_t reqid, json_object *call)
 {
 	struct interp *ip;
 	struct icall *c;
-	json_object *code, *v, *r;
-	const char *lang = "";
-	int fresh;
+	struct proto_run run;
+	struct proto_result bad;
+	json_object *r;
+	const char *why;
+	char *msg;
 
-	if (json_object_object_get_ex(call, "language", &v))
-		lang = json_object_get_string(v);
-	if (!json_object_object_get_ex(call, "code", &code) ||
-	    (strcmp(lang, "python") != 0 && strcmp(lang, "javascript") != 0 &&
-	        strcmp(lang, "typescript") != 0)) {
-		r = json_object_new_object();
-		json_object_object_add(r, "error",
-		    json_object_new_string(
-		        "bad call: code and a session language are needed"));
+	if (proto_run_decode(call, &run, 0, &why) == -1 ||
+	    run.kind != PROTO_RUN_CODE ||
+	    (strcmp(run.language, "python") != 0 &&
+	        strcmp(run.language, "javascript") != 0 &&
+	        strcmp(run.language, "typescript") != 0)) {
+		if (why == NULL || run.kind != PROTO_RUN_CODE)
+			why = "code and a session language are needed";
+		proto_run_clear(&run);
+		memset(&bad, 0, sizeof bad);
+		xasprintf(&msg, "bad call: %s", why);
+		bad.error = msg;
+		r = proto_result_encode(&bad);
 		worker_send_json(w, PROTO_RESULT, reqid, r);
 		json_object_put(r);
+		free(msg);
 		return;
 	}
-	fresh = json_object_object_get_ex(call, "session", &v) &&
-	        !json_object_get_boolean(v);
 	LIST_FOREACH(ip, &interps, entry)
-	if (strcmp(ip->lang, lang) == 0 && !ip->dying && !ip->oneshot)
+	if (strcmp(ip->lang, run.language) == 0 && !ip->dying && !ip->oneshot)
 		break;
-	if (ip == NULL || fresh) {
-		ip = interp_new(w, lang,
-		    json_object_object_get_ex(call, "workdir", &v)
-		        ? json_object_get_string(v)
-		        : NULL);
-		ip->oneshot = fresh;
+	if (ip == NULL || !run.session) {
+		ip = interp_new(w, run.language, run.workdir);
+		ip->oneshot = !run.session;
 	}
 	c = xcalloc(1, sizeof *c);
 	c->reqid = reqid;
-	c->code = json_object_get(code);
-	if (json_object_object_get_ex(call, "timeout_ms", &v))
-		c->timeout_ms = json_object_get_int64(v);
-	if (json_object_object_get_ex(call, "output_cap", &v))
-		c->cap = json_object_get_int64(v);
+	c->code = json_object_new_string_len(run.command, (int)run.command_len);
+	c->timeout_ms = run.timeout_ms;
+	c->cap = run.output_cap;
+	proto_run_clear(&run);
 	TAILQ_INSERT_TAIL(&ip->queue, c, entry);
 	interp_next(ip);
 }

@@ -80,6 +80,7 @@ int
 worker_send_json(
     struct worker *w, uint16_t type, uint32_t reqid, json_object *obj)
 {
+	struct proto_result dropped;
 	json_object *cut;
 	size_t size;
 	int rv;
@@ -98,12 +99,13 @@ worker_send_json(
 	rv = proto_chan_send_json(w->chan, type, reqid, reqid, cut);
 	json_object_put(cut);
 	if (rv == -1) {
-		cut = json_object_new_object();
-		json_object_object_add(
-		    cut, "exit_code", json_object_new_int(-1));
-		json_object_object_add(cut, "error",
-		    json_object_new_string("the result was too large for the "
-		                           "worker channel and was dropped"));
+		memset(&dropped, 0, sizeof dropped);
+		dropped.has = PROTO_R_EXIT_CODE;
+		dropped.exit_code = -1;
+		dropped.error =
+		    "the result was too large for the worker channel "
+		    "and was dropped";
+		cut = proto_result_encode(&dropped);
 		rv = proto_chan_send_json(w->chan, type, reqid, reqid, cut);
 		json_object_put(cut);
 	}
@@ -130,6 +132,7 @@ static int
 worker_dispatch(struct worker *w, struct proto_frame *f)
 {
 	json_object *obj, *v;
+	const char *op;
 
 	switch (f->hdr.type) {
 	case PROTO_SHUTDOWN:
@@ -138,18 +141,17 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 	case PROTO_CALL:
 		if ((obj = proto_frame_json(f)) == NULL)
 			return -1;
-		if (!json_object_object_get_ex(obj, "op", &v) ||
-		    !json_object_is_type(v, json_type_string)) {
+		if ((op = proto_run_op(obj)) == NULL) {
 			json_object_put(obj);
 			return -1;
 		}
-		if (strcmp(json_object_get_string(v), PROTO_OP_EXEC) == 0)
+		if (strcmp(op, PROTO_OP_EXEC) == 0)
 			exec_start(w, f->hdr.reqid, obj);
-		else if (strcmp(json_object_get_string(v), PROTO_OP_KILL) == 0)
+		else if (strcmp(op, PROTO_OP_KILL) == 0)
 			exec_kill_tokens(w, f->hdr.reqid, obj);
-		else if (strcmp(json_object_get_string(v), PROTO_OP_LOGS) == 0)
+		else if (strcmp(op, PROTO_OP_LOGS) == 0)
 			logs_read(w, f->hdr.reqid);
-		else if (strcmp(json_object_get_string(v), PROTO_OP_CODE) == 0)
+		else if (strcmp(op, PROTO_OP_CODE) == 0)
 			interp_call(w, f->hdr.reqid, obj);
 		else {
 			json_object_put(obj);

@@ -78,7 +78,8 @@ struct acct;
 void acct_start(struct worker *);
 void acct_stop(void);
 struct acct *acct_begin(void);
-void acct_end(struct acct *, json_object *);
+struct proto_result;
+void acct_end(struct acct *, struct proto_result *);
 
 /* events.c */
 void events_start(struct worker *);

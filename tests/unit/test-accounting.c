@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "engine.h"
+#include "proto.h"
 #include "tmptree.h"
 #include "worker.h"
 #include "xmalloc.h"
@@ -213,7 +214,7 @@ Test(accounting, lookup_waits_for_the_first_run)
  */
 Test(accounting, first_inspect_without_pid_is_retried)
 {
-	json_object *r, *v;
+	struct proto_result r;
 	struct acct *a;
 
 	host_tree(1);
@@ -226,21 +227,19 @@ Test(accounting, first_inspect_without_pid_is_retried)
 	run_until(never, 30); /* the second answer is handled */
 	put(CPU_FILE, "1250000000\n"); /* 250 ms of CPU */
 	put(MEM_FILE, "8388608\n");
-	r = json_object_new_object();
-	acct_end(a, r);
-	cr_assert(json_object_object_get_ex(r, "cpu_time_ms", &v), "%s",
-	    json_object_to_json_string(r));
-	cr_expect_float_eq(json_object_get_double(v), 250.0, 0.001);
-	cr_expect(json_object_object_get_ex(r, "memory_peak_bytes", &v));
-	json_object_put(r);
+	memset(&r, 0, sizeof r);
+	acct_end(a, &r);
+	cr_assert(r.has & PROTO_R_CPU, "no cpu_time_ms");
+	cr_expect_float_eq(r.cpu_time_ms, 250.0, 0.001);
+	cr_expect(r.has & PROTO_R_MEMORY, "no memory_peak_bytes");
+	cr_expect_eq(r.memory_peak_bytes, 8388608);
 
 	/* Found once: later runs look nothing up. */
 	a = acct_begin();
-	r = json_object_new_object();
-	acct_end(a, r);
-	cr_expect(json_object_object_get_ex(r, "cpu_time_ms", NULL));
+	memset(&r, 0, sizeof r);
+	acct_end(a, &r);
+	cr_expect(r.has & PROTO_R_CPU);
 	cr_expect_eq(inspects, 2);
-	json_object_put(r);
 }
 
 /* A container that never runs: a bounded number of looks, then none. */
@@ -267,7 +266,7 @@ Test(accounting, retries_are_bounded)
 /* An engine elsewhere: its cgroup is not here; given up at once. */
 Test(accounting, invisible_cgroup_given_up_at_once)
 {
-	json_object *r;
+	struct proto_result r;
 	struct acct *a;
 
 	host_tree(0);
@@ -276,11 +275,10 @@ Test(accounting, invisible_cgroup_given_up_at_once)
 	want_inspects = 2;
 	run_until(enough_inspects, 300);
 	cr_expect_eq(inspects, 1);
-	r = json_object_new_object();
-	acct_end(a, r);
-	cr_expect(!json_object_object_get_ex(r, "cpu_time_ms", NULL));
+	memset(&r, 0, sizeof r);
+	acct_end(a, &r);
+	cr_expect_eq(r.has & (PROTO_R_CPU | PROTO_R_MEMORY), 0);
 	a = acct_begin();
 	acct_end(a, NULL);
 	cr_expect_eq(inspects, 1);
-	json_object_put(r);
 }

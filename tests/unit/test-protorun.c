@@ -175,7 +175,7 @@ Test(protorun, result_round_trip)
 	    "{\"exit_code\":137,\"duration_ms\":42,\"timed_out\":false,"
 	    "\"cancelled\":false,\"oom_killed\":true,\"truncated\":false,"
 	    "\"signal\":9,\"stdout_bytes\":5,\"stderr_bytes\":6,"
-	    "\"cpu_time_ms\":1.25}");
+	    "\"cpu_time_ms\":1.250}");
 	proto_result_decode(o, &out);
 	cr_expect_eq(out.has, in.has);
 	cr_expect_eq(out.exit_code, 137);
