@@ -621,6 +621,10 @@ screate_ready(struct screate *s)
 	sb->create = NULL;
 	if (s->error == NULL && screate_stopped(s) != NULL)
 		s->error = xstrdup(screate_stopped(s));
+	/* Its worker said hello, then died before the container started:
+	 * a new one comes only for a ready sandbox (wproc.c), so none would. */
+	if (s->error == NULL && sb->worker == NULL)
+		s->error = xstrdup("its worker exited as it started");
 	if (s->error != NULL) {
 		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
 		    s->error);

@@ -1,0 +1,189 @@
+/*
+ * A stand-in for `mcp-sandboxd --worker ID` (worker/worker.c), for the
+ * lifecycle tests: started the same way (fexecve of sup.self_fd with the
+ * channel on fd 3), it says PROTO_HELLO {pid, container_id, version},
+ * answers every PROTO_CALL with a result of exit code 0 ("kill": {}), and
+ * exits 0 on PROTO_SHUTDOWN or when the supervisor goes.  No engine: it
+ * never touches a container.
+ *
+ * FAKE_WORKER_MODE makes it misbehave:
+ *	crash		exit 1 right after its hello
+ *	kill		SIGKILL itself right after its hello
+ *	silent		never say hello (the supervisor's hello timeout)
+ *	crash-on-call	exit 1 when a call comes
+ * FAKE_WORKER_LOG names a file it appends one line to for each thing it
+ * does ("PID start|hello|call OP|shutdown|crash CONTAINER"), so that a
+ * test can count the workers of a container and see what they were told.
+ */
+#include <sys/prctl.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "proto.h"
+
+#define FAKE_WORKER_FD 3
+
+static const char *container = "";
+static const char *mode = "";
+static struct event_base *base;
+static struct proto_chan *chan;
+
+/* One line of what it did, for the test. */
+static void
+note(const char *what, const char *detail)
+{
+	const char *path = getenv("FAKE_WORKER_LOG");
+	char line[512];
+	int fd, n;
+
+	if (path == NULL || *path == '\0')
+		return;
+	n = snprintf(line, sizeof line, "%d %s%s%s %s\n", (int)getpid(), what,
+	    detail != NULL ? " " : "", detail != NULL ? detail : "", container);
+	if (n < 0 || (size_t)n >= sizeof line)
+		return;
+	if ((fd = open(
+	         path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) == -1)
+		return;
+	if (write(fd, line, (size_t)n) != n)
+		perror("fake-worker: log");
+	close(fd);
+}
+
+/* The hello, written out before anything else (a crash follows it). */
+static int
+send_hello(void)
+{
+	struct evbuffer *out;
+	json_object *hello;
+	int rv = 0;
+
+	hello = json_object_new_object();
+	json_object_object_add(hello, "pid", json_object_new_int(getpid()));
+	json_object_object_add(
+	    hello, "container_id", json_object_new_string(container));
+	json_object_object_add(
+	    hello, "version", json_object_new_int(PROTO_VERSION));
+	out = evbuffer_new();
+	if (proto_write_json(out, PROTO_HELLO, 0, 0, hello) == -1)
+		rv = -1;
+	while (rv == 0 && evbuffer_get_length(out) > 0)
+		if (evbuffer_write(out, FAKE_WORKER_FD) <= 0)
+			rv = -1;
+	evbuffer_free(out);
+	json_object_put(hello);
+	return rv;
+}
+
+static void
+answer(uint32_t reqid, const char *op)
+{
+	struct proto_result r;
+	json_object *res;
+
+	if (strcmp(op, PROTO_OP_KILL) == 0)
+		res = json_object_new_object();
+	else {
+		memset(&r, 0, sizeof r);
+		r.has = strcmp(op, PROTO_OP_CODE) == 0 ? PROTO_R_CODE
+		                                       : PROTO_R_EXEC;
+		r.exit_code = 0;
+		res = proto_result_encode(&r);
+	}
+	proto_chan_send_json(chan, PROTO_RESULT, reqid, reqid, res);
+	json_object_put(res);
+}
+
+static int
+frame_cb(struct proto_frame *f, void *arg)
+{
+	json_object *obj, *v;
+
+	(void)arg;
+	switch (f->hdr.type) {
+	case PROTO_SHUTDOWN:
+		note("shutdown", NULL);
+		event_base_loopexit(base, NULL);
+		return 0;
+	case PROTO_CALL:
+		if ((obj = proto_frame_json(f)) == NULL ||
+		    !json_object_object_get_ex(obj, "op", &v)) {
+			json_object_put(obj);
+			return -1;
+		}
+		note("call", json_object_get_string(v));
+		if (strcmp(mode, "crash-on-call") == 0) {
+			note("crash", NULL);
+			_exit(1);
+		}
+		answer(f->hdr.reqid, json_object_get_string(v));
+		json_object_put(obj);
+		return 0;
+	case PROTO_DATA:
+	case PROTO_CANCEL:
+	case PROTO_CREDIT:
+		return 0;
+	}
+	return -1;
+}
+
+static void
+lost_cb(enum proto_chan_end why, void *arg)
+{
+	(void)why;
+	(void)arg;
+	event_base_loopexit(base, NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *m;
+	int i;
+
+	/* As the real worker: die with the supervisor. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--worker") == 0)
+			container = argv[i + 1];
+	if (*container == '\0') {
+		fprintf(stderr, "fake-worker: no --worker CONTAINER\n");
+		return 2;
+	}
+	if ((m = getenv("FAKE_WORKER_MODE")) != NULL)
+		mode = m;
+	note("start", NULL);
+	if (strcmp(mode, "silent") != 0) {
+		if (send_hello() == -1)
+			return 1;
+		note("hello", NULL);
+	}
+	if (strcmp(mode, "crash") == 0) {
+		note("crash", NULL);
+		_exit(1);
+	}
+	if (strcmp(mode, "kill") == 0) {
+		note("crash", NULL);
+		raise(SIGKILL);
+	}
+	if ((base = event_base_new()) == NULL)
+		return 1;
+	if ((chan = proto_chan_new(
+	         base, FAKE_WORKER_FD, frame_cb, lost_cb, NULL)) == NULL)
+		return 1;
+	event_base_dispatch(base);
+	proto_chan_free(chan);
+	event_base_free(base);
+	return 0;
+}

@@ -1,0 +1,939 @@
+/*
+ * The sandbox lifecycle without Docker: the real supervisor layers
+ * (sandbox.c, wproc.c, reaper.c, the MCP sessions and calls) on an event
+ * loop, with the in-memory engine (fake-engine.c) as sup.engine and the
+ * fake worker (fake-worker.c) as the executable workers are started from.
+ * What is asserted is what the engine was asked, what the call was
+ * answered, which workers ran and what is left; never how long it took
+ * (the loop runs until a condition holds, with a generous deadline).
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "clock.h"
+#include "config.h"
+#include "core.h"
+#include "engine.h"
+#include "fake-engine.h"
+#include "log.h"
+#include "mcp.h"
+#include "procinfo.h"
+#include "proto.h"
+#include "random.h"
+#include "sandbox.h"
+#include "spool.h"
+#include "supervisor.h"
+
+#ifndef FAKE_WORKER_PATH
+#error "FAKE_WORKER_PATH: the fake worker's executable (tests/meson.build)"
+#endif
+
+#define IMAGE "python:3.12-slim"
+#define WAIT_NS (30LL * 1000 * 1000 * 1000)
+/* wproc.c's WPROC_MAX_RESTARTS: new workers before a sandbox is given up */
+#define MAX_RESTARTS 5
+
+void
+supervisor_quit(void)
+{
+}
+
+/* A client session and every message the server sent it. */
+struct client {
+	struct session *sess;
+	json_object *msgs;
+	int closed;
+};
+
+static struct config conf;
+static struct engine *eng; /* sup.engine: the fake */
+static struct client clients[4];
+static int nclients, next_call_id = 1;
+static struct event *ev_chld, *ev_tick;
+static char rundir[PATH_MAX], worker_log[PATH_MAX + 16];
+
+/* --- the loop --- */
+
+static void
+chld_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	wproc_reap();
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+/* One turn of the loop, unless the deadline passed (0). */
+static int
+loop_once(long long deadline)
+{
+	if (clock_ns() > deadline)
+		return 0;
+	wproc_reap(); /* as SIGCHLD does, should a signal be missed */
+	event_base_loop(sup.base, EVLOOP_ONCE);
+	return 1;
+}
+
+#define WAIT_FOR(cond)                                                         \
+	do {                                                                   \
+		long long dl_ = clock_ns() + WAIT_NS;                          \
+		while (!(cond))                                                \
+			cr_assert(loop_once(dl_), "timed out waiting for %s",  \
+			    #cond);                                            \
+	} while (0)
+
+/* --- the worker log (FAKE_WORKER_LOG) --- */
+
+/* Lines "PID what CONTAINER" for this container (NULL: any). */
+static int
+worker_log_count(const char *what, const char *cid)
+{
+	char line[512], *rest, *end;
+	size_t n = strlen(what);
+	FILE *f;
+	int count = 0;
+
+	if ((f = fopen(worker_log, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		strtol(line, &end, 10);
+		if (*end != ' ')
+			continue;
+		rest = end + 1;
+		if (strncmp(rest, what, n) != 0 || rest[n] != ' ')
+			continue;
+		if (cid == NULL || strcmp(rest + n + 1, cid) == 0)
+			count++;
+	}
+	fclose(f);
+	return count;
+}
+
+/* --- sessions and calls --- */
+
+static void
+client_send(struct session *sess, json_object *msg)
+{
+	struct client *cl = sess->transport;
+
+	json_object_array_add(cl->msgs, msg);
+}
+
+static struct client *
+client_new(void)
+{
+	struct client *cl;
+
+	cr_assert_lt(nclients, 4);
+	cl = &clients[nclients++];
+	cl->msgs = json_object_new_array();
+	cl->sess = mcp_session_new(client_send, cl);
+	return cl;
+}
+
+static void
+client_close(struct client *cl)
+{
+	if (cl->closed)
+		return;
+	cl->closed = 1;
+	mcp_session_close(cl->sess);
+}
+
+/* A sandbox_initialize call's creation; returns the call's id. */
+static int
+create_named(struct client *cl, const char *image, const char *name)
+{
+	struct limits lim = {conf.memory_mb, conf.cpus, conf.pids};
+	json_object *id;
+	struct call *c;
+	int n = next_call_id++;
+
+	id = json_object_new_int(n);
+	c = mcp_call_new(cl->sess, id, "sandbox_initialize");
+	json_object_put(id);
+	sandbox_create(
+	    c, image, name, NULL, "/workspace", "none", &lim, conf.ttl);
+	return n;
+}
+
+static int
+create(struct client *cl, const char *image)
+{
+	return create_named(cl, image, NULL);
+}
+
+/* The result answering call id, or NULL while there is none. */
+static json_object *
+reply(struct client *cl, int id)
+{
+	json_object *m, *v, *r;
+	size_t i;
+
+	for (i = 0; i < json_object_array_length(cl->msgs); i++) {
+		m = json_object_array_get_idx(cl->msgs, i);
+		if (json_object_object_get_ex(m, "id", &v) &&
+		    json_object_get_int(v) == id &&
+		    json_object_object_get_ex(m, "result", &r))
+			return r;
+	}
+	return NULL;
+}
+
+static json_object *
+wait_reply(struct client *cl, int id)
+{
+	WAIT_FOR(reply(cl, id) != NULL);
+	return reply(cl, id);
+}
+
+static int
+is_error(json_object *r)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(r, "isError", &v) &&
+	       json_object_get_boolean(v);
+}
+
+static const char *
+text_of(json_object *r)
+{
+	json_object *content, *t;
+
+	if (json_object_object_get_ex(r, "content", &content) &&
+	    json_object_object_get_ex(
+	        json_object_array_get_idx(content, 0), "text", &t))
+		return json_object_get_string(t);
+	return "";
+}
+
+static const char *
+container_of(json_object *r)
+{
+	json_object *s, *v;
+
+	if (json_object_object_get_ex(r, "structuredContent", &s) &&
+	    json_object_object_get_ex(s, "container_id", &v))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+/* A creation that succeeds: its container's id. */
+static const char *
+create_ok(struct client *cl, const char *name)
+{
+	json_object *r;
+	const char *cid;
+
+	r = wait_reply(cl, create_named(cl, IMAGE, name));
+	cr_assert(!is_error(r), "creation failed: %s", text_of(r));
+	cid = container_of(r);
+	cr_assert_not_null(cid);
+	WAIT_FOR(worker_log_count("hello", cid) >= 1);
+	return cid;
+}
+
+/* The container id of the nth call of op. */
+static const char *
+call_arg(enum fake_op op, int nth)
+{
+	const struct fake_call *fc;
+	size_t i;
+
+	for (i = 0; (fc = fake_call(eng, i)) != NULL; i++)
+		if (fc->op == op && nth-- == 0)
+			return fc->arg;
+	return NULL;
+}
+
+/* Nothing of any sandbox left: registry, workers, containers, calls. */
+static void
+wait_nothing_left(void)
+{
+	WAIT_FOR(sandbox_count() == 0 && wproc_count() == 0 &&
+	         fake_containers(eng) == 0 && fake_in_flight(eng) == 0);
+}
+
+/* --- set-up and tear-down --- */
+
+/* The options of the server under test, with one more (or none). */
+static void
+parse_config(const char *opt, const char *val)
+{
+	char *argv[16];
+	int argc = 0;
+
+	config_free(&conf);
+	memset(&conf, 0, sizeof conf);
+	argv[argc++] = "test-lifecycle";
+	argv[argc++] = "--runtime-dir";
+	argv[argc++] = rundir;
+	argv[argc++] = "--log-level";
+	argv[argc++] = "error";
+	argv[argc++] = "--idle-ttl";
+	argv[argc++] = "0";
+	if (opt != NULL) {
+		argv[argc++] = (char *)opt;
+		argv[argc++] = (char *)val;
+	}
+	argv[argc] = NULL;
+	cr_assert_eq(config_parse(&conf, argc, argv, stderr), 0);
+	sup.conf = &conf;
+}
+
+static void
+setup(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct timeval tick = {0, 50 * 1000};
+
+	snprintf(rundir, sizeof rundir, "%s/lifecycle-XXXXXX",
+	    tmp != NULL && *tmp == '/' ? tmp : "/tmp");
+	cr_assert_not_null(mkdtemp(rundir));
+	snprintf(worker_log, sizeof worker_log, "%s/workers", rundir);
+	setenv("FAKE_WORKER_LOG", worker_log, 1);
+	unsetenv("FAKE_WORKER_MODE");
+	log_init("test-lifecycle", LOG_ERROR);
+	parse_config(NULL, NULL);
+	cr_assert_not_null(sup.base = event_base_new());
+	sup.engine = eng = fake_engine_new(sup.base);
+	fake_image_add(eng, IMAGE);
+	random_hex(sup.instance, 16);
+	if (proc_boot_id(sup.boot_id, sizeof sup.boot_id) == -1)
+		snprintf(sup.boot_id, sizeof sup.boot_id, "unknown");
+	cr_assert_eq(proc_start_ticks(getpid(), &sup.start_ticks), 0);
+	sup.self_fd = open(FAKE_WORKER_PATH, O_RDONLY | O_CLOEXEC);
+	cr_assert_neq(
+	    sup.self_fd, -1, "%s: %s", FAKE_WORKER_PATH, strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+	stats_init();
+	layers_init();
+	cr_assert_eq(spool_init(sup.instance, sup.boot_id, sup.start_ticks), 0);
+	ev_chld = evsignal_new(sup.base, SIGCHLD, chld_cb, NULL);
+	evsignal_add(ev_chld, NULL);
+	/* EVLOOP_ONCE returns at least this often, for the deadline. */
+	ev_tick = event_new(sup.base, -1, EV_PERSIST, tick_cb, NULL);
+	evtimer_add(ev_tick, &tick);
+}
+
+/* (After the suite's setup.) */
+static void
+short_ttl(void)
+{
+	parse_config("--ttl", "1");
+}
+
+static void
+short_pull(void)
+{
+	parse_config("--pull-timeout", "1");
+}
+
+static int destroyed_all;
+
+static void
+all_destroyed(void)
+{
+	destroyed_all = 1;
+}
+
+/*
+ * Whatever a test left (it failed, or keeps a sandbox to the end) goes as
+ * at shutdown; then every worker is reaped and every allocation freed.
+ */
+static void
+teardown(void)
+{
+	long long dl = clock_ns() + WAIT_NS;
+	int i;
+
+	for (i = 0; i < nclients; i++)
+		client_close(&clients[i]);
+	sandbox_destroy_all(all_destroyed);
+	while ((!destroyed_all || wproc_count() > 0) && loop_once(dl))
+		;
+	wproc_kill_all();
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	wproc_reap();
+	defer_flush();
+	engine_free(sup.engine);
+	reaper_free();
+	spool_cleanup();
+	for (i = 0; i < nclients; i++)
+		json_object_put(clients[i].msgs);
+	event_free(ev_chld);
+	event_free(ev_tick);
+	event_base_free(sup.base);
+	close(sup.self_fd);
+	config_free(&conf);
+	unlink(worker_log);
+	if (rmdir(rundir) == -1)
+		fprintf(stderr, "test-lifecycle: rmdir %s: %s\n", rundir,
+		    strerror(errno));
+}
+
+TestSuite(lifecycle, .init = setup, .fini = teardown, .timeout = 90);
+
+/* --- creation --- */
+
+Test(lifecycle, create_answers_with_the_container_its_worker_said_hello)
+{
+	struct client *cl = client_new();
+	const struct fake_call *fc;
+	struct sandbox *sb;
+	json_object *labels, *v;
+	const char *cid;
+	char pid[32];
+
+	cid = create_ok(cl, "box");
+	cr_assert_eq(fake_containers(eng), 1);
+	cr_assert_str_eq(fake_container_id(eng, 0), cid);
+	cr_assert(fake_container_running(eng, cid));
+	cr_assert_str_eq(
+	    fake_trace(eng), "image_inspect container_create container_start");
+	cr_assert_str_eq(fake_call(eng, 0)->arg, IMAGE);
+	cr_assert_str_eq(fake_call(eng, 1)->arg, IMAGE);
+	cr_assert_str_eq(fake_call(eng, 2)->arg, cid);
+
+	/* The labels a later instance's reaper judges it by. */
+	fc = fake_call(eng, 1);
+	cr_assert_not_null(fc->labels);
+	labels = json_tokener_parse(fc->labels);
+	cr_assert(json_object_object_get_ex(labels, INSTANCE_LABEL, &v));
+	cr_assert_str_eq(json_object_get_string(v), sup.instance);
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	cr_assert(json_object_object_get_ex(labels, PID_LABEL, &v));
+	cr_assert_str_eq(json_object_get_string(v), pid);
+	cr_assert(json_object_object_get_ex(labels, BOOT_LABEL, &v));
+	cr_assert_str_eq(json_object_get_string(v), sup.boot_id);
+	cr_assert(json_object_object_get_ex(labels, EXPIRES_LABEL, &v));
+	cr_assert(json_object_object_get_ex(labels, NAME_LABEL, &v));
+	cr_assert_str_eq(json_object_get_string(v), "box");
+	json_object_put(labels);
+
+	cr_assert_eq(sandbox_count(), 1);
+	cr_assert_not_null(sb = sandbox_find(NULL, cid));
+	cr_assert_eq(sb->state, SB_READY);
+	cr_assert_not_null(sb->worker);
+	cr_assert_eq(wproc_count(), 1);
+	cr_assert_eq(worker_log_count("start", cid), 1);
+	cr_assert_eq(worker_log_count("hello", cid), 1);
+	cr_assert_eq(stats.sandboxes_created, 1);
+
+	client_close(cl);
+	wait_nothing_left();
+	cr_assert_eq(fake_count(eng, FAKE_STOP, cid), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	cr_assert_eq(worker_log_count("shutdown", cid), 1);
+}
+
+Test(lifecycle, missing_image_is_pulled_before_the_create)
+{
+	struct client *cl = client_new();
+	json_object *r;
+
+	r = wait_reply(cl, create(cl, "busybox:1"));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert_str_eq(fake_trace(eng),
+	    "image_inspect image_pull image_inspect container_create "
+	    "container_start");
+	cr_assert_str_eq(fake_call(eng, 1)->arg, "busybox:1");
+	cr_assert(fake_image_has(eng, "busybox:1"));
+	cr_assert_eq(sandbox_count(), 1);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+Test(lifecycle, failed_pull_answers_an_error_and_leaves_nothing)
+{
+	struct client *cl = client_new();
+	json_object *r;
+
+	fake_fail(eng, FAKE_IMAGE_PULL, 1, "pull access denied for busybox", 0);
+	r = wait_reply(cl, create(cl, "busybox:1"));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "could not be pulled") != NULL, "%s",
+	    text_of(r));
+	cr_assert(strstr(text_of(r), "pull access denied") != NULL);
+	cr_assert_str_eq(fake_trace(eng), "image_inspect image_pull");
+	wait_nothing_left();
+	cr_assert_eq(worker_log_count("start", NULL), 0);
+	cr_assert_eq(stats.sandboxes_failed, 1);
+	client_close(cl);
+}
+
+Test(lifecycle, hanging_pull_fails_at_the_pull_timeout, .init = short_pull)
+{
+	struct client *cl = client_new();
+	const struct fake_call *fc;
+	json_object *r;
+
+	fake_hold(eng, FAKE_IMAGE_PULL, -1);
+	r = wait_reply(cl, create(cl, "busybox:1"));
+	cr_assert(is_error(r));
+	cr_assert(
+	    strstr(text_of(r), "--pull-timeout") != NULL, "%s", text_of(r));
+	fc = fake_call(eng, 1);
+	cr_assert_eq(fc->op, FAKE_IMAGE_PULL);
+	cr_assert(fc->cancelled, "the pull was left in flight");
+	wait_nothing_left();
+	client_close(cl);
+}
+
+Test(lifecycle, failed_create_answers_an_error_and_leaves_nothing)
+{
+	struct client *cl = client_new();
+	json_object *r;
+
+	fake_fail(eng, FAKE_CREATE, 1, "no space left on device", 0);
+	r = wait_reply(cl, create(cl, IMAGE));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "cannot create a sandbox") != NULL, "%s",
+	    text_of(r));
+	cr_assert(strstr(text_of(r), "no space left on device") != NULL);
+	cr_assert_str_eq(fake_trace(eng), "image_inspect container_create");
+	wait_nothing_left();
+	cr_assert_eq(worker_log_count("start", NULL), 0);
+	client_close(cl);
+}
+
+Test(lifecycle, failed_start_removes_the_container_and_its_worker)
+{
+	struct client *cl = client_new();
+	const char *cid;
+	json_object *r;
+
+	fake_fail(eng, FAKE_START, 1, "OCI runtime create failed", 0);
+	r = wait_reply(cl, create(cl, IMAGE));
+	cr_assert(is_error(r));
+	cr_assert(
+	    strstr(text_of(r), "could not start") != NULL, "%s", text_of(r));
+	wait_nothing_left();
+	cr_assert_not_null(cid = call_arg(FAKE_START, 0));
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	/* Its worker was started, then told to finish. */
+	cr_assert_eq(worker_log_count("hello", cid), 1);
+	cr_assert_eq(worker_log_count("shutdown", cid), 1);
+	client_close(cl);
+}
+
+Test(lifecycle, silent_worker_fails_the_creation_at_the_hello_timeout)
+{
+	struct client *cl = client_new();
+	const char *cid;
+	json_object *r;
+
+	setenv("FAKE_WORKER_MODE", "silent", 1);
+	r = wait_reply(cl, create(cl, IMAGE));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "did not start in time") != NULL, "%s",
+	    text_of(r));
+	wait_nothing_left();
+	cr_assert_not_null(cid = call_arg(FAKE_START, 0));
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	cr_assert_eq(worker_log_count("start", cid), 1);
+	cr_assert_eq(worker_log_count("hello", cid), 0);
+	client_close(cl);
+}
+
+/* --- expiry --- */
+
+Test(lifecycle, lifetime_end_removes_the_container, .init = short_ttl)
+{
+	struct client *cl = client_new();
+	const char *cid;
+
+	cid = create_ok(cl, NULL);
+	cr_assert_eq(sandbox_count(), 1);
+	WAIT_FOR(sandbox_count() == 0);
+	wait_nothing_left();
+	cr_assert_eq(fake_count(eng, FAKE_STOP, cid), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	cr_assert_eq(worker_log_count("shutdown", cid), 1);
+	cr_assert_eq(stats.sandboxes_removed, 1);
+	client_close(cl);
+}
+
+/* --- workers that die --- */
+
+static void
+kill_done(json_object *res, void *arg)
+{
+	(void)res;
+	(*(int *)arg)++;
+}
+
+Test(lifecycle, crashed_worker_is_replaced_for_the_same_container)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	json_object *op;
+	const char *cid;
+	pid_t first;
+	int done = 0;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	first = wproc_pid(sb->worker);
+	kill(first, SIGKILL);
+	WAIT_FOR(worker_log_count("hello", cid) == 2 && wproc_count() == 1 &&
+	         (sb = sandbox_find(NULL, cid)) != NULL && sb->worker != NULL);
+	cr_assert_neq(wproc_pid(sb->worker), first);
+	cr_assert_eq(sb->restarts, 1);
+	cr_assert_eq(stats.workers_restarted, 1);
+	cr_assert_eq(sb->state, SB_READY);
+	/* The container was left alone, and the new worker serves. */
+	cr_assert_eq(fake_count(eng, FAKE_STOP, NULL), 0);
+	cr_assert(fake_container_running(eng, cid));
+	op = json_tokener_parse("{\"op\":\"kill\",\"tokens\":[]}");
+	wproc_call(sb->worker, op, NULL, kill_done, &done);
+	json_object_put(op);
+	WAIT_FOR(done == 1);
+	cr_assert_eq(worker_log_count("call kill", cid), 1);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+static void
+exec_done(json_object *res, void *arg)
+{
+	struct proto_result *r = arg;
+	static char error[256];
+
+	proto_result_decode(res, r);
+	snprintf(error, sizeof error, "%s", r->error != NULL ? r->error : "");
+	r->error = error;
+	r->result_cut = 1; /* (here: answered) */
+	/* The next worker behaves: it is spawned after this returns. */
+	unsetenv("FAKE_WORKER_MODE");
+}
+
+Test(lifecycle, call_in_flight_when_its_worker_dies_fails_and_is_killed)
+{
+	struct client *cl = client_new();
+	struct proto_result res;
+	struct proto_run run;
+	struct sandbox *sb;
+	json_object *op;
+	const char *cid;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	/* Only workers started from now on die on a call: this one did
+	 * not read the variable. */
+	setenv("FAKE_WORKER_MODE", "crash-on-call", 1);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("hello", cid) == 2 && wproc_count() == 1 &&
+	         (sb = sandbox_find(NULL, cid)) != NULL && sb->worker != NULL);
+
+	memset(&run, 0, sizeof run);
+	run.kind = PROTO_RUN_EXEC;
+	run.command = "sleep 100";
+	run.log_stdout = 1;
+	op = proto_run_encode(&run);
+	memset(&res, 0, sizeof res);
+	wproc_call(sb->worker, op, NULL, exec_done, &res);
+	json_object_put(op);
+	WAIT_FOR(res.result_cut == 1);
+	cr_assert(strstr(res.error, "crashed") != NULL, "%s", res.error);
+	/* The third worker is told to kill what the call left running. */
+	WAIT_FOR(worker_log_count("call kill", cid) == 1);
+	cr_assert_eq(worker_log_count("hello", cid), 3);
+	cr_assert_eq(sandbox_count(), 1);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+Test(lifecycle, worker_that_keeps_crashing_gives_the_sandbox_up)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	setenv("FAKE_WORKER_MODE", "crash", 1);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(sandbox_count() == 0);
+	wait_nothing_left();
+	/* The first worker, then a new one each time, up to the limit. */
+	cr_assert_eq(worker_log_count("start", cid), 1 + MAX_RESTARTS);
+	cr_assert_eq(worker_log_count("hello", cid), 1 + MAX_RESTARTS);
+	cr_assert_eq(stats.workers_restarted, MAX_RESTARTS);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	client_close(cl);
+}
+
+Test(lifecycle, worker_dying_before_the_container_started_fails_creation)
+{
+	struct client *cl = client_new();
+	const char *cid;
+	json_object *r;
+	int id;
+
+	/* The worker says hello and dies while the start is held. */
+	fake_hold(eng, FAKE_START, 1);
+	setenv("FAKE_WORKER_MODE", "kill", 1);
+	id = create(cl, IMAGE);
+	WAIT_FOR(fake_held(eng, FAKE_START) == 1 &&
+	         worker_log_count("crash", NULL) == 1 && wproc_count() == 0);
+	unsetenv("FAKE_WORKER_MODE");
+	fake_release(eng, FAKE_START);
+	r = wait_reply(cl, id);
+	cr_assert(is_error(r), "ready without a worker: %s", text_of(r));
+	cr_assert(
+	    strstr(text_of(r), "worker exited") != NULL, "%s", text_of(r));
+	wait_nothing_left();
+	cr_assert_not_null(cid = call_arg(FAKE_START, 0));
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	client_close(cl);
+}
+
+/* --- ends --- */
+
+Test(lifecycle, session_close_removes_its_sandboxes_only)
+{
+	struct client *a = client_new(), *b = client_new();
+	char a1[72], a2[72], b1[72];
+
+	snprintf(a1, sizeof a1, "%s", create_ok(a, "one"));
+	snprintf(a2, sizeof a2, "%s", create_ok(a, "two"));
+	snprintf(b1, sizeof b1, "%s", create_ok(b, "one"));
+	cr_assert_eq(sandbox_count(), 3);
+	client_close(a);
+	WAIT_FOR(fake_count(eng, FAKE_REMOVE, NULL) == 2 &&
+	         fake_in_flight(eng) == 0 && wproc_count() == 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, a1), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, a2), 1);
+	cr_assert_eq(sandbox_count(), 1);
+	cr_assert_not_null(sandbox_find(NULL, b1));
+	cr_assert(fake_container_running(eng, b1));
+	cr_assert_eq(fake_containers(eng), 1);
+	client_close(b);
+	wait_nothing_left();
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, b1), 1);
+}
+
+static void
+destroyed(void *arg, const char *err)
+{
+	(void)err;
+	(*(int *)arg)++;
+}
+
+Test(lifecycle, stopped_while_creating_removes_the_container_once_made)
+{
+	struct client *cl = client_new();
+	const char *cid;
+	json_object *r;
+	int id, done = 0;
+
+	fake_hold(eng, FAKE_CREATE, 1);
+	id = create(cl, IMAGE);
+	WAIT_FOR(fake_held(eng, FAKE_CREATE) == 1);
+	cr_assert_eq(sandbox_count(), 1);
+	/* As sandbox_stop does, while the engine makes the container. */
+	sandbox_destroy(TAILQ_FIRST(&sandboxes), destroyed, &done);
+	cr_assert_eq(sandbox_count(), 0);
+	cr_assert_eq(done, 0, "removed before the container was known");
+	fake_release(eng, FAKE_CREATE);
+	r = wait_reply(cl, id);
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "removed while it started") != NULL, "%s",
+	    text_of(r));
+	WAIT_FOR(done == 1);
+	wait_nothing_left();
+	cr_assert_not_null(cid = call_arg(FAKE_REMOVE, 0));
+	cr_assert_eq(fake_count(eng, FAKE_START, NULL), 0);
+	cr_assert_eq(worker_log_count("start", NULL), 0);
+	client_close(cl);
+}
+
+Test(lifecycle, stopped_while_starting_removes_container_and_worker)
+{
+	struct client *cl = client_new();
+	const char *cid;
+	json_object *r;
+	int id, done = 0;
+
+	fake_hold(eng, FAKE_START, 1);
+	id = create(cl, IMAGE);
+	WAIT_FOR(fake_held(eng, FAKE_START) == 1 &&
+	         worker_log_count("hello", NULL) == 1);
+	cr_assert_not_null(cid = call_arg(FAKE_START, 0));
+	sandbox_destroy(TAILQ_FIRST(&sandboxes), destroyed, &done);
+	cr_assert_eq(sandbox_count(), 0);
+	fake_release(eng, FAKE_START);
+	r = wait_reply(cl, id);
+	cr_assert(is_error(r));
+	WAIT_FOR(done == 1);
+	wait_nothing_left();
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	cr_assert_eq(worker_log_count("shutdown", cid), 1);
+	client_close(cl);
+}
+
+Test(lifecycle, session_end_while_creating_removes_what_was_made)
+{
+	struct client *cl = client_new();
+	const char *cid;
+
+	fake_hold(eng, FAKE_CREATE, 1);
+	create(cl, IMAGE);
+	WAIT_FOR(fake_held(eng, FAKE_CREATE) == 1);
+	client_close(cl);
+	cr_assert_eq(sandbox_count(), 0);
+	fake_release(eng, FAKE_CREATE);
+	wait_nothing_left();
+	cr_assert_not_null(cid = call_arg(FAKE_REMOVE, 0));
+	cr_assert_eq(fake_count(eng, FAKE_START, NULL), 0);
+	/* The call was cancelled with its session: nothing was sent. */
+	cr_assert_null(reply(cl, 1));
+}
+
+/* --- the reaper --- */
+
+static json_object *
+owner_labels(const char *instance, const char *pid, const char *boot,
+    unsigned long long start, long long expires)
+{
+	json_object *l = json_object_new_object();
+	char buf[32];
+
+	json_object_object_add(
+	    l, INSTANCE_LABEL, json_object_new_string(instance));
+	json_object_object_add(l, PID_LABEL, json_object_new_string(pid));
+	json_object_object_add(l, BOOT_LABEL, json_object_new_string(boot));
+	snprintf(buf, sizeof buf, "%llu", start);
+	json_object_object_add(l, START_LABEL, json_object_new_string(buf));
+	snprintf(buf, sizeof buf, "%lld", expires);
+	json_object_object_add(l, EXPIRES_LABEL, json_object_new_string(buf));
+	return l;
+}
+
+static void
+add(const char *id, json_object *labels, long long created)
+{
+	fake_container_add(eng, id, IMAGE, labels, created, 1);
+	json_object_put(labels);
+}
+
+/* A reaper run, to its end (the listing and every removal answered). */
+static void
+reap(void)
+{
+	int lists = fake_count(eng, FAKE_LIST, NULL);
+
+	reaper_run();
+	WAIT_FOR(fake_count(eng, FAKE_LIST, NULL) == lists + 1 &&
+	         fake_in_flight(eng) == 0);
+}
+
+Test(lifecycle, reaper_removes_dead_and_expired_owners_and_keeps_live_ones)
+{
+	struct client *cl = client_new();
+	long long now = (long long)time(NULL);
+	char self[32], dead[32];
+	const char *mine;
+	pid_t child;
+
+	/* A pid that is no process's any more. */
+	if ((child = fork()) == 0)
+		_exit(0);
+	cr_assert_neq(child, -1);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	snprintf(dead, sizeof dead, "%d", (int)child);
+	snprintf(self, sizeof self, "%d", (int)getpid());
+
+	mine = create_ok(cl, NULL);
+	/* Old, but in the registry: it is never a leftover. */
+	fake_container_set_created(eng, mine, now - 3600);
+
+	add("dead-pid", owner_labels("other", dead, sup.boot_id, 1, now + 3600),
+	    now);
+	add("reused-pid",
+	    owner_labels(
+	        "other", self, sup.boot_id, sup.start_ticks + 1, now + 3600),
+	    now);
+	add("live",
+	    owner_labels(
+	        "live", self, sup.boot_id, sup.start_ticks, now + 3600),
+	    now);
+	add("other-boot-expired",
+	    owner_labels("other", "1", "another-boot", 1, now - 2 * 3600), now);
+	add("other-boot-fresh",
+	    owner_labels("other", "1", "another-boot", 1, now + 3600), now);
+	add("own-old",
+	    owner_labels(
+	        sup.instance, self, sup.boot_id, sup.start_ticks, now + 3600),
+	    now - 3600);
+	add("own-young",
+	    owner_labels(
+	        sup.instance, self, sup.boot_id, sup.start_ticks, now + 3600),
+	    now);
+	add("unlabelled", NULL, now - 3600);
+
+	reap();
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "dead-pid"), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "reused-pid"), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "other-boot-expired"), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "own-old"), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, NULL), 4);
+	cr_assert(!fake_container_has(eng, "dead-pid"));
+	cr_assert(fake_container_has(eng, "live"));
+	cr_assert(fake_container_has(eng, "other-boot-fresh"));
+	cr_assert(fake_container_has(eng, "own-young"));
+	cr_assert(fake_container_has(eng, "unlabelled"));
+	cr_assert(fake_container_running(eng, mine));
+	cr_assert_eq(sandbox_count(), 1);
+	client_close(cl);
+	WAIT_FOR(sandbox_count() == 0 && wproc_count() == 0 &&
+	         fake_in_flight(eng) == 0);
+	cr_assert_eq(fake_containers(eng), 4);
+}
+
+Test(lifecycle, failed_removal_is_left_to_a_later_reaper_run)
+{
+	struct client *cl = client_new();
+	char cid[72];
+
+	snprintf(cid, sizeof cid, "%s", create_ok(cl, NULL));
+	fake_fail(
+	    eng, FAKE_REMOVE, 1, "removal of container is in progress", 0);
+	client_close(cl);
+	WAIT_FOR(sandbox_count() == 0 && wproc_count() == 0 &&
+	         fake_in_flight(eng) == 0);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 1);
+	cr_assert(fake_container_has(eng, cid));
+	/* Young: it may be a creation still on its way; left alone. */
+	reap();
+	cr_assert(fake_container_has(eng, cid));
+	fake_container_set_created(eng, cid, (long long)time(NULL) - 3600);
+	reap();
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 2);
+	cr_assert(!fake_container_has(eng, cid));
+}
