@@ -269,7 +269,7 @@ acct_begin(void)
 void
 acct_end(struct acct *a, struct proto_result *r)
 {
-	unsigned long long cpu, m;
+	unsigned long long cpu, us, m;
 	int have = 0;
 
 	if (a == NULL)
@@ -278,7 +278,8 @@ acct_end(struct acct *a, struct proto_result *r)
 		if (cgroup_cpu_ns(&ac.cg, &cpu) == 0 && cpu >= a->cpu0) {
 			cpu -= a->cpu0;
 			/* In milliseconds, to the microsecond. */
-			r->cpu_time_ms = (double)(cpu / 1000) / 1000.0;
+			us = cpu / 1000;
+			r->cpu_time_ms = (double)us / 1000.0;
 			r->has |= PROTO_R_CPU;
 		}
 		if (a->fd != -1)

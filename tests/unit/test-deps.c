@@ -1,4 +1,4 @@
-/* Unit tests of dependency detection and package names (supervisor/run/deps.c). */
+/* Unit tests of dependency detection and package names (run/deps.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
