@@ -26,16 +26,10 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "core.h"
 #include "fuzz.h"
 #include "http-int.h"
 #include "log.h"
-#include "core.h"
-#include "mcp.h"
-#include "resources.h"
-#include "run.h"
-#include "sandbox.h"
-#include "supervisor.h"
-#include "tools.h"
 #include "transport.h"
 
 #define FUZZ_ROUNDS                                                            \
@@ -47,12 +41,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static struct config conf;
 static struct sockaddr_in addr;
-
-void
-supervisor_quit(void)
-{
-	sup.shutting_down = 1;
-}
 
 static int
 fuzz_port(void)

@@ -15,14 +15,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "core.h"
 #include "mcp.h"
-#include "resources.h"
-#include "run.h"
-#include "sandbox.h"
-#include "supervisor.h"
-#include "tools.h"
-#include "transport.h"
 
 #define DEPTH 64 /* the --max-json-depth default */
 #define SHALLOW 3

@@ -27,28 +27,17 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "core.h"
 #include "fuzz.h"
 #include "log.h"
-#include "core.h"
 #include "mcp.h"
-#include "resources.h"
-#include "run.h"
 #include "sandbox.h"
-#include "supervisor.h"
-#include "tools.h"
-#include "transport.h"
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static struct config conf;
 static int strict;
-
-void
-supervisor_quit(void)
-{
-	sup.shutting_down = 1;
-}
 
 static json_object *
 fuzz_prompt_get(struct session *sess, json_object *args, const char **why)

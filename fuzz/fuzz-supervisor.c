@@ -8,8 +8,8 @@
 #include <event2/event.h>
 
 #include "config.h"
-#include "fuzz.h"
 #include "core.h"
+#include "fuzz.h"
 #include "log.h"
 #include "sandbox.h"
 #include "supervisor.h"

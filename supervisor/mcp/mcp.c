@@ -11,10 +11,9 @@
  * Lifetimes (core/core.h): a session ends with mcp_session_close(), which
  * marks it closing (nothing more is sent), cancels its calls and has the
  * layers above end what it owns (its sandboxes: the session_close hook);
- * then it is gone,
- * and freed from the event loop once its last call was answered.  A call
- * ends with mcp_call_reply(): it leaves its session's list at once, and its
- * memory goes from the event loop.
+ * then it is gone, and freed from the event loop once its last call was
+ * answered.  A call ends with mcp_call_reply(): it leaves its session's
+ * list at once, and its memory goes from the event loop.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,8 +21,8 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
 #include "core.h"
+#include "log.h"
 #include "mcp.h"
 #include "version.h"
 #include "xmalloc.h"

@@ -17,15 +17,11 @@
 
 #include <event2/event.h>
 
-#include "log.h"
 #include "core.h"
+#include "log.h"
 #include "mcp.h"
 #include "resources.h"
-#include "run.h"
-#include "sandbox.h"
 #include "supervisor.h"
-#include "tools.h"
-#include "transport.h"
 #include "xmalloc.h"
 
 #define FX_STEP_MS 50 /* the suite's "~50ms" between steps */

@@ -4,14 +4,7 @@
 
 #include <criterion/criterion.h>
 
-#include "core.h"
 #include "mcp.h"
-#include "resources.h"
-#include "run.h"
-#include "sandbox.h"
-#include "supervisor.h"
-#include "tools.h"
-#include "transport.h"
 
 #define DEPTH 64
 

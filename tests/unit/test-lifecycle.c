@@ -46,11 +46,6 @@
 /* wproc.c's WPROC_MAX_RESTARTS: new workers before a sandbox is given up */
 #define MAX_RESTARTS 5
 
-void
-supervisor_quit(void)
-{
-}
-
 /* A client session and every message the server sent it. */
 struct client {
 	struct session *sess;

@@ -12,17 +12,8 @@
 #include "config.h"
 #include "core.h"
 #include "mcp.h"
-#include "resources.h"
 #include "run.h"
 #include "sandbox.h"
-#include "supervisor.h"
-#include "tools.h"
-#include "transport.h"
-
-void
-supervisor_quit(void)
-{
-}
 
 static json_object *
 cut_exec_result(void)

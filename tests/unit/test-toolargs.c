@@ -8,19 +8,8 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "core.h"
 #include "mcp.h"
-#include "resources.h"
-#include "run.h"
-#include "sandbox.h"
-#include "supervisor.h"
 #include "tools.h"
-#include "transport.h"
-
-void
-supervisor_quit(void)
-{
-}
 
 /* The message for args (JSON text) to a tool, or NULL if they pass. */
 static char *

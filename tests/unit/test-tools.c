@@ -5,19 +5,9 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "core.h"
 #include "mcp.h"
-#include "resources.h"
-#include "run.h"
 #include "sandbox.h"
-#include "supervisor.h"
 #include "tools.h"
-#include "transport.h"
-
-void
-supervisor_quit(void)
-{
-}
 
 static json_object *
 parse_whole(const char *text)
