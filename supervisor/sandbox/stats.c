@@ -61,7 +61,7 @@ histogram_json(const struct histogram *h)
 	json_object_object_add(o, name, json_object_new_int64(v))
 
 /*
- * The counters as the mcp-sandboxd://stats resource and get_sandbox_status
+ * The counters as the sandbox://stats resource and get_sandbox_status
  * give them.
  */
 json_object *
