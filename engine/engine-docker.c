@@ -470,6 +470,17 @@ ed_cpath(const char *id, const char *rest)
 	return path;
 }
 
+/* A call on "/containers/<id><rest>" (body, if any, is borrowed). */
+static void
+ed_ccall(struct engine_req *req, int kind, const char *method, const char *id,
+    const char *rest, json_object *body)
+{
+	char *path = ed_cpath(id, rest);
+
+	ed_call(req, kind, method, path, body);
+	free(path);
+}
+
 static void
 ed_container_create(struct engine_req *req, const struct engine_spec *spec)
 {
@@ -491,48 +502,35 @@ ed_container_create(struct engine_req *req, const struct engine_spec *spec)
 static void
 ed_container_start(struct engine_req *req, const char *id)
 {
-	char *path = ed_cpath(id, "/start");
-
-	ed_call(req, ED_PLAIN, "POST", path, NULL);
-	free(path);
+	ed_ccall(req, ED_PLAIN, "POST", id, "/start", NULL);
 }
 
 static void
 ed_container_stop(struct engine_req *req, const char *id, int grace)
 {
-	char rest[32], *path;
+	char rest[32];
 
 	snprintf(rest, sizeof rest, "/stop?t=%d", grace);
-	path = ed_cpath(id, rest);
-	ed_call(req, ED_PLAIN, "POST", path, NULL);
-	free(path);
+	ed_ccall(req, ED_PLAIN, "POST", id, rest, NULL);
 }
 
 static void
 ed_container_remove(struct engine_req *req, const char *id)
 {
-	char *path = ed_cpath(id, "?v=1&force=1");
-
-	ed_call(req, ED_PLAIN, "DELETE", path, NULL);
-	free(path);
+	ed_ccall(req, ED_PLAIN, "DELETE", id, "?v=1&force=1", NULL);
 }
 
 static void
 ed_container_inspect(struct engine_req *req, const char *id)
 {
-	char *path = ed_cpath(id, "/json");
-
-	ed_call(req, ED_INSPECT, "GET", path, NULL);
-	free(path);
+	ed_ccall(req, ED_INSPECT, "GET", id, "/json", NULL);
 }
 
 static void
 ed_container_stats(struct engine_req *req, const char *id)
 {
-	char *path = ed_cpath(id, "/stats?stream=false&one-shot=true");
-
-	ed_call(req, ED_STATS, "GET", path, NULL);
-	free(path);
+	ed_ccall(req, ED_STATS, "GET", id, "/stats?stream=false&one-shot=true",
+	    NULL);
 }
 
 /* A query's filters=: {"<key>":[values...]}, escaped. */
@@ -579,13 +577,11 @@ static void
 ed_container_update_pids(struct engine_req *req, const char *id, long long n)
 {
 	json_object *body;
-	char *path = ed_cpath(id, "/update");
 
 	body = json_object_new_object();
 	json_object_object_add(body, "PidsLimit", json_object_new_int64(n));
-	ed_call(req, ED_PLAIN, "POST", path, body);
+	ed_ccall(req, ED_PLAIN, "POST", id, "/update", body);
 	json_object_put(body);
-	free(path);
 }
 
 static void

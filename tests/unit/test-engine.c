@@ -5,8 +5,6 @@
  * engine that refuses, hangs up early or answers nonsense gives a clean
  * error, never a crash or a leak (the suite also runs under ASan).
  */
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +19,7 @@
 #include <event2/listener.h>
 
 #include "engine.h"
+#include "fakesock.h"
 
 #define CID "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"
 
@@ -306,22 +305,12 @@ static struct engine *eng;
 static void
 setup(void)
 {
-	struct sockaddr_un sun;
-
 	memset(&fake, 0, sizeof fake);
 	memset(conns, 0, sizeof conns);
 	cr_assert_eq(engine_global_init("unix:///x"), 0);
 	cr_assert_not_null(base = event_base_new());
-	snprintf(sock_path, sizeof sock_path, "/tmp/mcp-engine-%d.sock",
-	    (int)getpid());
-	unlink(sock_path);
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", sock_path);
-	lis = evconnlistener_new_bind(base, engine_accept, NULL,
-	    LEV_OPT_CLOSE_ON_FREE, -1, (struct sockaddr *)&sun, sizeof sun);
-	cr_assert_not_null(lis);
-	snprintf(host, sizeof host, "unix://%s", sock_path);
+	lis = fakesock_listen(base, "mcp-engine", engine_accept, sock_path,
+	    sizeof sock_path, host, sizeof host);
 	cr_assert_not_null(eng = engine_new(base, host));
 }
 

@@ -6,8 +6,6 @@
  * of a socket curl has closed already (an epoll error, and the wrong
  * socket if its number were reused): nothing is logged.
  */
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +20,7 @@
 #include <event2/listener.h>
 
 #include "docker.h"
+#include "fakesock.h"
 
 static struct event_base *base;
 static struct evconnlistener *lis;
@@ -130,24 +129,14 @@ on_done(const struct docker_resp *r, void *arg)
 static void
 setup(void)
 {
-	struct sockaddr_un sun;
-
 	warnings = got_data = done = 0;
 	peer = NULL;
 	memset(conns, 0, sizeof conns);
 	event_set_log_callback(on_log);
 	curl_global_init(CURL_GLOBAL_ALL);
 	cr_assert_not_null(base = event_base_new());
-	snprintf(sock_path, sizeof sock_path, "/tmp/mcp-hijack-%d.sock",
-	    (int)getpid());
-	unlink(sock_path);
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", sock_path);
-	lis = evconnlistener_new_bind(base, engine_accept, NULL,
-	    LEV_OPT_CLOSE_ON_FREE, -1, (struct sockaddr *)&sun, sizeof sun);
-	cr_assert_not_null(lis);
-	snprintf(host, sizeof host, "unix://%s", sock_path);
+	lis = fakesock_listen(base, "mcp-hijack", engine_accept, sock_path,
+	    sizeof sock_path, host, sizeof host);
 }
 
 static void
