@@ -148,6 +148,15 @@ static const struct opt opts[] = {
         "private directory (0700) for spools and temporary trees (default "
         "$XDG_RUNTIME_DIR/mcp-sandboxd, else /run/mcp-sandboxd, else a "
         "new private directory)"},
+    {"agent", "MCP_SANDBOXD_AGENT", OPT_STR, O(agent_mode), "on", 0, 0,
+        "on: commands run through a small agent inside each sandbox (a "
+        "static binary bind-mounted read-only at /.mcp-sandboxd-agent), "
+        "with a Docker exec as the fallback; off: every command is a "
+        "Docker exec"},
+    {"agent-file", "MCP_SANDBOXD_AGENT_FILE", OPT_STR, O(agent_file), NULL, 0,
+        0,
+        "the agent program to mount instead of the built-in one (for "
+        "testing a replacement)"},
     {"spool-mb", "MCP_SANDBOXD_SPOOL_MB", OPT_LONG, O(spool_mb), "512", 1,
         1 << 20, "disk for the full outputs of a sandbox's execs (MiB)"},
     {"max-sandboxes", "MCP_SANDBOXD_MAX_SANDBOXES", OPT_LONG, O(max_sandboxes),
@@ -526,6 +535,15 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		    c->transport);
 		return -1;
 	}
+	if (strcmp(c->agent_mode, "on") == 0)
+		c->agent = 1;
+	else if (strcmp(c->agent_mode, "off") == 0)
+		c->agent = 0;
+	else {
+		fprintf(err, "--agent: expected on or off, got \"%s\"\n",
+		    c->agent_mode);
+		return -1;
+	}
 	/*
 	 * The token itself only from the environment (argv shows in ps),
 	 * and taken out of it so that no child inherits it.  unsetenv()
@@ -576,6 +594,8 @@ config_free(struct config *c)
 	free(c->print_config);
 	free(c->worker_container);
 	free(c->transport);
+	free(c->agent_mode);
+	free(c->agent_file);
 	free(c->listen);
 	free(c->auth_token_file);
 	free(c->auth_token);

@@ -54,6 +54,9 @@ struct config {
 	long max_line;
 	long max_json_depth;
 	char *runtime_dir; /* NULL: the default private directory */
+	char *agent_mode; /* --agent: "on" or "off" */
+	int agent; /* ... as a flag */
+	char *agent_file; /* NULL: the built-in agent */
 	char *labels[CONFIG_MAX_LABELS]; /* "key=value" added to containers */
 	int nlabels;
 	char *allow_dirs[CONFIG_MAX_DIRS]; /* host dirs for the file tools */

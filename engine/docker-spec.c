@@ -3,7 +3,8 @@
  * keep-alive, user, environment, labels, limits, tmpfs mounts) and the
  * hardening every sandbox gets whatever it asks (SPEC.md section 6): no
  * capabilities, no new privileges, the project's own seccomp profile, a
- * read-only root, an init, a private IPC namespace, a capped log.
+ * read-only root, an init, a private IPC namespace, a capped log.  The
+ * only host file it may see is one bound read-only (the agent's binary).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,18 @@ docker_spec_json(const struct engine_spec *spec)
 		free(s);
 	}
 	json_object_object_add(h, "Tmpfs", t);
+	if (spec->bind_file != NULL) {
+		a = json_object_new_array();
+		t = json_object_new_object();
+		json_object_object_add(t, "Type", json_object_new_string("bind"));
+		json_object_object_add(
+		    t, "Source", json_object_new_string(spec->bind_file));
+		json_object_object_add(
+		    t, "Target", json_object_new_string(spec->bind_target));
+		json_object_object_add(t, "ReadOnly", json_object_new_boolean(1));
+		json_object_array_add(a, t);
+		json_object_object_add(h, "Mounts", a);
+	}
 	json_object_object_add(
 	    h, "Memory", json_object_new_int64(spec->memory_bytes));
 	json_object_object_add(

@@ -13,6 +13,7 @@
 #include <sys/queue.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -75,6 +76,7 @@ ex_done(struct engine_exec *x, long code, const char *err,
 
 	x->state = EX_DONE;
 	if (!x->dead) {
+		memset(&res, 0, sizeof res);
 		res.exit_code = code;
 		res.error = err;
 		res.phase = phase;

@@ -99,6 +99,8 @@ struct engine_spec {
 	long long nofile, fsize_bytes; /* ulimits */
 	struct engine_tmpfs tmpfs[ENGINE_MAX_TMPFS];
 	int ntmpfs;
+	/* One host file bound read-only into it (the agent), or NULL. */
+	const char *bind_file, *bind_target;
 };
 
 /* A command to run in a container. */
@@ -121,6 +123,11 @@ struct engine_exec_result {
 	long exit_code; /* -1 if unknown */
 	const char *error; /* NULL, or why (see phase) */
 	enum engine_exec_phase phase;
+	/* The command's own usage, where the runner measures it (the
+	 * sandbox's agent does; an engine's exec does not). */
+	int usage;
+	double cpu_ms; /* user and system, the command and its children */
+	long long max_rss_bytes;
 };
 
 /*

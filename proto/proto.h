@@ -86,7 +86,11 @@ enum proto_type {
  *		timed_out, truncated, oom_killed, cancelled (bool),
  *		duration_ms, stdout_bytes, stderr_bytes (int),
  *		cpu_time_ms (number), memory_peak_bytes (int) of the sandbox
- *		during the run, when known,
+ *		during the run, when known, command_cpu_ms (number) and
+ *		command_max_rss_bytes (int) of the command itself and its
+ *		children, when the agent ran it; agent (bool: it ran
+ *		through the sandbox's agent), agent_note (string: why it
+ *		did not, the agent being on),
  *		error (string, only when the exec could not run at all).
  *	"kill"	tokens (array of strings): kill what carries them (the
  *		calls of a worker that died).  Result: {}.
@@ -154,6 +158,8 @@ void proto_run_set_token(json_object *, const char *);
 #define PROTO_R_MEMORY 0x400
 #define PROTO_R_DROPPED 0x800 /* dropped_stdout_bytes, dropped_stderr_bytes */
 #define PROTO_R_CUT 0x1000
+#define PROTO_R_USAGE 0x2000 /* command_cpu_ms, command_max_rss_bytes */
+#define PROTO_R_AGENT 0x4000
 /* What every exec's and every code call's result has. */
 #define PROTO_R_RUN                                                            \
 	(PROTO_R_EXIT_CODE | PROTO_R_DURATION | PROTO_R_TIMED_OUT |            \
@@ -172,6 +178,10 @@ struct proto_result {
 	long long memory_peak_bytes;
 	long long dropped_stdout_bytes, dropped_stderr_bytes;
 	int result_cut;
+	double command_cpu_ms; /* of the command and its children */
+	long long command_max_rss_bytes;
+	int agent; /* it ran through the sandbox's agent */
+	const char *agent_note; /* why it did not, when the agent is on */
 	const char *error; /* only when it could not run at all, or a
 	                      code call's traceback */
 };

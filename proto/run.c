@@ -257,10 +257,14 @@ static const struct {
     M("dropped_stdout_bytes", PROTO_R_DROPPED, T_INT, dropped_stdout_bytes),
     M("dropped_stderr_bytes", PROTO_R_DROPPED, T_INT, dropped_stderr_bytes),
     M("result_cut", PROTO_R_CUT, T_BOOL, result_cut),
+    M("command_cpu_ms", PROTO_R_USAGE, T_DOUBLE, command_cpu_ms),
+    M("command_max_rss_bytes", PROTO_R_USAGE, T_INT, command_max_rss_bytes),
+    M("agent", PROTO_R_AGENT, T_BOOL, agent),
 #undef M
 };
 #define NMEMBERS (sizeof members / sizeof members[0])
 #define K_ERROR "error"
+#define K_AGENT_NOTE "agent_note"
 
 static void *
 member(const struct proto_result *r, size_t i)
@@ -297,6 +301,7 @@ proto_result_add(const struct proto_result *r, json_object *o)
 			add_int(o, members[i].key, *(long long *)member(r, i));
 		}
 	}
+	add_str(o, K_AGENT_NOTE, r->agent_note);
 	add_str(o, K_ERROR, r->error);
 }
 
@@ -345,5 +350,6 @@ proto_result_decode(json_object *o, struct proto_result *r)
 		}
 		r->has |= members[i].bit;
 	}
+	r->agent_note = get_str(o, K_AGENT_NOTE);
 	r->error = get_str(o, K_ERROR);
 }

@@ -254,6 +254,7 @@ main(int argc, char **argv)
 	http_stop();
 	defer_flush();
 	spool_cleanup();
+	agentfile_forget();
 	engine_free(sup.engine);
 	reaper_free();
 	event_free(ev_term);

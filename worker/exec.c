@@ -3,8 +3,10 @@
  * its output demultiplexed and forwarded as PROTO_DATA under the stream's
  * credit, its standard input (if any) sent over a hijacked connection,
  * its exit code read back.  Timeouts, output caps and cancellation kill
- * the command's processes inside the container (killer.c).  The run
- * itself, create to exit code, is the engine's (engine_exec_new()).
+ * the command's processes inside the container.  The run itself goes
+ * through the sandbox's agent when it can take it (agent.c: one message
+ * each way, its kill at once), else it is the engine's, create to exit
+ * code (engine_exec_new(); killed by killer.c).
  */
 #include <sys/queue.h>
 
@@ -46,7 +48,13 @@ struct wexec {
 	enum exec_state state;
 	char token[40];
 	char tag[2][32]; /* in the activity log: stdout, stderr */
-	struct engine_exec *ex; /* the run, until it is done */
+	struct engine_exec *ex; /* the run, until it is done: the engine's */
+	struct agent_cmd *ac; /* ... or the agent's */
+	int via_agent;
+	const char *agent_note; /* why not through the agent (static) */
+	int usage; /* the command's own, from the agent */
+	double cpu_ms;
+	long long max_rss;
 	struct killer *killer; /* the killer in flight, if any */
 	long credit;
 	long long out_bytes, err_bytes, cap;
@@ -67,6 +75,35 @@ struct wexec {
 
 static void exec_finish(struct wexec *);
 
+/*
+ * Whether it may still be killed: it runs, or the agent has it (which
+ * may kill it before it said it started).
+ */
+static int
+exec_killable(const struct wexec *x)
+{
+	return x->state == X_RUN || (x->ac != NULL && x->state == X_CREATE);
+}
+
+/* The run's input and end, whichever runs it. */
+static void
+exec_write(struct wexec *x, const void *p, size_t len)
+{
+	if (x->ac != NULL)
+		agent_cmd_write(x->ac, p, len);
+	else if (x->ex != NULL)
+		engine_exec_write(x->ex, p, len);
+}
+
+static void
+exec_close_write(struct wexec *x)
+{
+	if (x->ac != NULL)
+		agent_cmd_close_write(x->ac);
+	else if (x->ex != NULL)
+		engine_exec_close_write(x->ex);
+}
+
 static struct wexec *
 exec_find(struct worker *w, uint32_t reqid)
 {
@@ -83,6 +120,7 @@ exec_free(struct wexec *x)
 {
 	LIST_REMOVE(x, entry);
 	engine_exec_cancel(x->ex);
+	agent_cmd_cancel(x->ac);
 	if (x->killer != NULL)
 		killer_cancel(x->killer);
 	event_free(x->timer);
@@ -111,7 +149,7 @@ exec_killed(void *arg, const char *err)
 	x->killer = NULL;
 	if (err != NULL)
 		log_warnx("%s: kill of %s: %s", __func__, x->token, err);
-	if (x->state == X_RUN)
+	if (exec_killable(x))
 		evtimer_add(x->timer, &tv);
 }
 
@@ -123,8 +161,13 @@ exec_kick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (x->killer != NULL || x->state != X_RUN)
+	if (x->killer != NULL || !exec_killable(x))
 		return;
+	if (x->ac != NULL) {
+		agent_cmd_kill(x->ac);
+		exec_killed(x, NULL);
+		return;
+	}
 	x->killer = killer_run_as(x->w, x->probe ? PROBE_USER : x->w->exec_user,
 	    &tok, 1, exec_killed, x);
 }
@@ -152,7 +195,7 @@ exec_timer_cb(evutil_socket_t fd, short what, void *arg)
 		exec_finish(x);
 		return;
 	}
-	if (x->state != X_RUN)
+	if (!exec_killable(x))
 		return;
 	if (!x->killing) {
 		x->timed_out = 1;
@@ -166,7 +209,10 @@ exec_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	log_warnx("%s: %s: stream still open after kill", __func__, x->token);
-	engine_exec_close(x->ex);
+	if (x->ac != NULL)
+		agent_cmd_stuck(x->ac);
+	else
+		engine_exec_close(x->ex);
 }
 
 static void
@@ -202,7 +248,7 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 		len -= n;
 	}
 	/* Out of credit: no more until the supervisor takes some. */
-	if (x->credit <= 0)
+	if (x->credit <= 0 && x->ex != NULL)
 		engine_exec_pause(x->ex, 1);
 }
 
@@ -224,6 +270,12 @@ exec_done(const struct engine_exec_result *res, void *arg)
 	struct timeval tv = {0, EXEC_OOM_WAIT_MS * 1000};
 
 	x->ex = NULL;
+	x->ac = NULL;
+	if (res->usage) {
+		x->usage = 1;
+		x->cpu_ms = res->cpu_ms;
+		x->max_rss = res->max_rss_bytes;
+	}
 	if (res->error != NULL) {
 		exec_fail(x,
 		    res->phase == ENGINE_EXEC_CREATE
@@ -305,6 +357,16 @@ exec_finish(struct wexec *x)
 	r.duration_ms = clock_ms() - x->start_ms;
 	r.stdout_bytes = x->out_bytes;
 	r.stderr_bytes = x->err_bytes;
+	if (x->usage) {
+		r.has |= PROTO_R_USAGE;
+		r.command_cpu_ms = x->cpu_ms;
+		r.command_max_rss_bytes = x->max_rss;
+	}
+	if (x->w->conf->agent) {
+		r.has |= PROTO_R_AGENT;
+		r.agent = x->via_agent;
+		r.agent_note = x->via_agent ? NULL : x->agent_note;
+	}
 	acct_end(x->acct, &r);
 	x->acct = NULL;
 	r.error = x->error;
@@ -418,10 +480,20 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.env = (const char *const *)env;
 
 	x->state = X_CREATE;
-	x->ex = engine_exec_new(w->engine, w->container, &spec, &exec_cbs, x);
+	x->agent_note = agent_unusable(w, spec.user);
+	if (x->agent_note == NULL &&
+	    (x->ac = agent_cmd_new(w, &spec, x->token, &exec_cbs, x)) != NULL)
+		x->via_agent = 1;
+	else {
+		if (x->agent_note == NULL)
+			x->agent_note = "the command does not fit the agent's "
+			                "message";
+		x->ex = engine_exec_new(
+		    w->engine, w->container, &spec, &exec_cbs, x);
+	}
 	if (run.stdin_text != NULL) {
-		engine_exec_write(x->ex, run.stdin_text, run.stdin_len);
-		engine_exec_close_write(x->ex);
+		exec_write(x, run.stdin_text, run.stdin_len);
+		exec_close_write(x);
 	}
 	for (i = 0; i < nenv; i++)
 		free(env[i]);
@@ -444,7 +516,7 @@ exec_cancel(struct worker *w, uint32_t reqid)
 	if ((x = exec_find(w, reqid)) == NULL)
 		return;
 	x->cancelled = 1;
-	if (x->state == X_RUN)
+	if (exec_killable(x))
 		exec_kill(x);
 }
 
@@ -457,7 +529,9 @@ exec_credit(struct worker *w, uint32_t stream, long bytes)
 	if ((x = exec_find(w, stream)) == NULL || bytes <= 0)
 		return;
 	x->credit += bytes;
-	if (x->credit > 0 && x->ex != NULL)
+	if (x->ac != NULL)
+		agent_cmd_credit(x->ac, bytes);
+	else if (x->credit > 0 && x->ex != NULL)
 		engine_exec_pause(x->ex, 0);
 }
 
@@ -485,11 +559,9 @@ exec_stdin(
 	if (flags & PROTO_F_EOF)
 		x->stdin_eof = 1;
 	/* Input that comes before the stream waits for it (the engine's). */
-	if (x->ex != NULL) {
-		engine_exec_write(x->ex, p, len);
-		if (x->stdin_eof)
-			engine_exec_close_write(x->ex);
-	}
+	exec_write(x, p, len);
+	if (x->stdin_eof)
+		exec_close_write(x);
 }
 
 struct killcall {
@@ -535,5 +607,7 @@ exec_kill_tokens(struct worker *w, uint32_t reqid, json_object *call)
 		exec_tokens_killed(kc, NULL);
 		return;
 	}
+	if (agent_sweep(w, toks, n, exec_tokens_killed, kc) == 0)
+		return;
 	killer_run(w, toks, n, exec_tokens_killed, kc);
 }

@@ -120,6 +120,7 @@ worker_quit(struct worker *w)
 	w->quitting = 1;
 	exec_abort_all(w);
 	interp_abort_all();
+	agent_stop(w);
 	killer_abort_all(w);
 	logs_stop();
 	events_stop(w);
@@ -253,10 +254,12 @@ worker_main(const struct config *conf)
 	events_start(&w);
 	acct_start(&w);
 	logs_start(&w, (size_t)conf->log_buffer_kb * 1024);
+	agent_start(&w);
 
 	event_base_dispatch(w.base);
 
 	exec_abort_all(&w);
+	agent_stop(&w);
 	events_stop(&w);
 	acct_stop();
 	proto_chan_free(w.chan);

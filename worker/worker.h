@@ -23,6 +23,7 @@ struct worker {
 	const struct config *conf;
 	LIST_HEAD(, wexec) execs;
 	LIST_HEAD(, killer) killers;
+	struct agent *agent; /* the sandbox's agent (agent.c) */
 	unsigned long oom_count; /* OOM kills seen in the engine's events */
 	int quitting;
 };
@@ -58,6 +59,26 @@ struct killer *killer_run_as(struct worker *, const char *, const char *const *,
 void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);
+
+/* agent.c */
+struct agent;
+struct agent_cmd;
+struct engine_exec_spec;
+struct engine_exec_cbs;
+void agent_start(struct worker *);
+void agent_stop(struct worker *);
+const char *agent_unusable(struct worker *, const char *);
+struct agent_cmd *agent_cmd_new(struct worker *,
+    const struct engine_exec_spec *, const char *,
+    const struct engine_exec_cbs *, void *);
+void agent_cmd_write(struct agent_cmd *, const void *, size_t);
+void agent_cmd_close_write(struct agent_cmd *);
+void agent_cmd_credit(struct agent_cmd *, long);
+void agent_cmd_kill(struct agent_cmd *);
+void agent_cmd_stuck(struct agent_cmd *);
+void agent_cmd_cancel(struct agent_cmd *);
+int agent_sweep(struct worker *, const char *const *, size_t,
+    void (*)(void *, const char *), void *);
 
 /* interp.c */
 void interp_call(struct worker *, uint32_t, json_object *);

@@ -24,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "agentwire.h"
 #include "clock.h"
 #include "config.h"
 #include "core.h"
@@ -1111,6 +1112,8 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	spec->fsize_bytes = c->fsize_mb * 1024 * 1024;
 	spec_tmpfs(spec, "/tmp", c->tmp_mb, 0, -1, 01777);
 	spec_tmpfs(spec, sb->workdir, c->workdir_mb, 1, sb->uid, 0755);
+	if ((spec->bind_file = agentfile_path()) != NULL)
+		spec->bind_target = AGENT_PATH;
 	s->volumes = json_object_new_array();
 }
 

@@ -70,6 +70,10 @@ struct sandbox {
 TAILQ_HEAD(sandboxes, sandbox);
 extern struct sandboxes sandboxes;
 
+/* agentfile.c */
+const char *agentfile_path(void);
+void agentfile_forget(void);
+
 /* sandbox.c */
 struct sandbox *sandbox_find(struct session *, const char *);
 struct sandbox *sandbox_lookup(struct call *, const char *);

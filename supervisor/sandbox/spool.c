@@ -204,6 +204,13 @@ rm_tree(const char *path)
 		log_warn("%s: rmdir %s", __func__, path);
 }
 
+/* The private directory of this instance, or NULL before spool_init(). */
+const char *
+spool_root_path(void)
+{
+	return spool_root;
+}
+
 /* Remove the private directory and everything in it. */
 void
 spool_cleanup(void)

@@ -15,6 +15,7 @@ struct spool;
 int spool_init(const char *, const char *, unsigned long long);
 void spool_reap(void);
 void spool_cleanup(void);
+const char *spool_root_path(void);
 
 struct spool_dir *spool_dir_new(const char *, long long);
 void spool_dir_free(struct spool_dir *);

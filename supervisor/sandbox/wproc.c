@@ -351,7 +351,8 @@ wproc_spawn(
 	char cap[32], logkb[32], uid[32];
 	char *argv[] = {"mcp-sandboxd", "--worker", sb->id, "--docker-host",
 	    c->docker_host, "--log-level", c->log_level, "--output-cap", cap,
-	    "--log-buffer-kb", logkb, "--worker-uid", uid, NULL};
+	    "--log-buffer-kb", logkb, "--worker-uid", uid, "--agent",
+	    c->agent ? "on" : "off", NULL};
 	int sv[2], null, ch, exe;
 	pid_t pid;
 

@@ -1,0 +1,406 @@
+/*
+ * Integration: the agent in each sandbox (worker/agent.c, agent/agent.c).
+ * Commands go through it and say so; its command's own usage comes back;
+ * with --agent off, or while it is lost, commands take the engine's exec
+ * and the result says why.  The hostile cases mount another program in
+ * its place (--agent-file): one that writes garbage, one that floods past
+ * its credit, one that never answers, one of another version, one killed
+ * by sandbox code.  The server must survive each, and every command must
+ * still run.
+ */
+#include <sys/stat.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+/* What every hostile agent (Python, in the test image) starts with. */
+static const char agent_prelude[] =
+    "#!/usr/bin/python3\n"
+    "import os, struct, sys, time\n"
+    "def send(t, i, p=b'', f=0):\n"
+    "    os.write(1, struct.pack('>HHII', t, f, len(p), i) + p)\n"
+    "def hello(v=1):\n"
+    "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
+    " os.getgid()))\n"
+    "def exact(n):\n"
+    "    b = b''\n"
+    "    while len(b) < n:\n"
+    "        c = os.read(0, n - len(b))\n"
+    "        if not c:\n"
+    "            sys.exit(0)\n"
+    "        b += c\n"
+    "    return b\n"
+    "def msg():\n"
+    "    t, f, n, i = struct.unpack('>HHII', exact(12))\n"
+    "    return t, f, i, exact(n)\n";
+
+static char agent_path[64];
+
+/* A server whose sandboxes mount this program as their agent. */
+static struct h_server *
+start_with_agent(const char *body)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(agent_path, sizeof agent_path, "/tmp/mcp-agent-test-XXXXXX");
+	fd = mkstemp(agent_path);
+	cr_assert(fd != -1);
+	f = fdopen(fd, "w");
+	cr_assert(f != NULL);
+	fputs(agent_prelude, f);
+	fputs(body, f);
+	fclose(f);
+	chmod(agent_path, 0755);
+	return h_start("--agent", "on", "--agent-file", agent_path, NULL);
+}
+
+static void
+finish(struct h_server *s, char *cid)
+{
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	if (agent_path[0] != '\0')
+		unlink(agent_path);
+	agent_path[0] = '\0';
+}
+
+/* An exec that must succeed; its first result (the caller puts r). */
+static json_object *
+exec_first(struct h_server *s, const char *cid, const char *cmd,
+    json_object **rp)
+{
+	json_object *r;
+
+	r = h_exec(s, cid, cmd, 30);
+	cr_assert(!h_is_error(r), "%s: %s", cmd, h_text(r));
+	*rp = r;
+	return h_first(r);
+}
+
+/* Execs until one goes through the agent (it restarts); 1 if one did. */
+static int
+agent_comes_back(struct h_server *s, const char *cid, int ms)
+{
+	long long end = h_now_ms() + ms;
+	json_object *r, *f;
+	int ok = 0;
+
+	while (!ok && h_now_ms() < end) {
+		f = exec_first(s, cid, "echo back", &r);
+		cr_expect_str_eq(h_str(f, "stdout"), "back\n");
+		ok = h_bool(f, "agent");
+		json_object_put(r);
+		if (!ok)
+			usleep(200 * 1000);
+	}
+	return ok;
+}
+
+/* The engine's exec took the command, and the result says why. */
+static void
+expect_fallback(json_object *f, const char *why)
+{
+	cr_expect(!h_bool(f, "agent"), "ran through the agent");
+	cr_expect(h_str(f, "agent_note") != NULL, "no agent_note");
+	if (why != NULL && h_str(f, "agent_note") != NULL)
+		cr_expect(h_contains(h_str(f, "agent_note"), why),
+		    "agent_note: %s", h_str(f, "agent_note"));
+}
+
+Test(agent, commands_go_through_it, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid;
+
+	s = h_start("--agent", "on", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	cr_assert(agent_comes_back(s, cid, 10000), "the agent never took one");
+
+	f = exec_first(s, cid, "echo out; echo err >&2; exit 0", &r);
+	cr_expect(h_bool(f, "agent"));
+	cr_expect(h_get(f, "agent_note") == NULL);
+	cr_expect_str_eq(h_str(f, "stdout"), "out\n");
+	cr_expect_str_eq(h_str(f, "stderr"), "err\n");
+	cr_expect(h_get(f, "command_cpu_ms") != NULL);
+	cr_expect_gt(h_int(f, "command_max_rss_bytes"), 0);
+	json_object_put(r);
+
+	/* The command's own usage, not the sandbox's. */
+	f = exec_first(s, cid,
+	    "python3 -c 'x = bytearray(96 << 20); sum(range(3000000))'", &r);
+	cr_expect(h_bool(f, "agent"));
+	cr_expect_gt(h_int(f, "command_max_rss_bytes"), 96LL << 20,
+	    "max rss %lld", h_int(f, "command_max_rss_bytes"));
+	cr_expect_gt(h_num(f, "command_cpu_ms"), 20.0, "cpu %f",
+	    h_num(f, "command_cpu_ms"));
+	json_object_put(r);
+
+	/* A signal, as the engine's exec reports it. */
+	r = h_exec(s, cid, "kill -TERM $$", 30);
+	f = h_first(r);
+	cr_expect(h_bool(f, "agent"));
+	cr_expect_eq(h_int(f, "exit_code"), 143, "%s", h_text(r));
+	cr_expect_eq(h_int(f, "signal"), 15);
+	json_object_put(r);
+	finish(s, cid);
+}
+
+Test(agent, timeout_kills_at_once, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	long long t0, took;
+	char *cid, *out;
+
+	s = h_start("--agent", "on", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	cr_assert(agent_comes_back(s, cid, 10000));
+	t0 = h_now_ms();
+	r = h_exec(s, cid,
+	    "setsid sleep 1001 >/dev/null 2>&1 & echo started; sleep 1000", 1);
+	took = h_now_ms() - t0;
+	f = h_first(r);
+	cr_expect(h_bool(f, "agent"));
+	cr_expect(h_bool(f, "timed_out"), "%s", h_text(r));
+	cr_expect_str_eq(h_str(f, "stdout"), "started\n");
+	cr_expect_lt(took, 4000, "answered after %lld ms", took);
+	json_object_put(r);
+	out = h_exec_ok(s, cid, "ps -eo args");
+	cr_expect(!h_contains(out, "sleep 100"), "left running:\n%s", out);
+	free(out);
+	finish(s, cid);
+}
+
+Test(agent, off, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid, *out;
+
+	s = h_start("--agent", "off", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	f = exec_first(s, cid, "echo hi", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "hi\n");
+	cr_expect(h_get(f, "agent") == NULL);
+	cr_expect(h_get(f, "command_cpu_ms") == NULL);
+	json_object_put(r);
+	/* Nothing mounted, nothing running. */
+	out = h_exec_ok(s, cid,
+	    "test -e /.mcp-sandboxd-agent && echo mounted; "
+	    "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '");
+	cr_expect(!h_contains(out, "mounted"), "%s", out);
+	cr_expect(!h_contains(out, "mcp-sandboxd-agent"), "%s", out);
+	free(out);
+	finish(s, cid);
+}
+
+/* The agent as the sandbox sees it: read-only, not writable, not
+ * readable through /proc by sandbox code. */
+Test(agent, cannot_be_changed_or_hijacked, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid, *out;
+
+	s = h_start("--agent", "on", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	cr_assert(agent_comes_back(s, cid, 10000));
+	out = h_exec_ok(s, cid,
+	    "echo x > /.mcp-sandboxd-agent 2>/dev/null && echo WROTE; "
+	    "rm -f /.mcp-sandboxd-agent 2>/dev/null && echo REMOVED; "
+	    "grep ' /.mcp-sandboxd-agent ' /proc/mounts | grep -q ' ro,' && "
+	    "echo RO; "
+	    "for p in /proc/[0-9]*; do "
+	    "  c=$(tr -d '\\0' < $p/cmdline 2>/dev/null); "
+	    "  [ \"$c\" = /.mcp-sandboxd-agent ] || continue; "
+	    "  echo junk > $p/fd/1 2>/dev/null && echo INJECTED; "
+	    "  ls $p/fd >/dev/null 2>&1 && echo FDS; "
+	    "done; echo done");
+	cr_expect(!h_contains(out, "WROTE"), "%s", out);
+	cr_expect(!h_contains(out, "REMOVED"), "%s", out);
+	cr_expect(h_contains(out, "RO"), "%s", out);
+	cr_expect(!h_contains(out, "INJECTED"), "%s", out);
+	cr_expect(!h_contains(out, "FDS"), "%s", out);
+	free(out);
+	f = exec_first(s, cid, "echo still", &r);
+	cr_expect(h_bool(f, "agent"));
+	json_object_put(r);
+	finish(s, cid);
+}
+
+/* Sandbox code kills the agent: that command's result is lost, clearly;
+ * the next ones run (on the engine's exec until it is back). */
+Test(agent, killed_by_sandbox_code, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid;
+	int i;
+
+	s = h_start("--agent", "on", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	for (i = 0; i < 3; i++) {
+		cr_assert(agent_comes_back(s, cid, 10000));
+		r = h_exec(s, cid,
+		    "for p in /proc/[0-9]*; do "
+		    "  c=$(tr -d '\\0' < $p/cmdline 2>/dev/null); "
+		    "  [ \"$c\" = /.mcp-sandboxd-agent ] && kill -9 ${p#/proc/}; "
+		    "done; sleep 5",
+		    30);
+		f = h_first(r);
+		cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
+		    "%s", h_text(r));
+		json_object_put(r);
+		/* Right away: the engine's exec, or the agent already back. */
+		f = exec_first(s, cid, "echo next", &r);
+		cr_expect_str_eq(h_str(f, "stdout"), "next\n");
+		if (!h_bool(f, "agent"))
+			expect_fallback(f, "agent");
+		json_object_put(r);
+	}
+	cr_expect(agent_comes_back(s, cid, 10000), "the agent stayed away");
+	finish(s, cid);
+}
+
+/* Garbage in place of its protocol. */
+Test(agent, hostile_garbage, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid;
+	int i;
+
+	s = start_with_agent("os.write(1, os.urandom(1 << 16))\n"
+	                     "time.sleep(600)\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	for (i = 0; i < 4; i++) {
+		f = exec_first(s, cid, "echo fine", &r);
+		cr_expect_str_eq(h_str(f, "stdout"), "fine\n");
+		expect_fallback(f, "agent");
+		json_object_put(r);
+		usleep(300 * 1000);
+	}
+	/* What the worker killed is gone: no hostile agent lingers. */
+	sleep(1);
+	f = exec_first(s, cid,
+	    "n=0; for p in /proc/[0-9]*; do "
+	    "  c=$(tr -d '\\0' < $p/cmdline 2>/dev/null); "
+	    "  case $c in *mcp-sandboxd-agent*) n=$((n+1));; esac; "
+	    "done; echo $n",
+	    &r);
+	cr_expect_leq(atoi(h_str(f, "stdout")), 1, "hostile agents left: %s",
+	    h_str(f, "stdout"));
+	json_object_put(r);
+	finish(s, cid);
+}
+
+/* Output far past the credit it was given: it is stopped; the command
+ * fails clearly, the server's memory stays bounded. */
+Test(agent, hostile_flood, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid;
+	long rss;
+
+	s = start_with_agent(
+	    "hello()\n"
+	    "while True:\n"
+	    "    t, fl, i, p = msg()\n"
+	    "    if t == 1:\n"
+	    "        send(65, i, struct.pack('>I', os.getpid()))\n"
+	    "        while True:\n"
+	    "            send(66, i, b'A' * 32768, 1)\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	/* Wait for its HELLO, then hand it a command. */
+	sleep(2);
+	r = h_exec(s, cid, "echo hi", 30);
+	f = h_first(r);
+	if (h_bool(f, "agent") || h_str(f, "error") != NULL) {
+		cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
+		    "%s", h_text(r));
+		cr_expect_leq(h_int(f, "stdout_bytes"), 256 * 1024);
+	}
+	json_object_put(r);
+	f = exec_first(s, cid, "echo after", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "after\n");
+	json_object_put(r);
+	rss = h_status_kb(s->pid, "VmHWM");
+	cr_expect_lt(rss, 64 * 1024, "supervisor peak RSS %ld kB", rss);
+	finish(s, cid);
+}
+
+/* One that says hello, then never answers: the timeout still ends the
+ * command, and the agent is given up. */
+Test(agent, hostile_silent, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	long long t0, took;
+	char *cid;
+
+	s = start_with_agent("hello()\n"
+	                     "while True:\n"
+	                     "    msg()\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	sleep(2);
+	t0 = h_now_ms();
+	r = h_exec(s, cid, "echo never", 2);
+	took = h_now_ms() - t0;
+	f = h_first(r);
+	cr_expect(h_bool(f, "timed_out") || h_str(f, "error") != NULL, "%s",
+	    h_text(r));
+	cr_expect_lt(took, 20000, "answered after %lld ms", took);
+	json_object_put(r);
+	f = exec_first(s, cid, "echo after", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "after\n");
+	json_object_put(r);
+	finish(s, cid);
+}
+
+/* Another version, or a HELLO as another user: never used. */
+Test(agent, hostile_handshake, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid;
+
+	s = start_with_agent("hello(2)\n"
+	                     "time.sleep(600)\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	sleep(2);
+	f = exec_first(s, cid, "echo fine", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "fine\n");
+	expect_fallback(f, NULL);
+	json_object_put(r);
+	finish(s, cid);
+
+	s = start_with_agent(
+	    "send(64, 0, struct.pack('>IIII', 1, os.getpid(), 0, 0))\n"
+	    "time.sleep(600)\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	sleep(2);
+	f = exec_first(s, cid, "echo fine", &r);
+	expect_fallback(f, NULL);
+	json_object_put(r);
+	finish(s, cid);
+}
