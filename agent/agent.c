@@ -37,17 +37,9 @@
 #define READ_CHUNK (64 * 1024) /* of the worker's stream */
 
 struct cmd {
-	uint32_t id; /* 0: a free slot */
-	pid_t pid; /* also its process group and session */
-	char token[AGENT_TOKEN_MAX + 1]; /* "" without one */
-	int in; /* its standard input; -1 closed, or never a pipe */
-	int out[2]; /* standard output and error; -1 at EOF */
 	uint64_t credit; /* output bytes it may still send */
 	unsigned char *ibuf; /* input not written yet, from ioff */
 	size_t ioff, ilen, icap;
-	int ieof; /* close in once ibuf is written */
-	int reaped;
-	int status;
 	struct rusage ru;
 	/*
 	 * Once reaped: how long more to wait for its pipes' EOF (something
@@ -56,6 +48,14 @@ struct cmd {
 	 */
 	int64_t linger;
 	int64_t tick; /* when linger was last counted down */
+	uint32_t id; /* 0: a free slot */
+	pid_t pid; /* also its process group and session */
+	int in; /* its standard input; -1 closed, or never a pipe */
+	int out[2]; /* standard output and error; -1 at EOF */
+	int ieof; /* close in once ibuf is written */
+	int reaped;
+	int status;
+	char token[AGENT_TOKEN_MAX + 1]; /* "" without one */
 };
 
 static struct cmd cmds[MAX_CMDS];
