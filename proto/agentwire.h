@@ -181,7 +181,7 @@ struct agent_exit {
 	char error[AGENT_MAX_ERROR + 1]; /* "" unless it never ran */
 };
 unsigned char *agent_exit_encode(uint32_t, const struct agent_exit *, size_t *);
-/* -1 unless 28 bytes and an error of at most AGENT_MAX_ERROR without a
+/* -1 unless 32 bytes and an error of at most AGENT_MAX_ERROR without a
  * NUL byte; the error is NUL-terminated. */
 int agent_exit_decode(const unsigned char *, size_t, struct agent_exit *);
 

@@ -1,0 +1,41 @@
+/* What the agent's files share (agent.c, spawn.c, sweep.c). */
+#ifndef AGENT_INT_H
+#define AGENT_INT_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include "agentwire.h"
+
+/* The variable that marks a command's processes with its token. */
+#define AGENT_TOKEN_VAR "MCP_SANDBOXD_EXEC"
+
+/*
+ * A started command: its pid (also its process group and session) and
+ * the agent's ends of its pipes, nonblocking and close-on-exec (in is -1
+ * when its standard input is /dev/null).
+ */
+struct spawn_child {
+	pid_t pid;
+	int in, out, err;
+};
+/*
+ * Starts the command of a RUN.  0, or -1 with why in err (errlen bytes,
+ * e.g. "chdir /nope: No such file or directory"): it never ran.
+ */
+int spawn_start(
+    const struct agent_run *, struct spawn_child *, char *err, size_t errlen);
+
+/*
+ * Stops, then kills with SIGKILL, every process of the given process
+ * groups (each also a session) and every one whose environment holds
+ * AGENT_TOKEN_VAR=token for one of the tokens, never the agent itself.
+ * Returns how many processes were killed.
+ */
+int sweep_kill(const pid_t *, size_t, const char *const *, size_t);
+
+/* A line on standard error, which the worker may log. */
+void agent_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,675 @@
+/*
+ * The agent in each sandbox (agentwire.h).  A worker starts it once, as
+ * the sandbox user, through one long-lived exec: the worker's messages
+ * arrive on standard input (RUN, INPUT, CREDIT, KILL, SWEEP), the
+ * agent's leave on standard output (HELLO, STARTED, OUT, SENT, EXIT,
+ * SWEPT).  One thread, one poll() loop; SIGCHLD through a signalfd; the
+ * agent is the subreaper of everything it starts, so that it reaps the
+ * orphans too.  Every buffer is capped: a command that floods, closes
+ * its descriptors or never exits costs the agent no more memory.
+ *
+ * A worker that goes away (EOF) or sends what the protocol does not
+ * allow is gone: every command is killed and the agent exits.
+ */
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent-int.h"
+
+#define MAX_CMDS 128
+#define INPUT_CAP (1024 * 1024) /* input held for a command */
+#define LINGER_MS 200 /* for the pipes' EOF once a command is reaped */
+#define CREDIT_CAP ((uint64_t)1 << 40)
+#define READ_CHUNK (64 * 1024) /* of the worker's stream */
+
+struct cmd {
+	uint64_t credit; /* output bytes it may still send */
+	unsigned char *ibuf; /* input not written yet, from ioff */
+	size_t ioff, ilen, icap;
+	struct rusage ru;
+	/*
+	 * Once reaped: how long more to wait for its pipes' EOF (something
+	 * it left may hold them).  The clock runs only while it has
+	 * credit: what is waiting in a pipe for credit is not lost.
+	 */
+	int64_t linger;
+	int64_t tick; /* when linger was last counted down */
+	uint32_t id; /* 0: a free slot */
+	pid_t pid; /* also its process group and session */
+	int in; /* its standard input; -1 closed, or never a pipe */
+	int out[2]; /* standard output and error; -1 at EOF */
+	int ieof; /* close in once ibuf is written */
+	int reaped;
+	int status;
+	char token[AGENT_TOKEN_MAX + 1]; /* "" without one */
+};
+
+static struct cmd cmds[MAX_CMDS];
+static int sigfd = -1;
+/* One OUT, read in place behind its header. */
+static unsigned char obuf[AGENT_HDR_LEN + AGENT_DATA_CHUNK];
+
+static void quit(int) __attribute__((noreturn));
+
+void
+agent_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("mcp-sandboxd-agent: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A blocking write of all of p to the worker; the agent ends if it is gone. */
+static void
+send_all(const void *p, size_t len)
+{
+	struct pollfd pfd = {.fd = 1, .events = POLLOUT};
+	const unsigned char *b = p;
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(1, b, len)) > 0) {
+			b += n;
+			len -= (size_t)n;
+		} else if (n == -1 && errno == EAGAIN)
+			(void)poll(&pfd, 1, -1);
+		else if (n == -1 && errno != EINTR) {
+			agent_warn("write: %s", strerror(errno));
+			quit(1);
+		}
+	}
+}
+
+/*
+ * Sends a message made by the codec (NULL: out of memory) and frees it.
+ * (Never send_msg(encode(..., &len), len): the order in which arguments
+ * are evaluated is not defined.)
+ */
+static void
+send_msg(unsigned char *m, size_t len)
+{
+	if (m == NULL) {
+		agent_warn("a message: %s", strerror(errno));
+		quit(1);
+	}
+	send_all(m, len);
+	free(m);
+}
+
+static void
+send_u32(uint16_t type, uint32_t id, uint32_t v)
+{
+	size_t len;
+	unsigned char *m = agent_msg_u32(type, id, v, &len);
+
+	send_msg(m, len);
+}
+
+/* An EXIT for a command that never ran. */
+static void __attribute__((format(printf, 2, 3)))
+send_refusal(uint32_t id, const char *fmt, ...)
+{
+	struct agent_exit e;
+	unsigned char *m;
+	va_list ap;
+	size_t len;
+
+	memset(&e, 0, sizeof e);
+	e.exit_code = -1;
+	va_start(ap, fmt);
+	vsnprintf(e.error, sizeof e.error, fmt, ap);
+	va_end(ap);
+	m = agent_exit_encode(id, &e, &len);
+	send_msg(m, len);
+}
+
+static struct cmd *
+cmd_find(uint32_t id)
+{
+	int i;
+
+	for (i = 0; i < MAX_CMDS; i++)
+		if (cmds[i].id != 0 && cmds[i].id == id)
+			return &cmds[i];
+	return NULL;
+}
+
+static int
+cmd_pipes_open(const struct cmd *c)
+{
+	return c->out[0] != -1 || c->out[1] != -1;
+}
+
+static void
+cmd_close_in(struct cmd *c)
+{
+	if (c->in != -1)
+		close(c->in);
+	c->in = -1;
+	free(c->ibuf);
+	c->ibuf = NULL;
+	c->ioff = c->ilen = c->icap = 0;
+}
+
+/* The command's last message; its slot is free again. */
+static void
+cmd_end(struct cmd *c)
+{
+	struct agent_exit e;
+	unsigned char *m;
+	size_t len;
+	int k;
+
+	memset(&e, 0, sizeof e);
+	if (WIFEXITED(c->status))
+		e.exit_code = WEXITSTATUS(c->status);
+	else if (WIFSIGNALED(c->status)) {
+		e.signal = WTERMSIG(c->status);
+		e.exit_code = 128 + e.signal;
+	} else
+		e.exit_code = -1;
+	e.user_us = (uint64_t)c->ru.ru_utime.tv_sec * 1000000 +
+	            (uint64_t)c->ru.ru_utime.tv_usec;
+	e.sys_us = (uint64_t)c->ru.ru_stime.tv_sec * 1000000 +
+	           (uint64_t)c->ru.ru_stime.tv_usec;
+	e.maxrss_kb = (uint64_t)c->ru.ru_maxrss;
+	m = agent_exit_encode(c->id, &e, &len);
+	send_msg(m, len);
+	cmd_close_in(c);
+	for (k = 0; k < 2; k++)
+		if (c->out[k] != -1)
+			close(c->out[k]);
+	memset(c, 0, sizeof *c);
+}
+
+/* Counts the linger down for the time since the last count. */
+static void
+cmd_tick(struct cmd *c, int64_t now)
+{
+	if (c->reaped && c->credit > 0)
+		c->linger -= now - c->tick;
+	c->tick = now;
+}
+
+/*
+ * Reads what the credit allows of output pipe k and sends it: 1 when it
+ * sent bytes, 0 when there was nothing to read, -1 at EOF (the pipe is
+ * closed then).
+ */
+static int
+cmd_read(struct cmd *c, int k)
+{
+	struct agent_hdr h = {.type = AGENT_OUT,
+	    .flags = k == 0 ? AGENT_F_STDOUT : AGENT_F_STDERR,
+	    .id = c->id};
+	size_t want = AGENT_DATA_CHUNK;
+	ssize_t n;
+
+	if (c->out[k] == -1 || c->credit == 0)
+		return 0;
+	if (c->credit < want)
+		want = (size_t)c->credit;
+	n = read(c->out[k], obuf + AGENT_HDR_LEN, want);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		close(c->out[k]);
+		c->out[k] = -1;
+		return -1;
+	}
+	h.len = (uint32_t)n;
+	agent_hdr_encode(&h, obuf);
+	send_all(obuf, AGENT_HDR_LEN + (size_t)n);
+	c->credit -= (uint64_t)n;
+	return 1;
+}
+
+/*
+ * The linger is over: what the pipes hold now within the credit is
+ * sent, then they are closed and the command ends.
+ */
+static void
+cmd_expire(struct cmd *c)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		while (cmd_read(c, k) == 1)
+			;
+		if (c->out[k] != -1) {
+			close(c->out[k]);
+			c->out[k] = -1;
+		}
+	}
+	cmd_end(c);
+}
+
+/* Writes what the command's standard input takes, answering SENT. */
+static void
+cmd_write(struct cmd *c)
+{
+	ssize_t n = write(c->in, c->ibuf + c->ioff, c->ilen);
+
+	if (n > 0) {
+		c->ioff += (size_t)n;
+		c->ilen -= (size_t)n;
+		send_u32(AGENT_SENT, c->id, (uint32_t)n);
+		if (c->ilen == 0) {
+			c->ioff = 0;
+			if (c->ieof)
+				cmd_close_in(c);
+		}
+		return;
+	}
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	/*
+	 * EPIPE: it closed its standard input.  What it did not take is
+	 * acknowledged all the same, so that the worker's credit flows.
+	 */
+	send_u32(AGENT_SENT, c->id, (uint32_t)c->ilen);
+	cmd_close_in(c);
+}
+
+/* INPUT: held (up to INPUT_CAP; more is a broken worker's, dropped). */
+static void
+cmd_input(struct cmd *c, unsigned int flags, const unsigned char *p, size_t n)
+{
+	unsigned char *nb;
+	size_t cap;
+
+	if (c->in == -1 || c->ieof) {
+		/* Nowhere to go: taken all the same. */
+		if (n > 0)
+			send_u32(AGENT_SENT, c->id, (uint32_t)n);
+		return;
+	}
+	if (n > INPUT_CAP - c->ilen)
+		n = INPUT_CAP - c->ilen;
+	if (n > 0 && c->ioff + c->ilen + n > c->icap) {
+		if (c->ioff > 0) {
+			memmove(c->ibuf, c->ibuf + c->ioff, c->ilen);
+			c->ioff = 0;
+		}
+		if (c->ilen + n > c->icap) {
+			cap = c->icap < 65536 ? 65536 : c->icap * 2;
+			if (cap < c->ilen + n)
+				cap = c->ilen + n;
+			if (cap > INPUT_CAP)
+				cap = INPUT_CAP;
+			if ((nb = realloc(c->ibuf, cap)) == NULL)
+				n = 0;
+			else {
+				c->ibuf = nb;
+				c->icap = cap;
+			}
+		}
+	}
+	if (n > 0) {
+		memcpy(c->ibuf + c->ioff + c->ilen, p, n);
+		c->ilen += n;
+	}
+	if (flags & AGENT_F_EOF) {
+		c->ieof = 1;
+		if (c->ilen == 0)
+			cmd_close_in(c);
+	}
+}
+
+static void
+cmd_credit(struct cmd *c, uint32_t n, int64_t now)
+{
+	cmd_tick(c, now);
+	c->credit += n;
+	if (c->credit > CREDIT_CAP)
+		c->credit = CREDIT_CAP;
+}
+
+/* KILL: its group and everything carrying its token. */
+static void
+cmd_kill(struct cmd *c)
+{
+	const char *tok = c->token;
+
+	(void)sweep_kill(&c->pid, 1, &tok, c->token[0] != '\0' ? 1 : 0);
+}
+
+/* Kills every command, as KILL does, all in one sweep. */
+static void
+kill_all(void)
+{
+	const char *toks[MAX_CMDS];
+	pid_t groups[MAX_CMDS];
+	size_t ng = 0, nt = 0;
+	int i;
+
+	for (i = 0; i < MAX_CMDS; i++) {
+		if (cmds[i].id == 0)
+			continue;
+		groups[ng++] = cmds[i].pid;
+		if (cmds[i].token[0] != '\0')
+			toks[nt++] = cmds[i].token;
+	}
+	if (ng == 0)
+		return;
+	/* sweep_kill takes at most AGENT_MAX_TOKENS tokens at a time. */
+	do {
+		size_t t = nt < AGENT_MAX_TOKENS ? nt : AGENT_MAX_TOKENS;
+
+		(void)sweep_kill(groups, ng, toks + nt - t, t);
+		nt -= t;
+	} while (nt > 0);
+}
+
+static void
+quit(int code)
+{
+	kill_all();
+	exit(code);
+}
+
+/* RUN: a refusal is an EXIT (the command never ran). */
+static int
+msg_run(uint32_t id, const unsigned char *p, size_t len)
+{
+	char err[AGENT_MAX_ERROR + 1];
+	struct spawn_child ch;
+	struct agent_run r;
+	struct cmd *c = NULL;
+	int i;
+
+	if (id == 0 || agent_run_decode(p, len, &r) == -1)
+		return -1;
+	for (i = 0; i < MAX_CMDS && c == NULL; i++)
+		if (cmds[i].id == 0)
+			c = &cmds[i];
+	if (cmd_find(id) != NULL)
+		send_refusal(id, "command %u is running already", id);
+	else if (c == NULL)
+		send_refusal(id, "too many commands (%d)", MAX_CMDS);
+	else if (spawn_start(&r, &ch, err, sizeof err) == -1)
+		send_refusal(id, "%s", err);
+	else {
+		memset(c, 0, sizeof *c);
+		c->id = id;
+		c->pid = ch.pid;
+		if (r.token != NULL)
+			snprintf(c->token, sizeof c->token, "%s", r.token);
+		c->in = ch.in;
+		c->out[0] = ch.out;
+		c->out[1] = ch.err;
+		c->credit = AGENT_INITIAL_CREDIT;
+		send_u32(AGENT_STARTED, id, (uint32_t)ch.pid);
+	}
+	agent_run_free(&r);
+	return 0;
+}
+
+/* SWEEP: answered with how many it killed. */
+static int
+msg_sweep(uint32_t id, const unsigned char *p, size_t len)
+{
+	char *tokens[AGENT_MAX_TOKENS], *buf;
+	int n;
+
+	if ((buf = malloc(len + AGENT_MAX_TOKENS)) == NULL)
+		return -1;
+	if ((n = agent_sweep_decode(p, len, tokens, AGENT_MAX_TOKENS, buf)) ==
+	    -1) {
+		free(buf);
+		return -1;
+	}
+	n = sweep_kill(NULL, 0, (const char *const *)tokens, (size_t)n);
+	free(buf);
+	send_u32(AGENT_SWEPT, id, (uint32_t)n);
+	return 0;
+}
+
+/* One message of the worker; -1 if the protocol does not allow it. */
+static int
+dispatch(const struct agent_hdr *h, const unsigned char *p)
+{
+	struct cmd *c = h->id != 0 ? cmd_find(h->id) : NULL;
+	uint32_t v;
+
+	/* A message for a command that ended is late, not wrong. */
+	switch (h->type) {
+	case AGENT_RUN:
+		return msg_run(h->id, p, h->len);
+	case AGENT_INPUT:
+		if (c != NULL)
+			cmd_input(c, h->flags, p, h->len);
+		return 0;
+	case AGENT_CREDIT:
+		if (agent_u32_decode(p, h->len, &v) == -1)
+			return -1;
+		if (c != NULL)
+			cmd_credit(c, v, now_ms());
+		return 0;
+	case AGENT_KILL:
+		if (c != NULL)
+			cmd_kill(c);
+		return 0;
+	case AGENT_SWEEP:
+		return msg_sweep(h->id, p, h->len);
+	}
+	return -1;
+}
+
+/* Reads the worker's stream; the agent ends at its EOF or a bad message. */
+static void
+read_worker(struct agent_reader *rd)
+{
+	static unsigned char buf[READ_CHUNK];
+	ssize_t n = read(0, buf, sizeof buf);
+	size_t off, t;
+	int done;
+
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n == 0)
+		quit(0);
+	if (n == -1) {
+		agent_warn("read: %s", strerror(errno));
+		quit(1);
+	}
+	for (off = 0; off < (size_t)n; off += t) {
+		t = agent_reader_take(rd, buf + off, (size_t)n - off, &done);
+		if (t == (size_t)-1) {
+			agent_warn("a bad message header from the worker");
+			quit(1);
+		}
+		if (done && dispatch(&rd->hdr, rd->buf) == -1) {
+			agent_warn("a bad message from the worker (type %u)",
+			    (unsigned int)rd->hdr.type);
+			quit(1);
+		}
+	}
+}
+
+/* Reaps every child that is gone; only commands are reported. */
+static void
+reap(void)
+{
+	struct signalfd_siginfo si;
+	struct rusage ru;
+	struct cmd *c;
+	int status, i;
+	pid_t pid;
+
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	for (;;) {
+		pid = wait4(-1, &status, WNOHANG, &ru);
+		if (pid == -1 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			break;
+		for (c = NULL, i = 0; i < MAX_CMDS && c == NULL; i++)
+			if (cmds[i].id != 0 && !cmds[i].reaped &&
+			    cmds[i].pid == pid)
+				c = &cmds[i];
+		if (c == NULL)
+			continue; /* an orphan */
+		c->reaped = 1;
+		c->status = status;
+		c->ru = ru;
+		c->linger = LINGER_MS;
+		c->tick = now_ms();
+		if (!cmd_pipes_open(c))
+			cmd_end(c);
+	}
+}
+
+/* Descriptors 0, 1 and 2 open, so that no pipe of a command is one. */
+static void
+stdio_open(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+}
+
+static void
+setup(void)
+{
+	struct agent_hello h;
+	unsigned char *m;
+	sigset_t set;
+	size_t len;
+
+	stdio_open();
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1 ||
+	    (sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1) {
+		agent_warn("signalfd: %s", strerror(errno));
+		exit(1);
+	}
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		agent_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	h.version = AGENT_VERSION;
+	h.pid = (uint32_t)getpid();
+	h.uid = (uint32_t)getuid();
+	h.gid = (uint32_t)getgid();
+	m = agent_hello_encode(&h, &len);
+	send_msg(m, len);
+}
+
+int
+main(void)
+{
+	/* Worker, signals, then per command two output pipes and stdin. */
+	struct pollfd pfd[2 + 3 * MAX_CMDS];
+	struct {
+		struct cmd *c;
+		uint32_t id;
+		int k; /* 0, 1: an output pipe; 2: standard input */
+	} ref[2 + 3 * MAX_CMDS];
+	struct agent_reader rd;
+	struct cmd *c;
+	int64_t now;
+	int i, k, n, timeout;
+
+	setup();
+	agent_reader_init(&rd);
+	for (;;) {
+		now = now_ms();
+		timeout = -1;
+		n = 0;
+		pfd[n++] = (struct pollfd){.fd = 0, .events = POLLIN};
+		pfd[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+		for (i = 0; i < MAX_CMDS; i++) {
+			c = &cmds[i];
+			if (c->id == 0)
+				continue;
+			for (k = 0; k < 2 && c->credit > 0; k++) {
+				if (c->out[k] == -1)
+					continue;
+				ref[n].c = c;
+				ref[n].id = c->id;
+				ref[n].k = k;
+				pfd[n++] = (struct pollfd){
+				    .fd = c->out[k], .events = POLLIN};
+			}
+			if (c->in != -1 && c->ilen > 0) {
+				ref[n].c = c;
+				ref[n].id = c->id;
+				ref[n].k = 2;
+				pfd[n++] = (struct pollfd){
+				    .fd = c->in, .events = POLLOUT};
+			}
+			if (c->reaped && c->credit > 0) {
+				cmd_tick(c, now);
+				if (timeout == -1 || c->linger < timeout)
+					timeout =
+					    c->linger < 0 ? 0 : (int)c->linger;
+			}
+		}
+		if (poll(pfd, (nfds_t)n, timeout) == -1) {
+			if (errno == EINTR)
+				continue;
+			agent_warn("poll: %s", strerror(errno));
+			quit(1);
+		}
+		now = now_ms();
+		for (i = 0; i < MAX_CMDS; i++)
+			if (cmds[i].id != 0)
+				cmd_tick(&cmds[i], now);
+		if (pfd[1].revents != 0)
+			reap();
+		/* A command may have ended meanwhile: its id and fd tell. */
+		for (i = 2; i < n; i++) {
+			c = ref[i].c;
+			if (pfd[i].revents == 0 || c->id != ref[i].id)
+				continue;
+			if (ref[i].k < 2 && c->out[ref[i].k] == pfd[i].fd) {
+				if (cmd_read(c, ref[i].k) == -1 && c->reaped &&
+				    !cmd_pipes_open(c))
+					cmd_end(c);
+			} else if (ref[i].k == 2 && c->in == pfd[i].fd)
+				cmd_write(c);
+		}
+		for (i = 0; i < MAX_CMDS; i++) {
+			c = &cmds[i];
+			if (c->id != 0 && c->reaped && c->credit > 0 &&
+			    c->linger <= 0)
+				cmd_expire(c);
+		}
+		/* Last: a RUN may take a slot that ended above. */
+		if (pfd[0].revents != 0)
+			read_worker(&rd);
+	}
+}
