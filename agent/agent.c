@@ -580,6 +580,13 @@ setup(void)
 	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		agent_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	/*
+	 * Not dumpable: sandbox code runs as this user, and could otherwise
+	 * open its descriptors through /proc (write into its protocol) or
+	 * read its memory.  Commands are dumpable again once they exec.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0) == -1)
+		agent_warn("PR_SET_DUMPABLE: %s", strerror(errno));
 	h.version = AGENT_VERSION;
 	h.pid = (uint32_t)getpid();
 	h.uid = (uint32_t)getuid();

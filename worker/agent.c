@@ -105,9 +105,11 @@ agent_send(struct agent *a, unsigned char *msg, size_t len)
 static void
 agent_send_u32(struct agent *a, uint16_t type, uint32_t id, uint32_t v)
 {
+	unsigned char *msg;
 	size_t len = 0;
 
-	agent_send(a, agent_msg_u32(type, id, v, &len), len);
+	msg = agent_msg_u32(type, id, v, &len);
+	agent_send(a, msg, len);
 }
 
 /*
@@ -545,12 +547,13 @@ void
 agent_cmd_write(struct agent_cmd *c, const void *p, size_t len)
 {
 	const unsigned char *b = p;
+	unsigned char *msg;
 	size_t n, mlen = 0;
 
 	while (len > 0) {
 		n = len > AGENT_DATA_CHUNK ? AGENT_DATA_CHUNK : len;
-		agent_send(c->a,
-		    agent_msg_new(AGENT_INPUT, 0, c->id, b, n, &mlen), mlen);
+		msg = agent_msg_new(AGENT_INPUT, 0, c->id, b, n, &mlen);
+		agent_send(c->a, msg, mlen);
 		b += n;
 		len -= n;
 	}
@@ -559,11 +562,11 @@ agent_cmd_write(struct agent_cmd *c, const void *p, size_t len)
 void
 agent_cmd_close_write(struct agent_cmd *c)
 {
+	unsigned char *msg;
 	size_t mlen = 0;
 
-	agent_send(c->a,
-	    agent_msg_new(AGENT_INPUT, AGENT_F_EOF, c->id, NULL, 0, &mlen),
-	    mlen);
+	msg = agent_msg_new(AGENT_INPUT, AGENT_F_EOF, c->id, NULL, 0, &mlen);
+	agent_send(c->a, msg, mlen);
 }
 
 /* The caller took bytes of output: the agent may send that many more. */
@@ -580,10 +583,11 @@ agent_cmd_credit(struct agent_cmd *c, long bytes)
 void
 agent_cmd_kill(struct agent_cmd *c)
 {
+	unsigned char *msg;
 	size_t mlen = 0;
 
-	agent_send(c->a, agent_msg_new(AGENT_KILL, 0, c->id, NULL, 0, &mlen),
-	    mlen);
+	msg = agent_msg_new(AGENT_KILL, 0, c->id, NULL, 0, &mlen);
+	agent_send(c->a, msg, mlen);
 }
 
 /*

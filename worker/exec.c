@@ -51,7 +51,7 @@ struct wexec {
 	struct engine_exec *ex; /* the run, until it is done: the engine's */
 	struct agent_cmd *ac; /* ... or the agent's */
 	int via_agent;
-	const char *agent_note; /* why not through the agent (static) */
+	char agent_note[160]; /* why not through the agent */
 	int usage; /* the command's own, from the agent */
 	double cpu_ms;
 	long long max_rss;
@@ -394,7 +394,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	struct wexec *x;
 	struct engine_exec_spec spec;
 	struct proto_run run;
-	const char *why, **argv;
+	const char *why, **argv, *note;
 	struct timeval tv;
 	char **env;
 	size_t i, n = 0, nargs = 0, nenv = 0;
@@ -480,14 +480,14 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.env = (const char *const *)env;
 
 	x->state = X_CREATE;
-	x->agent_note = agent_unusable(w, spec.user);
-	if (x->agent_note == NULL &&
+	note = agent_unusable(w, spec.user);
+	if (note == NULL &&
 	    (x->ac = agent_cmd_new(w, &spec, x->token, &exec_cbs, x)) != NULL)
 		x->via_agent = 1;
 	else {
-		if (x->agent_note == NULL)
-			x->agent_note = "the command does not fit the agent's "
-			                "message";
+		snprintf(x->agent_note, sizeof x->agent_note, "%s",
+		    note != NULL ? note
+		                 : "the command does not fit the agent's message");
 		x->ex = engine_exec_new(
 		    w->engine, w->container, &spec, &exec_cbs, x);
 	}

