@@ -166,6 +166,9 @@ wproc_lost(struct wproc *wp, const char *why)
 		wp->ready_sb = NULL;
 		ready_cb(sb, why);
 		sandbox_unref(sb);
+	} else if (sb != NULL && sb->pool && !sup.shutting_down) {
+		/* A pool container is replaced, not given a new worker. */
+		pool_lost(sb, why);
 	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
 		/*
 		 * Adopt the container with a new worker, which first kills

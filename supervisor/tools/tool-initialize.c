@@ -42,7 +42,9 @@ static const char output_schema[] =
     "\"pids\":{\"type\":\"integer\"},\"workdir_mb\":{\"type\":\"integer\"},"
     "\"tmp_mb\":{\"type\":\"integer\"},\"nofile\":{\"type\":\"integer\"},"
     "\"fsize_mb\":{\"type\":\"integer\"}}},"
-    "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"}},"
+    "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    "\"from_pool\":{\"type\":\"boolean\",\"description\":\"made from "
+    "a container of the server's warm pool (--warm-pool)\"}},"
     "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
     "\"limits\",\"expires_at\"]}";
 
