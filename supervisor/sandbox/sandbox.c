@@ -82,6 +82,21 @@ sandbox_find(struct session *sess, const char *key)
 	return found;
 }
 
+/* A session's live sandbox made with this idempotency_key, or NULL. */
+struct sandbox *
+sandbox_find_key(struct session *sess, const char *key)
+{
+	struct sandbox *sb;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->owner == sess && sb->idem_key != NULL &&
+		    sb->state != SB_STOPPING && strcmp(sb->idem_key, key) == 0)
+			return sb;
+	}
+	return NULL;
+}
+
 /*
  * The sandbox a call names in argument key, ready for use; otherwise the
  * call is answered with an error and NULL is returned.
@@ -506,6 +521,9 @@ struct screate {
 	int pool; /* a container for the warm pool: no call */
 	int taking; /* a pool container handed to the call */
 	char *retry_name; /* the name asked for, when taking failed */
+	/* Retries with the same idempotency_key: answered as the call is. */
+	struct call **waiters;
+	int nwaiters;
 	/* Instead of answering the call: the caller's continuation. */
 	void (*cb)(struct call *, struct sandbox *, const char *, void *);
 	void *cbarg;
@@ -554,6 +572,7 @@ screate_free(struct screate *s)
 	json_object_put(s->volumes);
 	free(s->cname);
 	free(s->retry_name);
+	free(s->waiters);
 	free(s->network);
 	free(s->lifetime);
 	free(s->error);
@@ -570,6 +589,7 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 	struct sandbox *sb = s->sb;
 	struct sdestroy *d;
 	char *msg = sandbox_error_text(detail);
+	int i;
 
 	if (s->pool)
 		stats.pool_failed++;
@@ -584,6 +604,9 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 		free(full);
 	} else
 		mcp_call_reply(s->call, tool_error(fmt, sb->image, msg));
+	for (i = 0; i < s->nwaiters; i++)
+		mcp_call_reply(s->waiters[i], tool_error(fmt, sb->image, msg));
+	s->nwaiters = 0;
 	free(msg);
 	sandbox_destroy(sb, NULL, NULL);
 	if ((d = sb->removal) != NULL) {
@@ -633,16 +656,67 @@ sandbox_limits_json(const struct sandbox *sb)
 	return l;
 }
 
+/* sandbox_initialize's answer for a ready sandbox. */
+json_object *
+sandbox_result(const struct sandbox *sb)
+{
+	json_object *r, *res;
+	char *text, when[32];
+	struct tm tm;
+
+	gmtime_r(&sb->expires, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	r = json_object_new_object();
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(r, "name", json_object_new_string(sb->name));
+	json_object_object_add(r, "image", json_object_new_string(sb->image));
+	json_object_object_add(
+	    r, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(r, "limits", sandbox_limits_json(sb));
+	json_object_object_add(r, "expires_at", json_object_new_string(when));
+	json_object_object_add(
+	    r, "from_pool", json_object_new_boolean(sb->from_pool));
+	xasprintf(&text,
+	    "Sandbox ready: container_id %s (name %s), image %s, "
+	    "workdir %s, expires %s. Run commands with sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, when);
+	res = tool_result(r, text, 0);
+	free(text);
+	return res;
+}
+
+/*
+ * A retry of the creation of sb (the same idempotency_key): c gets the
+ * same answer, now if it is ready, else when its creation ends.  0, or
+ * -1 if sb is going (c is not answered).
+ */
+int
+sandbox_join(struct sandbox *sb, struct call *c)
+{
+	struct screate *s = sb->create;
+
+	if (sb->dead || sb->state == SB_STOPPING)
+		return -1;
+	if (sb->state == SB_READY) {
+		mcp_call_reply(c, sandbox_result(sb));
+		return 0;
+	}
+	if (s == NULL || s->cb != NULL)
+		return -1;
+	s->waiters = xrealloc(
+	    s->waiters, (size_t)(s->nwaiters + 1) * sizeof *s->waiters);
+	s->waiters[s->nwaiters++] = c;
+	return 0;
+}
+
 /* The container started and its worker said hello (both, any order). */
 static void
 screate_ready(struct screate *s)
 {
 	struct sandbox *sb = s->sb;
-	json_object *r;
-	char *text, when[32];
-	struct tm tm;
 	struct timeval tv;
-	int idle;
+	int idle, i;
 
 	if (--s->pending > 0)
 		return;
@@ -688,32 +762,15 @@ screate_ready(struct screate *s)
 	stats_observe(&stats.create_ms, (double)(clock_ns() - s->t0_ns) / 1e6);
 	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
 	sandbox_pause_arm(sb);
-	gmtime_r(&sb->expires, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	log_info(
 	    "sandbox %.12s (%s) ready, image %s", sb->id, sb->name, sb->image);
-
-	r = json_object_new_object();
-	json_object_object_add(
-	    r, "container_id", json_object_new_string(sb->id));
-	json_object_object_add(r, "name", json_object_new_string(sb->name));
-	json_object_object_add(r, "image", json_object_new_string(sb->image));
-	json_object_object_add(
-	    r, "workdir", json_object_new_string(sb->workdir));
-	json_object_object_add(r, "limits", sandbox_limits_json(sb));
-	json_object_object_add(r, "expires_at", json_object_new_string(when));
-	json_object_object_add(
-	    r, "from_pool", json_object_new_boolean(sb->from_pool));
-	xasprintf(&text,
-	    "Sandbox ready: container_id %s (name %s), image %s, "
-	    "workdir %s, expires %s. Run commands with sandbox_exec.",
-	    sb->id, sb->name, sb->image, sb->workdir, when);
-	if (s->cb != NULL) {
-		json_object_put(r);
+	if (s->cb != NULL)
 		s->cb(s->call, sb, NULL, s->cbarg);
-	} else
-		mcp_call_reply(s->call, tool_result(r, text, 0));
-	free(text);
+	else
+		mcp_call_reply(s->call, sandbox_result(sb));
+	for (i = 0; i < s->nwaiters; i++)
+		mcp_call_reply(s->waiters[i], sandbox_result(sb));
+	s->nwaiters = 0;
 	screate_free(s);
 }
 
@@ -1338,6 +1395,7 @@ screate_new(struct sandbox *sb, struct call *c,
 	s->cb = cb;
 	s->cbarg = cbarg;
 	s->t0_ns = t0_ns;
+	sb->create = s;
 	return s;
 }
 
@@ -1502,6 +1560,10 @@ screate_retry(struct screate *s)
 	}
 	n = screate_new(sb, s->call, s->cb, s->cbarg, s->t0_ns);
 	n->retry_name = name != NULL ? xstrdup(name) : NULL;
+	n->waiters = s->waiters;
+	n->nwaiters = s->nwaiters;
+	s->waiters = NULL;
+	s->nwaiters = 0;
 	sb->create = n;
 	/* Removed at once, before the new one may want its name. */
 	d->done = screate_retry_go;

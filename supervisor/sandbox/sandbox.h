@@ -104,6 +104,9 @@ void sandbox_touch(struct sandbox *);
 time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
 json_object *sandbox_limits_json(const struct sandbox *);
+json_object *sandbox_result(const struct sandbox *);
+int sandbox_join(struct sandbox *, struct call *);
+struct sandbox *sandbox_find_key(struct session *, const char *);
 struct sandbox *sandbox_create_pool(const char *,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
 

@@ -224,3 +224,63 @@ Test(pool, reaped_after_kill, .timeout = 240)
 	h_free(a);
 	free(lbl);
 }
+
+/* --- idempotency_key --- */
+
+Test(idempotency, same_key_same_sandbox, .timeout = 240)
+{
+	struct h_server *s = h_start(NULL);
+	json_object *r1, *r2, *r3, *sc;
+	char *first;
+	long a, b;
+
+	json_object_put(h_initialize(s));
+	/* Twice at once: the second waits for the first's answer. */
+	a = h_send_tool(s, "sandbox_initialize",
+	    h_parse("{\"idempotency_key\":\"k-1\",\"name\":\"one\"}"));
+	b = h_send_tool(s, "sandbox_initialize",
+	    h_parse("{\"idempotency_key\":\"k-1\",\"name\":\"one\"}"));
+	r1 = h_tool_result(h_wait_id(s, a, 120000));
+	r2 = h_tool_result(h_wait_id(s, b, 120000));
+	cr_assert(!h_is_error(r1), "%s", h_text(r1));
+	cr_assert(!h_is_error(r2), "%s", h_text(r2));
+	first = strdup(h_str(r1, "structuredContent.container_id"));
+	s->ids[s->nids++] = strdup(first);
+	cr_expect_str_eq(h_str(r2, "structuredContent.container_id"), first);
+	cr_expect_eq(h_docker_count(s->label), 1);
+	/* Later, once it is ready: the same again. */
+	sc = pool_create(
+	    s, "{\"idempotency_key\":\"k-1\",\"name\":\"one\"}", &r3);
+	cr_expect_str_eq(h_str(sc, "container_id"), first);
+	json_object_put(r3);
+	cr_expect_eq(h_docker_count(s->label), 1);
+	/* Another key: another sandbox. */
+	sc = pool_create(s, "{\"idempotency_key\":\"k-2\"}", &r3);
+	cr_expect_str_neq(h_str(sc, "container_id"), first);
+	json_object_put(r3);
+	cr_expect_eq(h_docker_count(s->label), 2);
+	/* Stopped: the key makes a new one. */
+	h_stop(s, first);
+	sc = pool_create(s, "{\"idempotency_key\":\"k-1\"}", &r3);
+	cr_expect_str_neq(h_str(sc, "container_id"), first);
+	json_object_put(r3);
+	json_object_put(r1);
+	json_object_put(r2);
+	free(first);
+	h_finish(s);
+}
+
+Test(idempotency, key_too_long_refused, .timeout = 60)
+{
+	struct h_server *s = h_start(NULL);
+	json_object *r;
+	char args[400];
+
+	json_object_put(h_initialize(s));
+	snprintf(args, sizeof args, "{\"idempotency_key\":\"%0129d\"}", 0);
+	r = h_call_tool(s, "sandbox_initialize", args);
+	cr_expect(h_is_error(r), "a 129-character key was taken");
+	json_object_put(r);
+	cr_expect_eq(h_docker_count(s->label), 0);
+	h_finish(s);
+}
