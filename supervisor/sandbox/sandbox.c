@@ -144,6 +144,9 @@ sandbox_lookup(struct call *c, const char *key)
 		return NULL;
 	}
 	sandbox_touch(sb);
+	/* Paused while idle: thawed before anything of this call runs. */
+	if (sb->paused)
+		sandbox_resume(sb);
 	return sb;
 }
 
@@ -504,6 +507,7 @@ void
 sandbox_touch(struct sandbox *sb)
 {
 	sb->last_used = time(NULL);
+	sandbox_pause_arm(sb);
 }
 
 /* --- creation --- */
@@ -761,7 +765,7 @@ screate_ready(struct screate *s)
 		stats.pool_taken++;
 	stats_observe(&stats.create_ms, (double)(clock_ns() - s->t0_ns) / 1e6);
 	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
-	sandbox_pause_arm(sb);
+	sandbox_pause_arm(sb); /* (touched before it was ready) */
 	log_info(
 	    "sandbox %.12s (%s) ready, image %s", sb->id, sb->name, sb->image);
 	if (s->cb != NULL)

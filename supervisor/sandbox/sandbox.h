@@ -81,6 +81,7 @@ struct sandbox {
 	int paused; /* its container is paused (or being paused) */
 	struct engine_req *pausing; /* a pause or unpause in flight */
 	struct event *pause_timer;
+	time_t paused_at;
 	TAILQ_ENTRY(sandbox) entry;
 };
 TAILQ_HEAD(sandboxes, sandbox);
@@ -143,6 +144,8 @@ void wproc_credit(struct wproc *, uint32_t, size_t);
 void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
 void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
 void wproc_shutdown(struct wproc *);
+void wproc_hold(struct wproc *, int);
+int wproc_busy(struct wproc *);
 pid_t wproc_pid(struct wproc *);
 void wproc_reap(void);
 int wproc_count(void);

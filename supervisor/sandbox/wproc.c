@@ -533,10 +533,28 @@ wproc_cancel(struct wproc *wp, uint32_t reqid)
 		proto_chan_send(wp->chan, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
 }
 
+/*
+ * Calls (and all else) to the worker wait while held (its container is
+ * paused), and go out in order when released.
+ */
+void
+wproc_hold(struct wproc *wp, int hold)
+{
+	proto_chan_hold(wp->chan, hold);
+}
+
+/* Whether calls of the worker are in flight. */
+int
+wproc_busy(struct wproc *wp)
+{
+	return !TAILQ_EMPTY(&wp->calls);
+}
+
 /* The sandbox is going: tell the worker to finish; drop its calls. */
 void
 wproc_shutdown(struct wproc *wp)
 {
+	proto_chan_hold(wp->chan, 0);
 	if (wp->chan != NULL)
 		proto_chan_send(wp->chan, PROTO_SHUTDOWN, 0, 0, 0, NULL, 0);
 	wp->told = 1;

@@ -284,3 +284,68 @@ Test(idempotency, key_too_long_refused, .timeout = 60)
 	cr_expect_eq(h_docker_count(s->label), 0);
 	h_finish(s);
 }
+
+/* --- --pause-after --- */
+
+static int
+paused_in_status(struct h_server *s)
+{
+	json_object *r = h_call_tool(s, "get_sandbox_status", "{}");
+	int p = h_bool(r, "structuredContent.sandboxes.0.paused");
+
+	json_object_put(r);
+	return p;
+}
+
+Test(pause, idle_paused_exec_resumes, .timeout = 120)
+{
+	struct h_server *s = h_start("--pause-after", "1", NULL);
+	json_object *ins, *r;
+	long long deadline;
+	char *cid, *out;
+	int i;
+
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	deadline = h_now_ms() + 20000;
+	while (!paused_in_status(s) && h_now_ms() < deadline)
+		usleep(200000);
+	cr_assert(paused_in_status(s), "not paused after 20 s idle");
+	usleep(300000);
+	ins = h_docker_inspect(cid);
+	cr_expect(h_bool(ins, "State.Paused"), "the engine says not paused");
+	json_object_put(ins);
+	/* The next exec resumes it and runs. */
+	for (i = 0; i < 2; i++) {
+		out = h_exec_ok(s, cid, "echo resumed");
+		cr_expect(h_contains(out, "resumed"), "%s", out);
+		free(out);
+	}
+	ins = h_docker_inspect(cid);
+	cr_expect(!h_bool(ins, "State.Paused"));
+	json_object_put(ins);
+	r = h_call_tool(s, "get_sandbox_status", "{}");
+	cr_expect_geq(h_int(r, "structuredContent.stats.pause.paused"), 1);
+	cr_expect_geq(h_int(r, "structuredContent.stats.pause.resumed"), 1);
+	json_object_put(r);
+	/* Paused again, then removed at exit while paused. */
+	deadline = h_now_ms() + 20000;
+	while (!paused_in_status(s) && h_now_ms() < deadline)
+		usleep(200000);
+	cr_expect(paused_in_status(s));
+	free(cid);
+	h_finish(s);
+}
+
+Test(pause, paused_sandbox_expires, .timeout = 120)
+{
+	struct h_server *s = h_start("--pause-after", "1", NULL);
+	char *cid;
+
+	json_object_put(h_initialize(s));
+	cid = h_create(s, "{\"ttl_seconds\":5}");
+	cr_expect(h_wait_container_gone(cid, 30000),
+	    "a paused sandbox outlived its ttl_seconds");
+	free(cid);
+	h_finish(s);
+}
