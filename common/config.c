@@ -79,6 +79,14 @@ static const struct opt opts[] = {
     {"max-concurrent-starts", "MCP_SANDBOXD_MAX_CONCURRENT_STARTS", OPT_LONG,
         O(max_starts), "4", 1, 1000,
         "sandbox creations talking to the engine at once (more wait)"},
+    {"warm-pool", "MCP_SANDBOXD_WARM_POOL", OPT_LIST, O(warm_pool), NULL, 0, 0,
+        "containers kept created and started ahead for sandbox_initialize: "
+        "N for the default image, IMAGE=N for another (repeatable; comma "
+        "list; default none)"},
+    {"pause-after", "MCP_SANDBOXD_PAUSE_AFTER", OPT_LONG, O(pause_after), "0",
+        0, 1L << 31,
+        "pause a sandbox's container after this many seconds without "
+        "calls; the next call resumes it (0: never)"},
     {"workdir-mb", "MCP_SANDBOXD_WORKDIR_MB", OPT_LONG, O(workdir_mb), "256", 1,
         1 << 20, "size of the writable workdir (MiB)"},
     {"tmp-mb", "MCP_SANDBOXD_TMP_MB", OPT_LONG, O(tmp_mb), "64", 1, 1 << 20,
@@ -392,6 +400,45 @@ uid_range_parse(struct config *c, FILE *err)
  * namespace, and not the on/off it once was (that would name a network
  * "true" and allow nothing the operator meant).
  */
+/*
+ * A warm pool's size, "N" or "IMAGE=N" (0 to 1000): 0, or -1 if it is
+ * not one.  *image is NULL for the default image, else points into s
+ * (image_len long).
+ */
+int
+config_warm_pool(const char *s, const char **image, size_t *image_len, long *n)
+{
+	const char *eq = strrchr(s, '='), *num = eq != NULL ? eq + 1 : s;
+	char *end;
+
+	*image = eq != NULL ? s : NULL;
+	*image_len = eq != NULL ? (size_t)(eq - s) : 0;
+	if (eq == s || *num < '0' || *num > '9')
+		return -1;
+	*n = strtol(num, &end, 10);
+	return *end == '\0' && *n <= 1000 ? 0 : -1;
+}
+
+static int
+warm_pool_check(struct config *c, FILE *err)
+{
+	const char *image;
+	size_t len;
+	long n;
+	int i;
+
+	for (i = 0; i < c->warm_pool.n; i++)
+		if (config_warm_pool(c->warm_pool.v[i], &image, &len, &n) ==
+		    -1) {
+			fprintf(err,
+			    "--warm-pool: expected N or IMAGE=N (N from 0 to "
+			    "1000), got \"%s\"\n",
+			    c->warm_pool.v[i]);
+			return -1;
+		}
+	return 0;
+}
+
 static int
 allow_network_check(struct config *c, FILE *err)
 {
@@ -556,7 +603,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		explicit_bzero((char *)v, strlen(v));
 		unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	}
-	if (uid_range_parse(c, err) == -1 || allow_network_check(c, err) == -1)
+	if (uid_range_parse(c, err) == -1 ||
+	    allow_network_check(c, err) == -1 || warm_pool_check(c, err) == -1)
 		return -1;
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
@@ -606,6 +654,7 @@ config_free(struct config *c)
 	config_list_free(&c->deny_copy_names);
 	config_list_free(&c->allow_networks);
 	config_list_free(&c->allow_images);
+	config_list_free(&c->warm_pool);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
 	for (i = 0; i < c->nallow_dirs; i++)

@@ -27,6 +27,8 @@ struct config {
 	long pids, max_pids;
 	long ttl, max_ttl, idle_ttl;
 	long max_starts;
+	struct config_list warm_pool; /* "N" or "IMAGE=N" (config_warm_pool) */
+	long pause_after; /* seconds without calls; 0: never paused */
 	long workdir_mb, tmp_mb;
 	long nofile, fsize_mb;
 	long volume_mb; /* tmpfs for each VOLUME an image declares */
@@ -100,6 +102,7 @@ void config_usage(FILE *);
 void config_list_free(struct config_list *);
 int config_list_has(const struct config_list *, const char *);
 int config_list_match(const struct config_list *, const char *);
+int config_warm_pool(const char *, const char **, size_t *, long *);
 char **config_argv(const struct config *, int *);
 void config_argv_free(char **);
 void config_man(FILE *, const char *);

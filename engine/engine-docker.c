@@ -92,7 +92,7 @@ ed_str(json_object *o, const char *key)
 static int
 ed_parse_container(json_object *o, struct engine_container *c)
 {
-	json_object *state, *hc, *cfg, *v;
+	json_object *state, *hc = NULL, *cfg, *v;
 
 	memset(c, 0, sizeof *c);
 	c->exit_code = -1;
@@ -114,6 +114,12 @@ ed_parse_container(json_object *o, struct engine_container *c)
 	if (json_object_object_get_ex(o, "HostConfig", &hc) &&
 	    json_object_object_get_ex(hc, "PidsLimit", &v))
 		c->pids_limit = json_object_get_int64(v);
+	if (hc != NULL && json_object_object_get_ex(hc, "Memory", &v))
+		c->memory_limit = json_object_get_int64(v);
+	if (hc != NULL && json_object_object_get_ex(hc, "NanoCpus", &v))
+		c->nano_cpus = json_object_get_int64(v);
+	c->paused = json_object_object_get_ex(state, "Paused", &v) &&
+	            json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "Config", &cfg) &&
 	    json_object_object_get_ex(cfg, "Labels", &v) &&
 	    json_object_is_type(v, json_type_object))
@@ -585,6 +591,48 @@ ed_container_update_pids(struct engine_req *req, const char *id, long long n)
 }
 
 static void
+ed_container_update(
+    struct engine_req *req, const char *id, const struct engine_limits *lim)
+{
+	json_object *body;
+
+	body = json_object_new_object();
+	if (lim->memory_bytes > 0) {
+		json_object_object_add(
+		    body, "Memory", json_object_new_int64(lim->memory_bytes));
+		json_object_object_add(body, "MemorySwap",
+		    json_object_new_int64(lim->memory_bytes));
+	}
+	if (lim->cpus > 0)
+		json_object_object_add(body, "NanoCpus",
+		    json_object_new_int64((long long)(lim->cpus * 1e9)));
+	if (lim->pids > 0)
+		json_object_object_add(
+		    body, "PidsLimit", json_object_new_int64(lim->pids));
+	ed_ccall(req, ED_PLAIN, "POST", id, "/update", body);
+	json_object_put(body);
+}
+
+static void
+ed_container_rename(struct engine_req *req, const char *id, const char *name)
+{
+	char *esc, *rest;
+
+	esc = docker_escape(name);
+	xasprintf(&rest, "/rename?name=%s", esc);
+	ed_ccall(req, ED_PLAIN, "POST", id, rest, NULL);
+	free(rest);
+	free(esc);
+}
+
+static void
+ed_container_pause(struct engine_req *req, const char *id, int pause)
+{
+	ed_ccall(
+	    req, ED_PLAIN, "POST", id, pause ? "/pause" : "/unpause", NULL);
+}
+
+static void
 ed_container_logs(struct engine_req *req, const char *id)
 {
 	char *path = ed_cpath(id, "/logs?follow=1&stdout=1&stderr=1");
@@ -789,6 +837,9 @@ const struct engine_ops engine_docker_ops = {
     .container_stats = ed_container_stats,
     .container_list = ed_container_list,
     .container_update_pids = ed_container_update_pids,
+    .container_update = ed_container_update,
+    .container_rename = ed_container_rename,
+    .container_pause = ed_container_pause,
     .container_logs = ed_container_logs,
     .container_events = ed_container_events,
     .image_inspect = ed_image_inspect,

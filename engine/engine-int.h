@@ -49,6 +49,11 @@ struct engine_ops {
 	void (*container_list)(struct engine_req *, const char *);
 	void (*container_update_pids)(
 	    struct engine_req *, const char *, long long);
+	void (*container_update)(
+	    struct engine_req *, const char *, const struct engine_limits *);
+	void (*container_rename)(
+	    struct engine_req *, const char *, const char *);
+	void (*container_pause)(struct engine_req *, const char *, int);
 	void (*container_logs)(struct engine_req *, const char *);
 	void (*container_events)(
 	    struct engine_req *, const char *, const char *const *);

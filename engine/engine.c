@@ -246,6 +246,50 @@ engine_container_update_pids(struct engine *eng, const char *id, long long pids,
 	return req;
 }
 
+/* A running container's memory, CPU and pids limits, changed. */
+struct engine_req *
+engine_container_update(struct engine *eng, const char *id,
+    const struct engine_limits *lim, engine_done_cb done, void *arg)
+{
+	struct engine_req *req = engine_req_new(eng, done, arg);
+
+	eng->ops->container_update(req, id, lim);
+	return req;
+}
+
+/* A container's name, changed (a conflict if another has it). */
+struct engine_req *
+engine_container_rename(struct engine *eng, const char *id, const char *name,
+    engine_done_cb done, void *arg)
+{
+	struct engine_req *req = engine_req_new(eng, done, arg);
+
+	eng->ops->container_rename(req, id, name);
+	return req;
+}
+
+/* Freeze every process of a container (unchanged if it is already). */
+struct engine_req *
+engine_container_pause(
+    struct engine *eng, const char *id, engine_done_cb done, void *arg)
+{
+	struct engine_req *req = engine_req_new(eng, done, arg);
+
+	eng->ops->container_pause(req, id, 1);
+	return req;
+}
+
+/* Thaw a paused container. */
+struct engine_req *
+engine_container_unpause(
+    struct engine *eng, const char *id, engine_done_cb done, void *arg)
+{
+	struct engine_req *req = engine_req_new(eng, done, arg);
+
+	eng->ops->container_pause(req, id, 0);
+	return req;
+}
+
 /* A container's own output (its main process), followed. */
 struct engine_req *
 engine_container_logs(struct engine *eng, const char *id,

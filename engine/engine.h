@@ -35,6 +35,9 @@ struct engine_container {
 	long exit_code; /* once it stopped, else -1 */
 	int oom_killed;
 	long long pids_limit; /* 0: none */
+	long long memory_limit; /* bytes; 0: none */
+	long long nano_cpus; /* 0: none */
+	int paused;
 	long long created; /* listings only: seconds since the epoch */
 	json_object *labels; /* an object of strings (borrowed), or NULL */
 };
@@ -181,6 +184,20 @@ struct engine_req *engine_container_list(
     struct engine *, const char *, engine_done_cb, void *);
 struct engine_req *engine_container_update_pids(
     struct engine *, const char *, long long, engine_done_cb, void *);
+/* Limits of a running container; 0 leaves one as it is. */
+struct engine_limits {
+	long long memory_bytes; /* and as much memory+swap */
+	double cpus;
+	long long pids;
+};
+struct engine_req *engine_container_update(struct engine *, const char *,
+    const struct engine_limits *, engine_done_cb, void *);
+struct engine_req *engine_container_rename(
+    struct engine *, const char *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_pause(
+    struct engine *, const char *, engine_done_cb, void *);
+struct engine_req *engine_container_unpause(
+    struct engine *, const char *, engine_done_cb, void *);
 struct engine_req *engine_container_logs(
     struct engine *, const char *, engine_output_cb, engine_done_cb, void *);
 struct engine_req *engine_container_events(struct engine *, const char *,

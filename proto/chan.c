@@ -116,6 +116,18 @@ proto_chan_free(struct proto_chan *ch)
 		bufferevent_disable(ch->bev, EV_READ | EV_WRITE);
 }
 
+/* Hold frames out in the channel's buffer (hold 0: send them on). */
+void
+proto_chan_hold(struct proto_chan *ch, int hold)
+{
+	if (ch == NULL || ch->freed)
+		return;
+	if (hold)
+		bufferevent_disable(ch->bev, EV_WRITE);
+	else
+		bufferevent_enable(ch->bev, EV_WRITE);
+}
+
 /* A frame out; -1 with errno (EMSGSIZE: over PROTO_MAX_PAYLOAD). */
 int
 proto_chan_send(struct proto_chan *ch, uint16_t type, uint16_t flags,

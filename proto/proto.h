@@ -227,6 +227,7 @@ typedef void (*proto_lost_cb)(enum proto_chan_end, void *);
 struct proto_chan *proto_chan_new(
     struct event_base *, int, proto_frame_cb, proto_lost_cb, void *);
 void proto_chan_free(struct proto_chan *);
+void proto_chan_hold(struct proto_chan *, int);
 int proto_chan_send(struct proto_chan *, uint16_t, uint16_t, uint32_t, uint32_t,
     const void *, size_t);
 int proto_chan_send_json(

@@ -244,6 +244,7 @@ main(int argc, char **argv)
 	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
 	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());
 	reaper_run();
+	pool_start();
 
 	event_base_dispatch(sup.base);
 
@@ -255,6 +256,7 @@ main(int argc, char **argv)
 	defer_flush();
 	spool_cleanup();
 	agentfile_forget();
+	pool_free();
 	engine_free(sup.engine);
 	reaper_free();
 	event_free(ev_term);

@@ -505,13 +505,18 @@ static const struct engine_exec_cbs interp_cbs = {
     .done = interp_done,
 };
 
+/* A session's interpreter; env (an object of strings, or NULL) is the
+ * sandbox's, which every command gets. */
 static struct interp *
-interp_new(struct worker *w, const char *lang, const char *workdir)
+interp_new(
+    struct worker *w, const char *lang, const char *workdir, json_object *venv)
 {
 	struct interp *ip;
 	struct engine_exec_spec spec;
-	const char *argv[8], *env[3];
-	char *kv;
+	const char *argv[8], **env;
+	char *kv, **kvs;
+	size_t i,
+	    nv = venv != NULL ? (size_t)json_object_object_length(venv) : 0;
 	int n;
 
 	ip = xcalloc(1, sizeof *ip);
@@ -543,10 +548,22 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 	}
 	argv[n++] = INTERP_ERROR_MAX_S;
 	argv[n] = NULL;
+	env = xcalloc(nv + 3, sizeof *env);
+	kvs = xcalloc(nv + 1, sizeof *kvs);
+	i = 0;
+	if (venv != NULL) {
+		json_object_object_foreach(venv, key, val)
+		{
+			xasprintf(
+			    &kvs[i], "%s=%s", key, json_object_get_string(val));
+			env[i] = kvs[i];
+			i++;
+		}
+	}
 	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, ip->token);
-	env[0] = kv;
-	env[1] = "PYTHONUNBUFFERED=1";
-	env[2] = NULL;
+	env[i++] = kv;
+	env[i++] = "PYTHONUNBUFFERED=1";
+	env[i] = NULL;
 	memset(&spec, 0, sizeof spec);
 	spec.argv = argv;
 	spec.user = w->exec_user;
@@ -556,6 +573,10 @@ interp_new(struct worker *w, const char *lang, const char *workdir)
 	ip->ex =
 	    engine_exec_new(w->engine, w->container, &spec, &interp_cbs, ip);
 	free(kv);
+	for (i = 0; i < nv; i++)
+		free(kvs[i]);
+	free(kvs);
+	free(env);
 	logs_addf("code", "starting a %s session", lang);
 	return ip;
 }
@@ -593,7 +614,7 @@ interp_call(struct worker *w, uint32_t reqid, json_object *call)
 	if (strcmp(ip->lang, run.language) == 0 && !ip->dying && !ip->oneshot)
 		break;
 	if (ip == NULL || !run.session) {
-		ip = interp_new(w, run.language, run.workdir);
+		ip = interp_new(w, run.language, run.workdir, run.env);
 		ip->oneshot = !run.session;
 	}
 	c = xcalloc(1, sizeof *c);

@@ -177,13 +177,37 @@ xrun_done(json_object *res, void *arg)
  * Run a command; done(x, result, arg) gets the result object (borrowed)
  * once it ended, whatever happened.
  */
+/*
+ * Every command's environment: the sandbox's own (the env {} it was
+ * created with, which a pool container did not have in its container)
+ * with the call's on top.  *made is what the caller frees, or NULL.
+ */
+static json_object *
+xrun_env(const struct sandbox *sb, json_object *call_env, json_object **made)
+{
+	json_object *e;
+
+	*made = NULL;
+	if (sb->env == NULL || json_object_object_length(sb->env) == 0)
+		return call_env;
+	if (call_env == NULL)
+		return sb->env;
+	e = json_object_new_object();
+	json_object_object_foreach(sb->env, k, v)
+	    json_object_object_add(e, k, json_object_get(v));
+	json_object_object_foreach(call_env, k2, v2)
+	    json_object_object_add(e, k2, json_object_get(v2));
+	*made = e;
+	return e;
+}
+
 struct xrun *
 xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
     void (*done)(struct xrun *, json_object *, void *), void *arg)
 {
 	struct proto_run run;
 	struct xrun *x;
-	json_object *op;
+	json_object *op, *env = NULL;
 
 	x = xcalloc(1, sizeof *x);
 	x->call = c;
@@ -216,7 +240,8 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	run.log_stdout = o->stdout_sink == NULL && !o->log_quiet;
 	run.probe = o->probe;
 	run.workdir = o->workdir != NULL ? o->workdir : sb->workdir;
-	run.env = o->env;
+	/* The sandbox's env {} (sandbox_initialize's) under the call's. */
+	run.env = xrun_env(sb, o->env, &env);
 	if (o->stdin_text != NULL && x->stdin_text == NULL) {
 		run.stdin_text = o->stdin_text;
 		stats.bytes_in += (long long)strlen(o->stdin_text);
@@ -224,6 +249,7 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	run.timeout_ms = o->timeout_ms > 1 ? o->timeout_ms : 1;
 	run.output_cap = o->output_cap;
 	op = proto_run_encode(&run);
+	json_object_put(env);
 	sb->exec_count++;
 	x->worker = sb->worker;
 	if (c != NULL)

@@ -153,7 +153,7 @@ reaper_list_cb(const struct engine_resp *resp, void *arg)
 			 * creation whose answer is still on its way.
 			 */
 			if (sandbox_find(NULL, c->id) != NULL ||
-			    c->created <= 0 ||
+			    pool_find(c->id) != NULL || c->created <= 0 ||
 			    c->created + REAPER_OWN_GRACE >
 			        (long long)time(NULL))
 				continue;

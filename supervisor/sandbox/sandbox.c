@@ -83,6 +83,21 @@ sandbox_find(struct session *sess, const char *key)
 	return found;
 }
 
+/* A session's live sandbox made with this idempotency_key, or NULL. */
+struct sandbox *
+sandbox_find_key(struct session *sess, const char *key)
+{
+	struct sandbox *sb;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->owner == sess && sb->idem_key != NULL &&
+		    sb->state != SB_STOPPING && strcmp(sb->idem_key, key) == 0)
+			return sb;
+	}
+	return NULL;
+}
+
 /*
  * The sandbox a call names in argument key, ready for use; otherwise the
  * call is answered with an error and NULL is returned.
@@ -130,6 +145,9 @@ sandbox_lookup(struct call *c, const char *key)
 		return NULL;
 	}
 	sandbox_touch(sb);
+	/* Paused while idle: thawed before anything of this call runs. */
+	if (sb->paused)
+		sandbox_resume(sb);
 	return sb;
 }
 
@@ -184,6 +202,8 @@ sandbox_free(void *arg)
 	free(sb->name);
 	free(sb->image);
 	free(sb->workdir);
+	json_object_put(sb->env);
+	free(sb->idem_key);
 	free(sb);
 }
 
@@ -202,7 +222,8 @@ sandbox_unref(struct sandbox *sb)
 static void
 sandbox_unregister(struct sandbox *sb)
 {
-	TAILQ_REMOVE(&sandboxes, sb, entry);
+	TAILQ_REMOVE(sb->pool ? pool_list() : &sandboxes, sb, entry);
+	sandbox_pause_stop(sb);
 	/* Its logs resource leaves the owner's resources/list (if it was
 	 * ever there: it was ready once, so it has a spool). */
 	if (sb->spool != NULL)
@@ -219,6 +240,7 @@ sandbox_unregister(struct sandbox *sb)
 	sb->respawn = NULL;
 	json_object_put(sb->respawn_tokens);
 	sb->respawn_tokens = NULL;
+	pool_removed(sb);
 }
 
 /* --- removal --- */
@@ -234,6 +256,7 @@ struct sdestroy {
 static int destroys_in_flight;
 static void destroy_all_check(void);
 static void screate_abort_queued(void);
+static void screate_error(struct screate *, const char *);
 
 /* A removal is over (the container is gone, or never was). */
 static void
@@ -341,7 +364,7 @@ destroy_all_check(void)
 	void (*done)(void) = destroy_all_done;
 
 	if (done != NULL && destroy_pending == 0 && destroys_in_flight == 0 &&
-	    TAILQ_EMPTY(&sandboxes)) {
+	    TAILQ_EMPTY(&sandboxes) && TAILQ_EMPTY(pool_list())) {
 		destroy_all_done = NULL;
 		done();
 	}
@@ -406,8 +429,13 @@ sandbox_destroy_all(void (*done)(void))
 
 	destroy_all_done = done;
 	destroy_pending = 1;
+	pool_stop();
 	for (sb = TAILQ_FIRST(&sandboxes); sb != NULL; sb = next) {
 		next = TAILQ_NEXT(sb, entry);
+		destroy_pending++;
+		sandbox_destroy(sb, sandbox_destroy_all_cb, NULL);
+	}
+	while ((sb = TAILQ_FIRST(pool_list())) != NULL) {
 		destroy_pending++;
 		sandbox_destroy(sb, sandbox_destroy_all_cb, NULL);
 	}
@@ -419,6 +447,13 @@ sandbox_destroy_all(void (*done)(void))
 void
 sandbox_gone(struct sandbox *sb, const char *why)
 {
+	if (sb->pool) {
+		pool_lost(sb, why);
+		return;
+	}
+	/* A pool container being handed out: the creation makes another. */
+	if (sb->state == SB_STARTING && sb->create != NULL && sb->from_pool)
+		screate_error(sb->create, why);
 	if (sb->state != SB_READY)
 		return;
 	log_warnx("sandbox %.12s: %s", sb->id, why);
@@ -435,6 +470,8 @@ sandbox_deadline(const struct sandbox *sb, int *idle)
 	time_t d = sb->expires;
 
 	*idle = 0;
+	if (sb->pool) /* replaced at its age, never idle */
+		return d;
 	if (sup.conf->idle_ttl > 0 && sb->last_used + sup.conf->idle_ttl < d) {
 		d = sb->last_used + sup.conf->idle_ttl;
 		*idle = 1;
@@ -471,6 +508,7 @@ void
 sandbox_touch(struct sandbox *sb)
 {
 	sb->last_used = time(NULL);
+	sandbox_pause_arm(sb);
 }
 
 /* --- creation --- */
@@ -485,6 +523,12 @@ struct screate {
 	int pulled;
 	int pending; /* of the container start and the worker */
 	int queued, admitted;
+	int pool; /* a container for the warm pool: no call */
+	int taking; /* a pool container handed to the call */
+	char *retry_name; /* the name asked for, when taking failed */
+	/* Retries with the same idempotency_key: answered as the call is. */
+	struct call **waiters;
+	int nwaiters;
 	/* Instead of answering the call: the caller's continuation. */
 	void (*cb)(struct call *, struct sandbox *, const char *, void *);
 	void *cbarg;
@@ -502,6 +546,8 @@ struct screate {
 static TAILQ_HEAD(, screate) preparing = TAILQ_HEAD_INITIALIZER(preparing);
 
 static void screate_leave(struct screate *);
+static void screate_retry(struct screate *);
+static void screate_retry_go(void *, const char *);
 
 static void
 screate_unprepare(struct screate *s)
@@ -530,6 +576,8 @@ screate_free(struct screate *s)
 	json_object_put(s->labels);
 	json_object_put(s->volumes);
 	free(s->cname);
+	free(s->retry_name);
+	free(s->waiters);
 	free(s->network);
 	free(s->lifetime);
 	free(s->error);
@@ -546,8 +594,12 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 	struct sandbox *sb = s->sb;
 	struct sdestroy *d;
 	char *msg = sandbox_error_text(detail);
+	int i;
 
-	stats.sandboxes_failed++;
+	if (s->pool)
+		stats.pool_failed++;
+	else
+		stats.sandboxes_failed++;
 	log_warnx("sandbox for image %s failed: %s", s->sb->image, msg);
 	if (s->cb != NULL) {
 		char *full;
@@ -557,6 +609,9 @@ screate_fail(struct screate *s, const char *fmt, const char *detail)
 		free(full);
 	} else
 		mcp_call_reply(s->call, tool_error(fmt, sb->image, msg));
+	for (i = 0; i < s->nwaiters; i++)
+		mcp_call_reply(s->waiters[i], tool_error(fmt, sb->image, msg));
+	s->nwaiters = 0;
 	free(msg);
 	sandbox_destroy(sb, NULL, NULL);
 	if ((d = sb->removal) != NULL) {
@@ -581,7 +636,7 @@ screate_stopped(struct screate *s)
 	if (s->sb->dead)
 		return "the sandbox was removed while it started (sandbox_stop, "
 		       "or its session ended)";
-	if (s->call->cancelled)
+	if (s->call != NULL && s->call->cancelled)
 		return "cancelled";
 	return NULL;
 }
@@ -606,16 +661,67 @@ sandbox_limits_json(const struct sandbox *sb)
 	return l;
 }
 
+/* sandbox_initialize's answer for a ready sandbox. */
+json_object *
+sandbox_result(const struct sandbox *sb)
+{
+	json_object *r, *res;
+	char *text, when[32];
+	struct tm tm;
+
+	gmtime_r(&sb->expires, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	r = json_object_new_object();
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(r, "name", json_object_new_string(sb->name));
+	json_object_object_add(r, "image", json_object_new_string(sb->image));
+	json_object_object_add(
+	    r, "workdir", json_object_new_string(sb->workdir));
+	json_object_object_add(r, "limits", sandbox_limits_json(sb));
+	json_object_object_add(r, "expires_at", json_object_new_string(when));
+	json_object_object_add(
+	    r, "from_pool", json_object_new_boolean(sb->from_pool));
+	xasprintf(&text,
+	    "Sandbox ready: container_id %s (name %s), image %s, "
+	    "workdir %s, expires %s. Run commands with sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, when);
+	res = tool_result(r, text, 0);
+	free(text);
+	return res;
+}
+
+/*
+ * A retry of the creation of sb (the same idempotency_key): c gets the
+ * same answer, now if it is ready, else when its creation ends.  0, or
+ * -1 if sb is going (c is not answered).
+ */
+int
+sandbox_join(struct sandbox *sb, struct call *c)
+{
+	struct screate *s = sb->create;
+
+	if (sb->dead || sb->state == SB_STOPPING)
+		return -1;
+	if (sb->state == SB_READY) {
+		mcp_call_reply(c, sandbox_result(sb));
+		return 0;
+	}
+	if (s == NULL || s->cb != NULL)
+		return -1;
+	s->waiters = xrealloc(
+	    s->waiters, (size_t)(s->nwaiters + 1) * sizeof *s->waiters);
+	s->waiters[s->nwaiters++] = c;
+	return 0;
+}
+
 /* The container started and its worker said hello (both, any order). */
 static void
 screate_ready(struct screate *s)
 {
 	struct sandbox *sb = s->sb;
-	json_object *r;
-	char *text, when[32];
-	struct tm tm;
 	struct timeval tv;
-	int idle;
+	int idle, i;
 
 	if (--s->pending > 0)
 		return;
@@ -626,48 +732,50 @@ screate_ready(struct screate *s)
 	 * a new one comes only for a ready sandbox (wproc.c), so none would. */
 	if (s->error == NULL && sb->worker == NULL)
 		s->error = xstrdup("its worker exited as it started");
+	if (s->error != NULL && s->taking && screate_stopped(s) == NULL) {
+		screate_retry(s);
+		return;
+	}
 	if (s->error != NULL) {
 		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
 		    s->error);
 		return;
 	}
 	sb->state = SB_READY;
-	/* Its logs resource joins the owner's resources/list. */
-	mcp_notify(sb->owner, "notifications/resources/list_changed");
-	stats.sandboxes_created++;
-	stats_observe(&stats.create_ms, (double)(clock_ns() - s->t0_ns) / 1e6);
-	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
 	sandbox_touch(sb);
+	if (sb->expiry == NULL)
+		sb->expiry = evtimer_new(sup.base, sandbox_expire_cb, sb);
 	tv.tv_sec = sandbox_deadline(sb, &idle) - time(NULL);
 	tv.tv_usec = 0;
 	if (tv.tv_sec < 1)
 		tv.tv_sec = 1;
-	sb->expiry = evtimer_new(sup.base, sandbox_expire_cb, sb);
 	evtimer_add(sb->expiry, &tv);
-	gmtime_r(&sb->expires, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (s->pool) {
+		/* Ready in the pool; the rest is done when it is taken. */
+		stats.pool_created++;
+		log_info(
+		    "pool container %.12s ready, image %s", sb->id, sb->image);
+		s->cb(NULL, sb, NULL, s->cbarg);
+		screate_free(s);
+		return;
+	}
+	/* Its logs resource joins the owner's resources/list. */
+	mcp_notify(sb->owner, "notifications/resources/list_changed");
+	stats.sandboxes_created++;
+	if (sb->from_pool)
+		stats.pool_taken++;
+	stats_observe(&stats.create_ms, (double)(clock_ns() - s->t0_ns) / 1e6);
+	sb->spool = spool_dir_new(sb->id, sup.conf->spool_mb * 1024 * 1024);
+	sandbox_pause_arm(sb); /* (touched before it was ready) */
 	log_info(
 	    "sandbox %.12s (%s) ready, image %s", sb->id, sb->name, sb->image);
-
-	r = json_object_new_object();
-	json_object_object_add(
-	    r, "container_id", json_object_new_string(sb->id));
-	json_object_object_add(r, "name", json_object_new_string(sb->name));
-	json_object_object_add(r, "image", json_object_new_string(sb->image));
-	json_object_object_add(
-	    r, "workdir", json_object_new_string(sb->workdir));
-	json_object_object_add(r, "limits", sandbox_limits_json(sb));
-	json_object_object_add(r, "expires_at", json_object_new_string(when));
-	xasprintf(&text,
-	    "Sandbox ready: container_id %s (name %s), image %s, "
-	    "workdir %s, expires %s. Run commands with sandbox_exec.",
-	    sb->id, sb->name, sb->image, sb->workdir, when);
-	if (s->cb != NULL) {
-		json_object_put(r);
+	if (s->cb != NULL)
 		s->cb(s->call, sb, NULL, s->cbarg);
-	} else
-		mcp_call_reply(s->call, tool_result(r, text, 0));
-	free(text);
+	else
+		mcp_call_reply(s->call, sandbox_result(sb));
+	for (i = 0; i < s->nwaiters; i++)
+		mcp_call_reply(s->waiters[i], sandbox_result(sb));
+	s->nwaiters = 0;
 	screate_free(s);
 }
 
@@ -698,8 +806,11 @@ screate_worker_cb(struct sandbox *sb, const char *err)
 
 static void screate_create(struct screate *);
 static void screate_admit(struct screate *);
+static int screate_pool_slot(void);
 
 static void screate_inspect(struct screate *);
+static void sandbox_spec(struct screate *, json_object *, const char *);
+static long sandbox_uid_alloc(char *, size_t);
 
 static void
 screate_pulled_cb(const struct engine_resp *resp, void *arg)
@@ -756,7 +867,8 @@ screate_pull(struct screate *s)
 
 	s->pulled = 1;
 	log_info("pulling image %s", s->sb->image);
-	mcp_log(s->call->sess, 6, "pulling image %s", s->sb->image);
+	if (s->call != NULL)
+		mcp_log(s->call->sess, 6, "pulling image %s", s->sb->image);
 	s->req = engine_image_pull(
 	    s->sb->engine, s->sb->image, screate_pulled_cb, s);
 	s->pull_timer = evtimer_new(sup.base, screate_pull_timeout_cb, s);
@@ -797,6 +909,8 @@ screate_created_cb(const struct engine_resp *resp, void *arg)
 }
 
 static TAILQ_HEAD(, screate) start_queue = TAILQ_HEAD_INITIALIZER(start_queue);
+/* The warm pool's creations wait here, behind every client's. */
+static TAILQ_HEAD(, screate) pool_queue = TAILQ_HEAD_INITIALIZER(pool_queue);
 static int starting;
 static unsigned int last_served; /* the session admitted last */
 
@@ -819,15 +933,35 @@ screate_create(struct screate *s)
 static void
 screate_admit(struct screate *s)
 {
-	if (starting >= sup.conf->max_starts) {
+	if (s->pool && !screate_pool_slot()) {
+		TAILQ_INSERT_TAIL(&pool_queue, s, qentry);
+		s->queued = 1;
+		return;
+	}
+	if (!s->pool && starting >= sup.conf->max_starts) {
 		TAILQ_INSERT_TAIL(&start_queue, s, qentry);
 		s->queued = 1;
 		return;
 	}
 	starting++;
 	s->admitted = 1;
-	last_served = s->call->sess->id;
+	if (!s->pool)
+		last_served = s->call->sess->id;
 	screate_create(s);
+}
+
+/*
+ * Whether a pool creation may take a start slot now: only when no
+ * client's creation waits for one, and (with two slots or more) one is
+ * left free, so that a client's creation that comes meanwhile never
+ * waits for the pool.
+ */
+static int
+screate_pool_slot(void)
+{
+	long cap = sup.conf->max_starts > 1 ? sup.conf->max_starts - 1 : 1;
+
+	return starting < cap && TAILQ_EMPTY(&start_queue);
 }
 
 /*
@@ -994,6 +1128,9 @@ screate_abort_queued(void)
 	while ((s = TAILQ_FIRST(&start_queue)) != NULL)
 		screate_fail(s, "sandbox for image \"%s\": %s",
 		    "the server is shutting down");
+	while ((s = TAILQ_FIRST(&pool_queue)) != NULL)
+		screate_fail(s, "sandbox for image \"%s\": %s",
+		    "the server is shutting down");
 }
 
 /*
@@ -1029,7 +1166,10 @@ screate_leave(struct screate *s)
 	struct screate *next;
 
 	if (s->queued) {
-		TAILQ_REMOVE(&start_queue, s, qentry);
+		if (s->pool)
+			TAILQ_REMOVE(&pool_queue, s, qentry);
+		else
+			TAILQ_REMOVE(&start_queue, s, qentry);
 		s->queued = 0;
 	}
 	if (!s->admitted)
@@ -1038,6 +1178,11 @@ screate_leave(struct screate *s)
 	starting--;
 	if ((next = screate_next()) != NULL) {
 		TAILQ_REMOVE(&start_queue, next, qentry);
+		next->queued = 0;
+		screate_admit(next);
+	} else if ((next = TAILQ_FIRST(&pool_queue)) != NULL &&
+	           screate_pool_slot()) {
+		TAILQ_REMOVE(&pool_queue, next, qentry);
 		next->queued = 0;
 		screate_admit(next);
 	}
@@ -1189,6 +1334,13 @@ sandbox_uid_alloc(char *why, size_t len)
 			if (sb->uid == uid)
 				break;
 		}
+		if (sb == NULL) {
+			TAILQ_FOREACH(sb, pool_list(), entry)
+			{
+				if (sb->uid == uid)
+					break;
+			}
+		}
 		if (sb == NULL)
 			return uid;
 	}
@@ -1217,6 +1369,234 @@ sandbox_create(struct call *c, const char *image, const char *name,
  * Returns the sandbox, starting (valid until the caller returns to the
  * event loop), or NULL when it is refused at once (the call is answered).
  */
+/* A new sandbox, starting, in no list yet (the caller's reference). */
+static struct sandbox *
+sandbox_alloc(const char *image, const char *name, const char *workdir,
+    const struct limits *lim, long uid)
+{
+	struct sandbox *sb;
+
+	sb = xcalloc(1, sizeof *sb);
+	sb->uid = uid;
+	sb->name = xstrdup(name != NULL ? name : "");
+	sb->image = xstrdup(image);
+	sb->workdir = xstrdup(workdir);
+	sb->engine = sup.engine;
+	sb->lim = *lim;
+	sb->created = time(NULL);
+	sb->state = SB_STARTING;
+	sb->refs = 1; /* the registry's (or the pool's) */
+	return sb;
+}
+
+static struct screate *
+screate_new(struct sandbox *sb, struct call *c,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg, long long t0_ns)
+{
+	struct screate *s;
+
+	s = xcalloc(1, sizeof *s);
+	s->call = c;
+	s->sb = sandbox_ref(sb);
+	s->cb = cb;
+	s->cbarg = cbarg;
+	s->t0_ns = t0_ns;
+	sb->create = s;
+	return s;
+}
+
+/* The container of a client's sandbox, made from its image. */
+static void
+screate_begin(
+    struct screate *s, json_object *env, const char *network, const char *name)
+{
+	sandbox_spec(s, env, network);
+	if (name != NULL) {
+		xasprintf(&s->cname, "mcp-sandboxd-%.8s-%u-%s", sup.instance,
+		    s->call->sess->id, name);
+		s->spec.name = s->cname;
+	}
+	TAILQ_INSERT_TAIL(&preparing, s, pentry);
+	s->preparing = 1;
+	screate_inspect(s);
+}
+
+/*
+ * A container for the warm pool (pool.c): made as a client's sandbox of
+ * the image with the default limits, workdir and network, labelled as
+ * the pool's; cb(NULL, sb, NULL, arg) once it is ready, cb(NULL, NULL,
+ * why, arg) if it fails (and it is gone).  Its keep-alive lasts the
+ * longest lifetime a client may ask for after the longest wait in the
+ * pool.  NULL when no uid is free.
+ */
+struct sandbox *
+sandbox_create_pool(const char *image,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg)
+{
+	const struct config *c = sup.conf;
+	struct limits lim = {c->memory_mb, c->cpus, c->pids};
+	struct sandbox *sb;
+	struct screate *s;
+	char why[256];
+	long uid;
+
+	if ((uid = sandbox_uid_alloc(why, sizeof why)) == -1)
+		return NULL;
+	sb = sandbox_alloc(image, NULL, POOL_WORKDIR, &lim, uid);
+	sb->pool = 1;
+	TAILQ_INSERT_TAIL(pool_list(), sb, entry);
+	s = screate_new(sb, NULL, cb, cbarg, clock_ns());
+	s->pool = 1;
+	sb->expires = sb->created + c->max_ttl + POOL_MAX_AGE;
+	sandbox_spec(s, NULL, "none");
+	json_object_object_add(
+	    s->labels, POOL_LABEL, json_object_new_string("1"));
+	sb->expires = sb->created + POOL_MAX_AGE;
+	TAILQ_INSERT_TAIL(&preparing, s, pentry);
+	s->preparing = 1;
+	screate_inspect(s);
+	return sb;
+}
+
+/* One of the steps of handing a pool container out answered. */
+static void
+screate_took_cb(const struct engine_resp *resp, void *arg)
+{
+	struct screate *s = arg;
+
+	if (resp->error != NULL)
+		screate_error(s, resp->error);
+	else if (resp->container != NULL &&
+	         (!resp->container->running || resp->container->paused))
+		screate_error(s, "the pool container is not running");
+	screate_ready(s);
+}
+
+/*
+ * A pool container becomes the call's sandbox: its limits changed in
+ * place, renamed to the name asked for, and checked to be running; the
+ * call is answered as for a new one (screate_ready()).  If any of that
+ * fails, or it dies meanwhile, screate_retry() makes one the usual way.
+ */
+static void
+sandbox_take(struct sandbox *sb, struct call *c, const char *name,
+    const struct limits *lim, long ttl,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg)
+{
+	const struct config *conf = sup.conf;
+	struct engine_limits upd = {0, 0, 0};
+	struct screate *s;
+
+	sb->from_pool = 1;
+	sb->owner = c->sess;
+	sb->lim = *lim;
+	sb->expires = time(NULL) + ttl;
+	free(sb->name);
+	sb->name = name != NULL ? xstrdup(name) : xstrndup(sb->id, 12);
+	sb->state = SB_STARTING;
+	if (sb->expiry != NULL)
+		evtimer_del(
+		    sb->expiry); /* the pool's; its own comes when ready */
+	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
+	s = screate_new(sb, c, cb, cbarg, clock_ns());
+	s->taking = 1;
+	sb->create = s;
+	log_info("sandbox %.12s taken from the pool by session %u", sb->id,
+	    c->sess->id);
+	s->pending = 1;
+	engine_container_inspect(sb->engine, sb->id, screate_took_cb, s);
+	if (lim->memory_mb != conf->memory_mb)
+		upd.memory_bytes = lim->memory_mb * 1024 * 1024;
+	if (lim->cpus != conf->cpus)
+		upd.cpus = lim->cpus;
+	if (lim->pids != conf->pids)
+		upd.pids = lim->pids;
+	if (upd.memory_bytes > 0 || upd.cpus > 0 || upd.pids > 0) {
+		s->pending++;
+		engine_container_update(
+		    sb->engine, sb->id, &upd, screate_took_cb, s);
+	}
+	if (name != NULL) {
+		xasprintf(&s->cname, "mcp-sandboxd-%.8s-%u-%s", sup.instance,
+		    c->sess->id, name);
+		s->pending++;
+		engine_container_rename(
+		    sb->engine, sb->id, s->cname, screate_took_cb, s);
+	}
+}
+
+/*
+ * Handing a pool container out failed (it died, its worker did, the
+ * engine refused a step): it goes, and the call gets a container made
+ * the usual way, in the same sandbox.
+ */
+static void
+screate_retry(struct screate *s)
+{
+	struct sandbox *sb = s->sb;
+	struct screate *n;
+	struct sdestroy *d;
+	struct engine_resp none;
+	const char *name = NULL;
+
+	log_warnx("pool container %.12s failed as it was handed out (%s); "
+	          "creating a sandbox instead",
+	    sb->id, s->error);
+	stats.pool_failed++;
+	if (sb->worker != NULL)
+		wproc_shutdown(sb->worker);
+	d = xcalloc(1, sizeof *d);
+	destroys_in_flight++;
+	d->engine = sb->engine;
+	d->id = sb->id;
+	sb->id = NULL;
+	if (sb->expiry != NULL) {
+		event_free(sb->expiry);
+		sb->expiry = NULL;
+	}
+	sb->from_pool = 0;
+	sb->created = time(NULL);
+	if (s->cname != NULL)
+		name = sb->name;
+	else {
+		free(sb->name);
+		sb->name = xstrdup("");
+	}
+	n = screate_new(sb, s->call, s->cb, s->cbarg, s->t0_ns);
+	n->retry_name = name != NULL ? xstrdup(name) : NULL;
+	n->waiters = s->waiters;
+	n->nwaiters = s->nwaiters;
+	s->waiters = NULL;
+	s->nwaiters = 0;
+	sb->create = n;
+	/* Removed at once, before the new one may want its name. */
+	d->done = screate_retry_go;
+	d->arg = n;
+	engine_resp_init(&none);
+	sandbox_stopped_cb(&none, d);
+	screate_free(s);
+}
+
+/* The failed pool container is gone: the call's own creation starts. */
+static void
+screate_retry_go(void *arg, const char *err)
+{
+	struct screate *n = arg;
+
+	(void)err;
+	screate_begin(n, n->sb->env, "none", n->retry_name);
+}
+
+/*
+ * As sandbox_create(), but cb(call, sandbox, NULL, arg) gets the ready
+ * sandbox (or cb(call, NULL, why, arg)) instead of the call an answer.
+ * Returns the sandbox, starting (valid until the caller returns to the
+ * event loop), or NULL when it is refused at once (the call is answered).
+ * A container of the warm pool is taken when one fits (pool_take()).
+ */
 struct sandbox *
 sandbox_create_cb(struct call *c, const char *image, const char *name,
     json_object *env, const char *workdir, const char *network,
@@ -1224,6 +1604,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {
+	const struct config *conf = sup.conf;
 	struct screate *s;
 	struct sandbox *sb;
 	char why[512];
@@ -1233,16 +1614,15 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	TAILQ_FOREACH(sb, &sandboxes, entry)
 	if (sb->owner == c->sess && sb->state != SB_STOPPING)
 		mine++;
-	if (mine >= sup.conf->max_sandboxes_per_session)
+	if (mine >= conf->max_sandboxes_per_session)
 		snprintf(why, sizeof why,
 		    "too many sandboxes in this session (%ld, the limit of "
 		    "--max-sandboxes-per-session): stop one with sandbox_stop "
 		    "first",
-		    sup.conf->max_sandboxes_per_session);
+		    conf->max_sandboxes_per_session);
 
-	if (mine >= sup.conf->max_sandboxes_per_session ||
-	    !sandbox_image_allowed(image, why, sizeof why) ||
-	    (uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
+	if (mine >= conf->max_sandboxes_per_session ||
+	    !sandbox_image_allowed(image, why, sizeof why)) {
 		stats.sandboxes_failed++;
 		if (cb != NULL)
 			cb(c, NULL, why, cbarg);
@@ -1250,35 +1630,34 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 			mcp_call_reply(c, tool_error("%s", why));
 		return NULL;
 	}
-	sb = xcalloc(1, sizeof *sb);
-	sb->uid = uid;
-	sb->name = xstrdup(name != NULL ? name : "");
-	sb->image = xstrdup(image);
-	sb->workdir = xstrdup(workdir);
-	sb->engine = sup.engine;
-	sb->lim = *lim;
-	sb->created = time(NULL);
-	sb->expires = sb->created + ttl;
-	sb->state = SB_STARTING;
-	sb->owner = c->sess;
-	sb->refs = 1; /* the registry's */
-	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
-
-	s = xcalloc(1, sizeof *s);
-	s->call = c;
-	s->sb = sandbox_ref(sb);
-	s->cb = cb;
-	s->cbarg = cbarg;
-	s->t0_ns = clock_ns();
-	sandbox_spec(s, env, network);
-	if (name != NULL) {
-		xasprintf(&s->cname, "mcp-sandboxd-%.8s-%u-%s", sup.instance,
-		    c->sess->id, name);
-		s->spec.name = s->cname;
+	/* Limits other than the pool's defaults need an engine that changes
+	 * them in place; the keep-alive must outlast the lifetime. */
+	if ((engine_supports(sup.engine, ENGINE_UPDATE) ||
+	        (lim->memory_mb == conf->memory_mb && lim->cpus == conf->cpus &&
+	            lim->pids == conf->pids)) &&
+	    (sb = pool_take(image, workdir, network, ttl)) != NULL) {
+		sb->env = env != NULL ? json_object_get(env) : NULL;
+		sandbox_take(sb, c, name, lim, ttl, cb, cbarg);
+		return sb;
 	}
-	TAILQ_INSERT_TAIL(&preparing, s, pentry);
-	s->preparing = 1;
-	screate_inspect(s);
+	if ((uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
+		stats.sandboxes_failed++;
+		if (cb != NULL)
+			cb(c, NULL, why, cbarg);
+		else
+			mcp_call_reply(c, tool_error("%s", why));
+		return NULL;
+	}
+	sb = sandbox_alloc(image, name, workdir, lim, uid);
+	sb->expires = sb->created + ttl;
+	sb->owner = c->sess;
+	sb->env = env != NULL ? json_object_get(env) : NULL;
+	TAILQ_INSERT_TAIL(&sandboxes, sb, entry);
+	/* The pool gives up a container if the server's total needs it. */
+	pool_make_room();
+
+	s = screate_new(sb, c, cb, cbarg, clock_ns());
+	screate_begin(s, env, network, name);
 	return sb;
 }
 

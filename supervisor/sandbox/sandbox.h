@@ -28,6 +28,13 @@ struct session;
 #define START_LABEL "io.mcp-sandboxd.start"
 #define EXPIRES_LABEL "io.mcp-sandboxd.expires"
 #define NAME_LABEL "io.mcp-sandboxd.name"
+/*
+ * "1" on every container made for the warm pool (pool.c).  Labels cannot
+ * change after create, so it says how the container was made, not that
+ * it is still waiting: one handed to a client keeps it (get_sandbox_status
+ * says from_pool; the registry, not the label, says who owns it).
+ */
+#define POOL_LABEL "io.mcp-sandboxd.pool"
 
 struct limits {
 	long memory_mb;
@@ -65,6 +72,16 @@ struct sandbox {
 	int dead; /* sandbox_destroy() ran: out of the registry */
 	struct sdestroy *removal; /* dead before its container was known */
 	struct event *expiry;
+	/* The warm pool (pool.c). */
+	int pool; /* waiting in the pool: no owner, not in the registry */
+	int from_pool; /* was a pool container, handed to its owner */
+	json_object *env; /* the owner's env {}, given to every command */
+	char *idem_key; /* sandbox_initialize's idempotency_key, or NULL */
+	/* Pausing when idle (--pause-after). */
+	int paused; /* its container is paused (or being paused) */
+	struct engine_req *pausing; /* a pause or unpause in flight */
+	struct event *pause_timer;
+	time_t paused_at;
 	TAILQ_ENTRY(sandbox) entry;
 };
 TAILQ_HEAD(sandboxes, sandbox);
@@ -92,6 +109,31 @@ void sandbox_touch(struct sandbox *);
 time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
 json_object *sandbox_limits_json(const struct sandbox *);
+json_object *sandbox_result(const struct sandbox *);
+int sandbox_join(struct sandbox *, struct call *);
+struct sandbox *sandbox_find_key(struct session *, const char *);
+struct sandbox *sandbox_create_pool(const char *,
+    void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+
+/* pool.c: the warm pool */
+#define POOL_WORKDIR "/app" /* a pool container's: the default */
+#define POOL_MAX_AGE 1800 /* seconds a container waits before a new one */
+struct sandboxes *pool_list(void);
+void pool_start(void);
+void pool_stop(void);
+void pool_free(void);
+int pool_count(void);
+struct sandbox *pool_take(const char *, const char *, const char *, long);
+void pool_removed(struct sandbox *);
+void pool_lost(struct sandbox *, const char *);
+void pool_make_room(void);
+struct sandbox *pool_find(const char *);
+json_object *pool_stats_json(void);
+
+/* pause.c: idle sandboxes paused (--pause-after), resumed on use */
+void sandbox_pause_arm(struct sandbox *);
+void sandbox_pause_stop(struct sandbox *);
+void sandbox_resume(struct sandbox *);
 
 /* wproc.c: the worker processes */
 /* Output of a call: return 0 if taken, 1 to return credit later. */
@@ -106,6 +148,8 @@ void wproc_credit(struct wproc *, uint32_t, size_t);
 void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
 void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
 void wproc_shutdown(struct wproc *);
+void wproc_hold(struct wproc *, int);
+int wproc_busy(struct wproc *);
 pid_t wproc_pid(struct wproc *);
 void wproc_reap(void);
 int wproc_count(void);
@@ -131,6 +175,11 @@ struct stats {
 	long long execs_run, execs_failed, execs_timed_out, execs_cancelled;
 	long long bytes_in, bytes_out;
 	long long engine_errors;
+	/* The warm pool: containers made for it, taken by a create, failed
+	 * (a refill that could not be made, one that died waiting or while
+	 * it was handed out), and sandboxes paused and resumed. */
+	long long pool_created, pool_taken, pool_failed;
+	long long paused, resumed;
 	struct histogram create_ms, exec_ms;
 	long long started_ms;
 };

@@ -94,6 +94,11 @@ stats_json(void)
 	json_object_object_add(s, "create", histogram_json(&stats.create_ms));
 	json_object_object_add(s, "exec", histogram_json(&stats.exec_ms));
 	json_object_object_add(o, "latency", s);
+	json_object_object_add(o, "pool", pool_stats_json());
+	s = json_object_new_object();
+	ADD(s, "paused", stats.paused);
+	ADD(s, "resumed", stats.resumed);
+	json_object_object_add(o, "pause", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
 	return o;
@@ -127,6 +132,8 @@ prom_value(struct evbuffer *b, const char *name, const char *type,
 void
 stats_prometheus(struct evbuffer *b)
 {
+	json_object *pj = pool_stats_json();
+
 	prom_value(b, "mcp_sandboxd_sandboxes_live", "gauge",
 	    "Sandboxes alive now.", sandbox_count());
 	prom_value(b, "mcp_sandboxd_sandboxes_created_total", "counter",
@@ -153,6 +160,24 @@ stats_prometheus(struct evbuffer *b)
 	    "Bytes sent into sandboxes.", stats.bytes_in);
 	prom_value(b, "mcp_sandboxd_bytes_out_total", "counter",
 	    "Bytes of output from sandboxes.", stats.bytes_out);
+	prom_value(b, "mcp_sandboxd_pool_size", "gauge",
+	    "Warm pool containers ready to be taken.",
+	    json_object_get_int64(json_object_object_get(pj, "size")));
+	prom_value(b, "mcp_sandboxd_pool_starting", "gauge",
+	    "Warm pool containers being made.",
+	    json_object_get_int64(json_object_object_get(pj, "starting")));
+	prom_value(b, "mcp_sandboxd_pool_created_total", "counter",
+	    "Warm pool containers made.", stats.pool_created);
+	prom_value(b, "mcp_sandboxd_pool_taken_total", "counter",
+	    "Sandboxes made from a warm pool container.", stats.pool_taken);
+	prom_value(b, "mcp_sandboxd_pool_failed_total", "counter",
+	    "Warm pool refills that failed and pool containers lost.",
+	    stats.pool_failed);
+	prom_value(b, "mcp_sandboxd_sandboxes_paused_total", "counter",
+	    "Idle sandboxes paused.", stats.paused);
+	prom_value(b, "mcp_sandboxd_sandboxes_resumed_total", "counter",
+	    "Paused sandboxes resumed by a call.", stats.resumed);
+	json_object_put(pj);
 	prom_value(b, "mcp_sandboxd_engine_errors_total", "counter",
 	    "Docker Engine API errors.", stats.engine_errors);
 	prom_value(b, "mcp_sandboxd_uptime_seconds", "gauge",

@@ -166,6 +166,9 @@ wproc_lost(struct wproc *wp, const char *why)
 		wp->ready_sb = NULL;
 		ready_cb(sb, why);
 		sandbox_unref(sb);
+	} else if (sb != NULL && sb->pool && !sup.shutting_down) {
+		/* A pool container is replaced, not given a new worker. */
+		pool_lost(sb, why);
 	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
 		/*
 		 * Adopt the container with a new worker, which first kills
@@ -531,10 +534,28 @@ wproc_cancel(struct wproc *wp, uint32_t reqid)
 		proto_chan_send(wp->chan, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
 }
 
+/*
+ * Calls (and all else) to the worker wait while held (its container is
+ * paused), and go out in order when released.
+ */
+void
+wproc_hold(struct wproc *wp, int hold)
+{
+	proto_chan_hold(wp->chan, hold);
+}
+
+/* Whether calls of the worker are in flight. */
+int
+wproc_busy(struct wproc *wp)
+{
+	return !TAILQ_EMPTY(&wp->calls);
+}
+
 /* The sandbox is going: tell the worker to finish; drop its calls. */
 void
 wproc_shutdown(struct wproc *wp)
 {
+	proto_chan_hold(wp->chan, 0);
 	if (wp->chan != NULL)
 		proto_chan_send(wp->chan, PROTO_SHUTDOWN, 0, 0, 0, NULL, 0);
 	wp->told = 1;

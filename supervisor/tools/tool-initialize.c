@@ -8,6 +8,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "tools.h"
+#include "xmalloc.h"
 
 static const char input_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -30,7 +31,12 @@ static const char input_schema[] =
     "\"detach\":{\"type\":\"boolean\",\"default\":false,\"description\":"
     "\"outlive the client session (up to ttl_seconds and the idle "
     "limit); once the session ended, any session that names the full "
-    "container_id takes it over\"}},"
+    "container_id takes it over\"},"
+    "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1,"
+    "\"maxLength\":128,\"description\":\"a retry with the same key in "
+    "the same session gets the same sandbox (also while the first "
+    "create still runs) instead of a second one; free again once that "
+    "sandbox is stopped\"}},"
     "\"additionalProperties\":false}";
 
 static const char output_schema[] =
@@ -42,7 +48,9 @@ static const char output_schema[] =
     "\"pids\":{\"type\":\"integer\"},\"workdir_mb\":{\"type\":\"integer\"},"
     "\"tmp_mb\":{\"type\":\"integer\"},\"nofile\":{\"type\":\"integer\"},"
     "\"fsize_mb\":{\"type\":\"integer\"}}},"
-    "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"}},"
+    "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    "\"from_pool\":{\"type\":\"boolean\",\"description\":\"made from "
+    "a container of the server's warm pool (--warm-pool)\"}},"
     "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
     "\"limits\",\"expires_at\"]}";
 
@@ -124,6 +132,7 @@ sandbox_initialize(struct call *c)
 	struct limits lim = {conf->memory_mb, conf->cpus, conf->pids};
 	const char *image, *name, *workdir, *network, *bad = "";
 	struct sandbox *sb;
+	const char *key;
 	long ttl = conf->ttl;
 	int detach = 0;
 
@@ -137,6 +146,11 @@ sandbox_initialize(struct call *c)
 		                  "must be strings; env an object of strings"));
 		return;
 	}
+	/* A retry: the same sandbox, made or still being made. */
+	if ((key = tool_arg_string(c, "idempotency_key")) != NULL &&
+	    (sb = sandbox_find_key(c->sess, key)) != NULL &&
+	    sandbox_join(sb, c) == 0)
+		return;
 	image = tool_arg_string(c, "image");
 	if (image == NULL)
 		image = conf->default_image;
@@ -275,8 +289,11 @@ sandbox_initialize(struct call *c)
 	}
 	/* NULL: refused, and already answered. */
 	sb = sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
-	if (sb != NULL)
+	if (sb != NULL) {
 		sb->detach = detach;
+		if (key != NULL)
+			sb->idem_key = xstrdup(key);
+	}
 }
 
 const struct tool tool_sandbox_initialize = {

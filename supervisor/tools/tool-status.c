@@ -26,6 +26,9 @@ static const char output_schema[] =
     "\"sandboxes\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{\"container_id\":{\"type\":\"string\"},"
     "\"name\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"
+    "\"paused\":{\"type\":\"boolean\",\"description\":\"its container "
+    "is paused (idle past --pause-after); the next call resumes it\"},"
+    "\"from_pool\":{\"type\":\"boolean\"},"
     "\"image\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
     "\"created\":{\"type\":\"string\"},\"expires_at\":{\"type\":\"string\"},"
     "\"limits\":{\"type\":\"object\"},"
@@ -182,6 +185,10 @@ status_add(struct status *st, struct sandbox *sb)
 	json_object_object_add(o, "limits", sandbox_limits_json(sb));
 	json_object_object_add(
 	    o, "exec_count", json_object_new_int64(sb->exec_count));
+	json_object_object_add(
+	    o, "paused", json_object_new_boolean(sb->paused));
+	json_object_object_add(
+	    o, "from_pool", json_object_new_boolean(sb->from_pool));
 	if (sb->worker != NULL)
 		json_object_object_add(o, "worker_pid",
 		    json_object_new_int(wproc_pid(sb->worker)));

@@ -27,6 +27,7 @@ struct fake_container {
 	json_object *labels; /* owned */
 	long long created;
 	int running;
+	int paused;
 	TAILQ_ENTRY(fake_container) entry;
 };
 
@@ -90,6 +91,10 @@ static const char *const op_names[FAKE_NOPS] = {
     [FAKE_EXEC_CREATE] = "exec_create",
     [FAKE_EXEC_START] = "exec_start",
     [FAKE_EXEC_INSPECT] = "exec_inspect",
+    [FAKE_UPDATE] = "container_update",
+    [FAKE_RENAME] = "container_rename",
+    [FAKE_PAUSE] = "container_pause",
+    [FAKE_UNPAUSE] = "container_unpause",
 };
 
 static const struct engine_ops fake_ops;
@@ -237,6 +242,29 @@ answer_create(struct fake_req *fr, struct engine_resp *resp, char *buf,
 	resp->id = id;
 }
 
+/* The answer of a rename: a conflict if another container has the name. */
+static void
+answer_rename(struct fake_req *fr, struct fake_container *c,
+    struct engine_resp *resp, char *buf, size_t len)
+{
+	struct fake_container *o;
+
+	TAILQ_FOREACH(o, &fr->f->containers, entry)
+	{
+		if (o != c && o->name != NULL &&
+		    strcmp(o->name, fr->name) == 0) {
+			snprintf(buf, len,
+			    "Conflict. The container name \"/%s\" is "
+			    "already in use",
+			    fr->name);
+			resp->error = buf;
+			return;
+		}
+	}
+	free(c->name);
+	c->name = xstrdup(fr->name);
+}
+
 /* Answer a call, from the loop: the store changes, the caller hears. */
 static void
 answer_cb(evutil_socket_t fd, short what, void *arg)
@@ -270,6 +298,10 @@ answer_cb(evutil_socket_t fd, short what, void *arg)
 	case FAKE_STATS:
 	case FAKE_UPDATE_PIDS:
 	case FAKE_EXEC_CREATE:
+	case FAKE_UPDATE:
+	case FAKE_RENAME:
+	case FAKE_PAUSE:
+	case FAKE_UNPAUSE:
 		if ((c = find_container(f, fr->arg)) == NULL) {
 			answer_missing(
 			    &resp, buf, sizeof buf, "container", fr->arg);
@@ -307,6 +339,7 @@ answer_cb(evutil_socket_t fd, short what, void *arg)
 		ci.status = c->running ? "running" : "exited";
 		ci.running = c->running;
 		ci.pid = c->running ? 4242 : 0;
+		ci.paused = c->paused;
 		ci.exit_code = c->running ? -1 : 0;
 		ci.created = c->created;
 		ci.labels = c->labels;
@@ -359,6 +392,18 @@ answer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case FAKE_EXEC_INSPECT:
 		resp.exit_code = 0;
+		break;
+	case FAKE_RENAME:
+		answer_rename(fr, c, &resp, buf, sizeof buf);
+		break;
+	case FAKE_PAUSE:
+	case FAKE_UNPAUSE:
+		if (!c->running) {
+			snprintf(buf, sizeof buf, "Container %s is not running",
+			    c->id);
+			resp.error = buf;
+		} else
+			c->paused = fr->op == FAKE_PAUSE;
 		break;
 	default: /* ping, a stream's end, an exec's start */
 		break;
@@ -533,6 +578,28 @@ fake_container_update_pids(struct engine_req *req, const char *id, long long n)
 }
 
 static void
+fake_container_update(
+    struct engine_req *req, const char *id, const struct engine_limits *lim)
+{
+	(void)lim;
+	fake_begin(req, FAKE_UPDATE, id);
+}
+
+static void
+fake_container_rename(struct engine_req *req, const char *id, const char *name)
+{
+	struct fake_req *fr = fake_begin(req, FAKE_RENAME, id);
+
+	fr->name = xstrdup(name);
+}
+
+static void
+fake_container_pause(struct engine_req *req, const char *id, int pause)
+{
+	fake_begin(req, pause ? FAKE_PAUSE : FAKE_UNPAUSE, id);
+}
+
+static void
 fake_container_logs(struct engine_req *req, const char *id)
 {
 	fake_begin(req, FAKE_LOGS, id);
@@ -626,6 +693,9 @@ static const struct engine_ops fake_ops = {
     .container_stats = fake_container_stats,
     .container_list = fake_container_list,
     .container_update_pids = fake_container_update_pids,
+    .container_update = fake_container_update,
+    .container_rename = fake_container_rename,
+    .container_pause = fake_container_pause,
     .container_logs = fake_container_logs,
     .container_events = fake_container_events,
     .image_inspect = fake_image_inspect,
@@ -701,6 +771,34 @@ fake_container_set_created(struct engine *eng, const char *id, long long t)
 
 	if (c != NULL)
 		c->created = t;
+}
+
+const char *
+fake_container_name(struct engine *eng, const char *id)
+{
+	struct fake_container *c = find_container(fake_of(eng), id);
+
+	return c != NULL ? c->name : NULL;
+}
+
+int
+fake_container_paused(struct engine *eng, const char *id)
+{
+	struct fake_container *c = find_container(fake_of(eng), id);
+
+	return c != NULL && c->paused;
+}
+
+void
+fake_container_drop(struct engine *eng, const char *id)
+{
+	struct fake *f = fake_of(eng);
+	struct fake_container *c = find_container(f, id);
+
+	if (c != NULL) {
+		TAILQ_REMOVE(&f->containers, c, entry);
+		container_free(c);
+	}
 }
 
 /* The nth container of the store, or NULL. */

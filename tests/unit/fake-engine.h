@@ -33,6 +33,10 @@ enum fake_op {
 	FAKE_EXEC_CREATE,
 	FAKE_EXEC_START,
 	FAKE_EXEC_INSPECT,
+	FAKE_UPDATE,
+	FAKE_RENAME,
+	FAKE_PAUSE,
+	FAKE_UNPAUSE,
 	FAKE_NOPS
 };
 
@@ -58,6 +62,10 @@ int fake_container_has(struct engine *, const char *);
 int fake_container_running(struct engine *, const char *);
 void fake_container_set_created(struct engine *, const char *, long long);
 const char *fake_container_id(struct engine *, size_t);
+const char *fake_container_name(struct engine *, const char *);
+int fake_container_paused(struct engine *, const char *);
+/* Gone behind the server's back, as a docker rm -f would make it. */
+void fake_container_drop(struct engine *, const char *);
 size_t fake_containers(struct engine *);
 
 /*

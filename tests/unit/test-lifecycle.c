@@ -377,6 +377,7 @@ teardown(void)
 	defer_flush();
 	engine_free(sup.engine);
 	reaper_free();
+	pool_free();
 	spool_cleanup();
 	for (i = 0; i < nclients; i++)
 		json_object_put(clients[i].msgs);
@@ -931,4 +932,118 @@ Test(lifecycle, failed_removal_is_left_to_a_later_reaper_run)
 	reap();
 	cr_assert_eq(fake_count(eng, FAKE_REMOVE, cid), 2);
 	cr_assert(!fake_container_has(eng, cid));
+}
+
+/* --- the warm pool --- */
+
+static void
+warm_pool_one(void)
+{
+	parse_config("--warm-pool", IMAGE "=1");
+}
+
+/* A create that fits the pool (its workdir): the call's id. */
+static int
+create_fitting(struct client *cl)
+{
+	struct limits lim = {conf.memory_mb, conf.cpus, conf.pids};
+	json_object *id;
+	struct call *c;
+	int n = next_call_id++;
+
+	id = json_object_new_int(n);
+	c = mcp_call_new(cl->sess, id, "sandbox_initialize");
+	json_object_put(id);
+	sandbox_create(c, IMAGE, NULL, NULL, "/app", "none", &lim, conf.ttl);
+	return n;
+}
+
+static int
+from_pool(json_object *r)
+{
+	json_object *s, *v;
+
+	return json_object_object_get_ex(r, "structuredContent", &s) &&
+	       json_object_object_get_ex(s, "from_pool", &v) &&
+	       json_object_get_boolean(v);
+}
+
+static int
+pool_ready(void)
+{
+	json_object *o = pool_stats_json();
+	int n = (int)json_object_get_int64(json_object_object_get(o, "size"));
+
+	json_object_put(o);
+	return n;
+}
+
+Test(lifecycle, pool_container_is_never_handed_out_twice, .init = warm_pool_one)
+{
+	struct client *a, *b;
+	json_object *ra, *rb;
+	const char *pooled;
+	int ia, ib, ic;
+
+	pool_start();
+	WAIT_FOR(pool_ready() == 1);
+	pooled = fake_container_id(eng, 0);
+	a = client_new();
+	b = client_new();
+	/* Three creates in one turn of the loop, two sessions: one takes
+	 * it, the others make their own. */
+	ia = create_fitting(a);
+	ib = create_fitting(b);
+	ic = create_fitting(a);
+	ra = wait_reply(a, ia);
+	rb = wait_reply(b, ib);
+	cr_assert(!is_error(ra), "%s", text_of(ra));
+	cr_assert(!is_error(rb), "%s", text_of(rb));
+	cr_assert(!is_error(wait_reply(a, ic)));
+	cr_assert(from_pool(ra));
+	cr_assert(!from_pool(rb));
+	cr_assert(!from_pool(wait_reply(a, ic)));
+	cr_assert_str_eq(container_of(ra), pooled);
+	cr_assert_str_neq(container_of(rb), pooled);
+	cr_assert_str_neq(container_of(wait_reply(a, ic)), pooled);
+	cr_assert_eq(stats.pool_taken, 1);
+	/* Its container is taken over by one sandbox only, and refilled. */
+	cr_assert_eq(sandbox_count(), 3);
+	WAIT_FOR(pool_ready() == 1);
+	cr_assert_eq(pool_count(), 1);
+	client_close(a);
+	client_close(b);
+}
+
+Test(lifecycle, pool_container_dying_while_handed_out_is_replaced,
+    .init = warm_pool_one)
+{
+	struct client *cl;
+	json_object *r;
+	const char *pooled;
+	char *gone;
+	int id;
+
+	pool_start();
+	WAIT_FOR(pool_ready() == 1);
+	gone = strdup(fake_container_id(eng, 0));
+	cl = client_new();
+	/* The take's inspection waits; meanwhile the container goes. */
+	fake_hold(eng, FAKE_INSPECT, 1);
+	id = create_fitting(cl);
+	WAIT_FOR(fake_held(eng, FAKE_INSPECT) == 1);
+	cr_assert_eq(pool_count(), 0, "taken, it is out of the pool at once");
+	fake_container_drop(eng, gone);
+	fake_release(eng, FAKE_INSPECT);
+	r = wait_reply(cl, id);
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert(!from_pool(r));
+	pooled = container_of(r);
+	cr_assert_str_neq(pooled, gone);
+	cr_assert(fake_container_running(eng, pooled));
+	cr_assert_eq(stats.pool_taken, 0);
+	cr_assert_geq(stats.pool_failed, 1);
+	cr_assert_eq(sandbox_count(), 1);
+	free(gone);
+	client_close(cl);
 }
