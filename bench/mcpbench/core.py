@@ -5,18 +5,22 @@ and the memory of the supervisor, an idle worker and Docker's shim."""
 import statistics
 import time
 
-from .common import (BENCH_LABEL, BENCH_LABEL_KEY, SOCKET, BenchError,
-                     CliMethod, RawMethod, api, check_engine, children,
-                     find_shim, find_workers, log, mb, ms_since, private_kb,
-                     proc_status_kb, rotations, rounded, verdict)
+from .common import (BENCH_LABEL, BENCH_LABEL_KEY, EXEC_USER, SOCKET,
+                     BenchError, CliMethod, RawMethod, api, check_engine,
+                     children, cli_run_args, find_shim, find_workers, log, mb,
+                     ms_since, private_kb, proc_status_kb, rotations, rounded,
+                     run, verdict)
 
 TITLE = "sandbox_initialize, sandbox_exec and memory"
 
 TARGETS = {
     "initialize": 1.10,   # MCP initialize <= 1.10x raw create+start
-    "exec": 1.15,         # MCP exec <= 1.15x raw exec
-    "initialize_pool": 0.50,  # from a warm pool <= 0.5x raw create+start
+    "exec": 0.10,         # MCP exec (through the agent) <= 0.10x raw exec
+    "exec_agent_off": 1.15,   # --agent off: a Docker exec, <= 1.15x raw
+    "initialize_pool": 0.12,  # from a warm pool <= 0.12x raw create+start
+    "first_command": 0.15,    # pool initialize + exec <= 0.15x docker run
 }
+RESUME_TARGET_MS = 20.0   # resume of a paused sandbox + exec
 SUPERVISOR_RSS_TARGET_KB = 8 * 1024
 WORKER_PRIVATE_TARGET_KB = 3 * 1024
 
@@ -59,12 +63,7 @@ def bench_initialize_pool(server, iterations, warmup):
     the refill is waited for, untimed, before each one."""
     samples, missed = [], 0
     for i in range(warmup + iterations):
-        deadline = time.monotonic() + 60
-        while ((server.tool("get_sandbox_status", {}).get("stats") or {})
-               .get("pool", {}).get("size", 0) < 1):
-            if time.monotonic() > deadline:
-                raise BenchError("the warm pool did not refill in 60 s")
-            time.sleep(0.05)
+        wait_pool(server)
         t0 = time.perf_counter()
         r = server.tool("sandbox_initialize", {})
         dt = ms_since(t0)
@@ -74,6 +73,64 @@ def bench_initialize_pool(server, iterations, warmup):
             samples.append(dt)
             missed += 0 if r.get("from_pool") else 1
     return samples, missed
+
+
+def bench_first_command(server, image, iterations, warmup):
+    """A fresh sandbox's first command: sandbox_initialize from a warm
+    pool and sandbox_exec of `echo hi`, against `docker run --rm` of the
+    same command with the same hardening (its container made, started,
+    run and removed)."""
+    mcp, cli = [], []
+    args = [a for a in cli_run_args(image) if a != "-d"]
+    args[2:2] = ["--rm"]
+    args = args[:-4] + ["--user", EXEC_USER, image, "echo", "hi"]
+    for i in range(warmup + iterations):
+        wait_pool(server)
+        t0 = time.perf_counter()
+        r = server.tool("sandbox_initialize", {})
+        server.tracker.add(r["container_id"])
+        check_exec("mcp", server.exec(r["container_id"]))
+        dt = ms_since(t0)
+        server.stop(r["container_id"])     # untimed
+        t0 = time.perf_counter()
+        p = run(args)
+        dc = ms_since(t0)
+        if p.stdout.strip() != b"hi":
+            raise BenchError("docker run --rm: stdout %r" % p.stdout)
+        if i >= warmup:
+            mcp.append(dt)
+            cli.append(dc)
+    return mcp, cli
+
+
+def bench_resume(server, iterations, warmup):
+    """sandbox_exec on a sandbox paused for idleness (--pause-after 1):
+    the resume and the command together."""
+    cid = server.initialize()
+    samples = []
+    for i in range(warmup + iterations):
+        deadline = time.monotonic() + 30
+        while not any(s.get("paused") for s in server.tool(
+                "get_sandbox_status", {}).get("sandboxes", [])):
+            if time.monotonic() > deadline:
+                raise BenchError("the sandbox was not paused in 30 s")
+            time.sleep(0.1)
+        t0 = time.perf_counter()
+        check_exec("mcp", server.exec(cid))
+        dt = ms_since(t0)
+        if i >= warmup:
+            samples.append(dt)
+    server.stop(cid)
+    return samples
+
+
+def wait_pool(server):
+    deadline = time.monotonic() + 60
+    while ((server.tool("get_sandbox_status", {}).get("stats") or {})
+           .get("pool", {}).get("size", 0) < 1):
+        if time.monotonic() > deadline:
+            raise BenchError("the warm pool did not refill in 60 s")
+        time.sleep(0.05)
 
 
 def summarize(op, samples):
@@ -198,7 +255,53 @@ def measure(ctx, results):
         "pass": med / raw_ms <= TARGETS["initialize_pool"] and missed == 0,
         "samples_ms": rounded(samples),
     }
+    # A2: a fresh sandbox's first command, from the same pool, against
+    # docker run --rm.
+    log("first command (warm pool): %d iteration(s) + %d warm-up"
+        % (args.iterations, args.warmup))
+    m, c = bench_first_command(warm, args.image, args.iterations,
+                               args.warmup)
+    mm, cm = statistics.median(m), statistics.median(c)
+    results["first_command"] = {
+        "mcp_ms": mm, "cli_ms": cm, "mcp_over_cli": mm / cm,
+        "target_mcp_over_cli": TARGETS["first_command"],
+        "pass": mm / cm <= TARGETS["first_command"],
+        "samples_ms": {"mcp": rounded(m), "cli": rounded(c)},
+    }
     ctx.close_server(warm)
+
+    # A3: exec with --agent off (every command a Docker exec), against
+    # the same raw exec (the medians of A).
+    off = ctx.start_server("agent off", ["--agent", "off"])
+    off.handshake()
+    log("exec (--agent off): %d iteration(s) + %d warm-up"
+        % (args.iterations, args.warmup))
+    ocid = off.initialize()
+    samples = bench_exec([off], {"mcp": ocid}, args.iterations,
+                         args.warmup)["mcp"]
+    off.stop(ocid)
+    med = statistics.median(samples)
+    raw_ms = results["exec"]["raw_ms"]
+    results["exec_agent_off"] = {
+        "mcp_ms": med, "raw_ms": raw_ms, "mcp_over_raw": med / raw_ms,
+        "target_mcp_over_raw": TARGETS["exec_agent_off"],
+        "pass": med / raw_ms <= TARGETS["exec_agent_off"],
+        "samples_ms": rounded(samples),
+    }
+    ctx.close_server(off)
+
+    # A4: resume of a paused sandbox and an exec in it.
+    paused = ctx.start_server("pause", ["--pause-after", "1"])
+    paused.handshake()
+    log("resume + exec: %d iteration(s) + %d warm-up"
+        % (args.iterations, args.warmup))
+    samples = bench_resume(paused, args.iterations, args.warmup)
+    med = statistics.median(samples)
+    results["resume_exec"] = {
+        "mcp_ms": med, "target_ms": RESUME_TARGET_MS,
+        "pass": med <= RESUME_TARGET_MS, "samples_ms": rounded(samples),
+    }
+    ctx.close_server(paused)
 
 
 def print_table(res, args):
@@ -224,6 +327,23 @@ def print_table(res, args):
         if r["not_from_pool"]:
             print("  %d of them did not come from the pool"
                   % r["not_from_pool"])
+    r = res.get("exec_agent_off")
+    if r is not None:
+        print("%-26s %9.1f %9.1f %9s %7.2fx %8s  <= %.2fx %s" % (
+            "exec, --agent off", r["mcp_ms"], r["raw_ms"], "-",
+            r["mcp_over_raw"], "-", r["target_mcp_over_raw"],
+            verdict(r["pass"])))
+    r = res.get("first_command")
+    if r is not None:
+        print("%-26s %9.1f %9s %9.1f %8s %7.2fx  <= %.2fx of CLI %s" % (
+            "first command (pool)", r["mcp_ms"], "-", r["cli_ms"], "-",
+            r["mcp_over_cli"], r["target_mcp_over_cli"],
+            verdict(r["pass"])))
+    r = res.get("resume_exec")
+    if r is not None:
+        print("%-26s %9.1f %9s %9s %8s %8s  <= %.0f ms %s" % (
+            "resume + exec", r["mcp_ms"], "-", "-", "-", "-",
+            r["target_ms"], verdict(r["pass"])))
     w = (res.get("exec") or {}).get("mcp_worker_duration_ms")
     if w is not None:
         print("  MCP exec as the worker times it (duration_ms, Docker calls "

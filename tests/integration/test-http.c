@@ -2153,8 +2153,8 @@ Test(http, print_config_entries, .timeout = 60)
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(cmd, sizeof cmd,
-	    "cd %s && %s --image img:1 --pids 64 --print-config claude "
-	    "2>/dev/null",
+	    "cd %s && env -u MCP_SANDBOXD_AGENT %s --image img:1 --pids 64 "
+	    "--print-config claude 2>/dev/null",
 	    dir, getenv("MCP_SANDBOXD_BIN"));
 	out = h_run(cmd, &st);
 	cr_expect_eq(st, 0, "%s", out);
