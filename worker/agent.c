@@ -47,6 +47,7 @@ struct agent_cmd {
 	long long credit; /* output the agent may still send */
 	int started, busy, dead;
 	int orphan; /* cancelled from one of its callbacks */
+	int window, paused; /* agent_cmd_pause() */
 	TAILQ_ENTRY(agent_cmd) entry;
 };
 TAILQ_HEAD(agent_cmds, agent_cmd);
@@ -123,6 +124,19 @@ agent_cmd_orphan(struct agent_cmd *c)
 	agent_send_u32(c->a, AGENT_CREDIT, c->id,
 	    AGENT_MAX_PAYLOAD);
 	agent_cmd_kill(c);
+}
+
+/* A command that is only paused and resumed: its credit kept full. */
+static void
+agent_cmd_refill(struct agent_cmd *c)
+{
+	long long want = AGENT_INITIAL_CREDIT - c->credit;
+
+	if (!c->window || c->paused || c->dead ||
+	    want < AGENT_INITIAL_CREDIT / 2)
+		return;
+	c->credit += want;
+	agent_send_u32(c->a, AGENT_CREDIT, c->id, (uint32_t)want);
 }
 
 /* Back from a command's callback: a cancel made there takes effect. */
@@ -259,6 +273,7 @@ agent_message(struct agent *a, const struct agent_hdr *h,
 			c->cbs->output(stream, (const char *)p, h->len, c->arg);
 			agent_cmd_unbusy(c);
 		}
+		agent_cmd_refill(c);
 		return 0;
 	case AGENT_SENT:
 		if (!c->started || agent_u32_decode(p, h->len, &v) == -1)
@@ -577,6 +592,18 @@ agent_cmd_credit(struct agent_cmd *c, long bytes)
 		return;
 	c->credit += bytes;
 	agent_send_u32(c->a, AGENT_CREDIT, c->id, (uint32_t)bytes);
+}
+
+/*
+ * Pause or resume its output, as an engine's exec is (for a caller that
+ * does not count credit): while not paused, it never runs out.
+ */
+void
+agent_cmd_pause(struct agent_cmd *c, int on)
+{
+	c->window = 1;
+	c->paused = on;
+	agent_cmd_refill(c);
 }
 
 /* Kill the command's processes; its EXIT follows. */

@@ -48,10 +48,7 @@ struct wexec {
 	enum exec_state state;
 	char token[40];
 	char tag[2][32]; /* in the activity log: stdout, stderr */
-	struct engine_exec *ex; /* the run, until it is done: the engine's */
-	struct agent_cmd *ac; /* ... or the agent's */
-	int via_agent;
-	char agent_note[160]; /* why not through the agent */
+	struct wrun run; /* the agent's or the engine's, until it is done */
 	int usage; /* the command's own, from the agent */
 	double cpu_ms;
 	long long max_rss;
@@ -82,26 +79,8 @@ static void exec_finish(struct wexec *);
 static int
 exec_killable(const struct wexec *x)
 {
-	return x->state == X_RUN || (x->ac != NULL && x->state == X_CREATE);
-}
-
-/* The run's input and end, whichever runs it. */
-static void
-exec_write(struct wexec *x, const void *p, size_t len)
-{
-	if (x->ac != NULL)
-		agent_cmd_write(x->ac, p, len);
-	else if (x->ex != NULL)
-		engine_exec_write(x->ex, p, len);
-}
-
-static void
-exec_close_write(struct wexec *x)
-{
-	if (x->ac != NULL)
-		agent_cmd_close_write(x->ac);
-	else if (x->ex != NULL)
-		engine_exec_close_write(x->ex);
+	return x->state == X_RUN ||
+	       (x->run.ac != NULL && x->state == X_CREATE);
 }
 
 static struct wexec *
@@ -119,8 +98,7 @@ static void
 exec_free(struct wexec *x)
 {
 	LIST_REMOVE(x, entry);
-	engine_exec_cancel(x->ex);
-	agent_cmd_cancel(x->ac);
+	wrun_cancel(&x->run);
 	if (x->killer != NULL)
 		killer_cancel(x->killer);
 	event_free(x->timer);
@@ -163,8 +141,7 @@ exec_kick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (x->killer != NULL || !exec_killable(x))
 		return;
-	if (x->ac != NULL) {
-		agent_cmd_kill(x->ac);
+	if (wrun_kill(&x->run)) {
 		exec_killed(x, NULL);
 		return;
 	}
@@ -209,10 +186,7 @@ exec_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	log_warnx("%s: %s: stream still open after kill", __func__, x->token);
-	if (x->ac != NULL)
-		agent_cmd_stuck(x->ac);
-	else
-		engine_exec_close(x->ex);
+	wrun_close(&x->run);
 }
 
 static void
@@ -248,8 +222,8 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 		len -= n;
 	}
 	/* Out of credit: no more until the supervisor takes some. */
-	if (x->credit <= 0 && x->ex != NULL)
-		engine_exec_pause(x->ex, 1);
+	if (x->credit <= 0 && !x->run.agent)
+		wrun_pause(&x->run, 1);
 }
 
 /* The stream ended: a killed command's stream may end in an error. */
@@ -269,8 +243,7 @@ exec_done(const struct engine_exec_result *res, void *arg)
 	struct wexec *x = arg;
 	struct timeval tv = {0, EXEC_OOM_WAIT_MS * 1000};
 
-	x->ex = NULL;
-	x->ac = NULL;
+	wrun_ended(&x->run);
 	if (res->usage) {
 		x->usage = 1;
 		x->cpu_ms = res->cpu_ms;
@@ -364,8 +337,10 @@ exec_finish(struct wexec *x)
 	}
 	if (x->w->conf->agent) {
 		r.has |= PROTO_R_AGENT;
-		r.agent = x->via_agent;
-		r.agent_note = x->via_agent ? NULL : x->agent_note;
+		r.agent = x->run.agent;
+		r.agent_note = x->run.agent || x->run.note[0] == '\0'
+		                   ? NULL
+		                   : x->run.note;
 	}
 	acct_end(x->acct, &r);
 	x->acct = NULL;
@@ -394,7 +369,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	struct wexec *x;
 	struct engine_exec_spec spec;
 	struct proto_run run;
-	const char *why, **argv, *note;
+	const char *why, **argv;
 	struct timeval tv;
 	char **env;
 	size_t i, n = 0, nargs = 0, nenv = 0;
@@ -480,20 +455,10 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.env = (const char *const *)env;
 
 	x->state = X_CREATE;
-	note = agent_unusable(w, spec.user);
-	if (note == NULL &&
-	    (x->ac = agent_cmd_new(w, &spec, x->token, &exec_cbs, x)) != NULL)
-		x->via_agent = 1;
-	else {
-		snprintf(x->agent_note, sizeof x->agent_note, "%s",
-		    note != NULL ? note
-		                 : "the command does not fit the agent's message");
-		x->ex = engine_exec_new(
-		    w->engine, w->container, &spec, &exec_cbs, x);
-	}
+	wrun_start(w, &x->run, &spec, x->token, &exec_cbs, x);
 	if (run.stdin_text != NULL) {
-		exec_write(x, run.stdin_text, run.stdin_len);
-		exec_close_write(x);
+		wrun_write(&x->run, run.stdin_text, run.stdin_len);
+		wrun_close_write(&x->run);
 	}
 	for (i = 0; i < nenv; i++)
 		free(env[i]);
@@ -529,10 +494,10 @@ exec_credit(struct worker *w, uint32_t stream, long bytes)
 	if ((x = exec_find(w, stream)) == NULL || bytes <= 0)
 		return;
 	x->credit += bytes;
-	if (x->ac != NULL)
-		agent_cmd_credit(x->ac, bytes);
-	else if (x->credit > 0 && x->ex != NULL)
-		engine_exec_pause(x->ex, 0);
+	if (x->run.agent)
+		wrun_credit(&x->run, bytes);
+	else if (x->credit > 0)
+		wrun_pause(&x->run, 0);
 }
 
 /* The worker is going away: drop every exec without a result. */
@@ -559,9 +524,9 @@ exec_stdin(
 	if (flags & PROTO_F_EOF)
 		x->stdin_eof = 1;
 	/* Input that comes before the stream waits for it (the engine's). */
-	exec_write(x, p, len);
+	wrun_write(&x->run, p, len);
 	if (x->stdin_eof)
-		exec_close_write(x);
+		wrun_close_write(&x->run);
 }
 
 struct killcall {

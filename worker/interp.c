@@ -40,6 +40,7 @@
  */
 #define INTERP_ERROR_MAX_S "32768"
 #define INTERP_MAX_STATUS (512 * 1024)
+#define INTERP_KILL_GRACE_MS 2000 /* after a kill through the agent */
 
 /*
  * The session drivers, engine/scripts/session.{py,js}, embedded: argv is
@@ -61,7 +62,7 @@ struct interp {
 	char lang[16];
 	char token[40];
 	char nonce[33];
-	struct engine_exec *ex; /* the interpreter's run, until it ends */
+	struct wrun run; /* the interpreter's, until it ends (run.c) */
 	int running; /* it was created; calls can be sent */
 	struct evbuffer *hold[2]; /* stdout, stderr not yet passed on */
 	int ended[2]; /* the current call's marker seen */
@@ -91,8 +92,7 @@ static void interp_die(struct interp *, const char *);
 static void
 interp_flow(struct interp *ip)
 {
-	if (ip->ex != NULL)
-		engine_exec_pause(ip->ex, ip->cur != NULL && ip->credit <= 0);
+	wrun_pause(&ip->run, ip->cur != NULL && ip->credit <= 0);
 }
 
 /* Output of the session that no call takes: dropped and counted. */
@@ -136,10 +136,10 @@ interp_answer(struct interp *ip, int lost, const char *why)
 		return;
 	ip->cur = NULL;
 	evtimer_del(ip->timer);
-	if (ip->oneshot && ip->ex != NULL) {
+	if (ip->oneshot && wrun_active(&ip->run)) {
 		/* End of input: the interpreter exits by itself. */
 		ip->dying = 1;
-		engine_exec_close_write(ip->ex);
+		wrun_close_write(&ip->run);
 	}
 	memset(&r, 0, sizeof r);
 	r.has = PROTO_R_CODE;
@@ -318,7 +318,7 @@ interp_free(struct interp *ip)
 		json_object_put(c->code);
 		free(c);
 	}
-	engine_exec_cancel(ip->ex);
+	wrun_cancel(&ip->run);
 	if (ip->killer != NULL)
 		killer_cancel(ip->killer);
 	evbuffer_free(ip->hold[0]);
@@ -396,7 +396,7 @@ interp_done(const struct engine_exec_result *res, void *arg)
 {
 	struct interp *ip = arg;
 
-	ip->ex = NULL;
+	wrun_ended(&ip->run);
 	if (res->phase == ENGINE_EXEC_CREATE)
 		ip->dying = 1;
 	if (res->phase == ENGINE_EXEC_INSPECT) {
@@ -415,7 +415,7 @@ interp_killed(void *arg, const char *err)
 	if (err != NULL)
 		log_warnx("%s: %s", __func__, err);
 	/* Make sure the stream ends even if a process holds it open. */
-	engine_exec_close(ip->ex);
+	wrun_close(&ip->run);
 }
 
 static void
@@ -424,8 +424,17 @@ interp_kick_cb(evutil_socket_t fd, short what, void *arg)
 	struct interp *ip = arg;
 	const char *tok = ip->token;
 
+	struct timeval tv = {INTERP_KILL_GRACE_MS / 1000,
+	    (INTERP_KILL_GRACE_MS % 1000) * 1000};
+
 	(void)fd;
 	(void)what;
+	/* The agent kills at once; its EXIT ends the run, or the grace
+	 * does (interp_timer_cb()). */
+	if (wrun_kill(&ip->run)) {
+		evtimer_add(ip->timer, &tv);
+		return;
+	}
 	if (ip->killer == NULL)
 		ip->killer = killer_run(ip->w, &tok, 1, interp_killed, ip);
 }
@@ -449,6 +458,11 @@ interp_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (ip->dying) {
+		/* Killed through the agent, and still not ended. */
+		wrun_close(&ip->run);
+		return;
+	}
 	ip->timed_out = 1;
 	interp_die(ip, "timeout");
 }
@@ -462,7 +476,8 @@ interp_next(struct interp *ip)
 	char hdr[32];
 	int n;
 
-	if (ip->cur != NULL || ip->dying || ip->ex == NULL || !ip->running ||
+	if (ip->cur != NULL || ip->dying || !wrun_active(&ip->run) ||
+	    !ip->running ||
 	    (c = TAILQ_FIRST(&ip->queue)) == NULL)
 		return;
 	TAILQ_REMOVE(&ip->queue, c, entry);
@@ -476,8 +491,8 @@ interp_next(struct interp *ip)
 	c->acct = acct_begin();
 	n = snprintf(
 	    hdr, sizeof hdr, "%d\n", json_object_get_string_len(c->code));
-	engine_exec_write(ip->ex, hdr, (size_t)n);
-	engine_exec_write(ip->ex, json_object_get_string(c->code),
+	wrun_write(&ip->run, hdr, (size_t)n);
+	wrun_write(&ip->run, json_object_get_string(c->code),
 	    (size_t)json_object_get_string_len(c->code));
 	logs_addf("code", ">>> %s call (%d bytes)", ip->lang,
 	    json_object_get_string_len(c->code));
@@ -570,8 +585,9 @@ interp_new(
 	spec.workdir = workdir;
 	spec.env = env;
 	spec.stdin = 1;
-	ip->ex =
-	    engine_exec_new(w->engine, w->container, &spec, &interp_cbs, ip);
+	wrun_start(w, &ip->run, &spec, ip->token, &interp_cbs, ip);
+	/* Its output is paused and resumed (interp_flow()), never counted. */
+	wrun_pause(&ip->run, 0);
 	free(kv);
 	for (i = 0; i < nv; i++)
 		free(kvs[i]);

@@ -13,6 +13,9 @@ struct event_base;
 struct proto_chan;
 struct engine;
 struct wexec;
+struct agent;
+struct agent_cmd;
+struct engine_exec;
 
 struct worker {
 	struct event_base *base;
@@ -60,11 +63,28 @@ void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);
 
-/* agent.c */
-struct agent;
-struct agent_cmd;
+/* run.c: a command's run, through the agent or the engine's exec. */
+struct wrun {
+	struct engine_exec *ex; /* the engine's, until it is done */
+	struct agent_cmd *ac; /* or the agent's */
+	int agent; /* the agent took it */
+	char note[160]; /* else why not */
+};
 struct engine_exec_spec;
 struct engine_exec_cbs;
+void wrun_start(struct worker *, struct wrun *, const struct engine_exec_spec *,
+    const char *, const struct engine_exec_cbs *, void *);
+int wrun_active(const struct wrun *);
+void wrun_ended(struct wrun *);
+void wrun_write(struct wrun *, const void *, size_t);
+void wrun_close_write(struct wrun *);
+void wrun_pause(struct wrun *, int);
+void wrun_credit(struct wrun *, long);
+int wrun_kill(struct wrun *);
+void wrun_close(struct wrun *);
+void wrun_cancel(struct wrun *);
+
+/* agent.c */
 void agent_start(struct worker *);
 void agent_stop(struct worker *);
 const char *agent_unusable(struct worker *, const char *);
@@ -74,6 +94,7 @@ struct agent_cmd *agent_cmd_new(struct worker *,
 void agent_cmd_write(struct agent_cmd *, const void *, size_t);
 void agent_cmd_close_write(struct agent_cmd *);
 void agent_cmd_credit(struct agent_cmd *, long);
+void agent_cmd_pause(struct agent_cmd *, int);
 void agent_cmd_kill(struct agent_cmd *);
 void agent_cmd_stuck(struct agent_cmd *);
 void agent_cmd_cancel(struct agent_cmd *);
