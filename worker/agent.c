@@ -36,6 +36,8 @@
 #define AGENT_BACKOFF_MAX_MS 30000
 #define AGENT_STABLE_MS 60000 /* up this long: the backoff starts over */
 #define AGENT_MAX_CMDS 128 /* the agent's own bound */
+#define AGENT_MAX_RSS_KB (1ULL << 40) /* a PiB */
+#define AGENT_MAX_CPU_US (1ULL << 52) /* 142 years */
 
 enum agent_state { A_OFF, A_STARTING, A_READY, A_WAIT };
 
@@ -121,8 +123,7 @@ static void
 agent_cmd_orphan(struct agent_cmd *c)
 {
 	c->credit += AGENT_MAX_PAYLOAD;
-	agent_send_u32(c->a, AGENT_CREDIT, c->id,
-	    AGENT_MAX_PAYLOAD);
+	agent_send_u32(c->a, AGENT_CREDIT, c->id, AGENT_MAX_PAYLOAD);
 	agent_cmd_kill(c);
 }
 
@@ -178,8 +179,7 @@ agent_cmd_end(struct agent_cmd *c, long code, const char *err,
 }
 
 /* The agent broke its protocol: it is done for. */
-static void
-agent_bad(struct agent *a, const char *fmt, ...)
+static void agent_bad(struct agent *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void
 agent_bad(struct agent *a, const char *fmt, ...)
@@ -219,8 +219,8 @@ agent_hello(struct agent *a, const unsigned char *p, size_t len)
 		return -1;
 	}
 	if ((long)h.uid != a->w->conf->worker_uid) {
-		agent_bad(a, "it runs as uid %u, not the sandbox's",
-		    (unsigned)h.uid);
+		agent_bad(
+		    a, "it runs as uid %u, not the sandbox's", (unsigned)h.uid);
 		return -1;
 	}
 	evtimer_del(a->timer);
@@ -232,8 +232,8 @@ agent_hello(struct agent *a, const unsigned char *p, size_t len)
 
 /* One whole message from the agent; -1 once the agent is lost. */
 static int
-agent_message(struct agent *a, const struct agent_hdr *h,
-    const unsigned char *p)
+agent_message(
+    struct agent *a, const struct agent_hdr *h, const unsigned char *p)
 {
 	struct agent_cmd *c;
 	struct agent_exit ae;
@@ -266,8 +266,8 @@ agent_message(struct agent *a, const struct agent_hdr *h,
 		if (!c->started || (long long)h->len > c->credit)
 			break;
 		c->credit -= h->len;
-		stream = h->flags & AGENT_F_STDERR ? ENGINE_STDERR
-		                                   : ENGINE_STDOUT;
+		stream =
+		    h->flags & AGENT_F_STDERR ? ENGINE_STDERR : ENGINE_STDOUT;
 		if (!c->dead && c->cbs->output != NULL && h->len > 0) {
 			c->busy++;
 			c->cbs->output(stream, (const char *)p, h->len, c->arg);
@@ -285,7 +285,11 @@ agent_message(struct agent *a, const struct agent_hdr *h,
 		}
 		return 0;
 	case AGENT_EXIT:
-		if (agent_exit_decode(p, h->len, &ae) == -1)
+		/* Usage a machine can have: else it is made up. */
+		if (agent_exit_decode(p, h->len, &ae) == -1 ||
+		    ae.maxrss_kb > AGENT_MAX_RSS_KB ||
+		    ae.user_us > AGENT_MAX_CPU_US ||
+		    ae.sys_us > AGENT_MAX_CPU_US)
 			break;
 		if (ae.error[0] != '\0')
 			agent_cmd_end(
@@ -303,25 +307,25 @@ agent_message(struct agent *a, const struct agent_hdr *h,
 		agent_cmd_end(c, v, NULL, ENGINE_EXEC_INSPECT, NULL);
 		return 0;
 	}
-	agent_bad(a, "a bad message %u for command %u", h->type,
-	    (unsigned)h->id);
+	agent_bad(
+	    a, "a bad message %u for command %u", h->type, (unsigned)h->id);
 	return -1;
 }
 
-/* The agent's exec output: its protocol on stdout, its noise on stderr. */
-static void
-agent_output(int stream, const char *p, size_t len, void *arg)
+/*
+ * Bytes of the agent's standard output, as they come (any split): each
+ * whole message is checked and acted on; the first bad one ends the
+ * agent, and what follows it is not read.
+ */
+void
+agent_input(struct worker *w, const char *p, size_t len)
 {
-	struct agent *a = arg;
+	struct agent *a = w->agent;
 	size_t n;
 	int done;
 
-	if (stream == ENGINE_STDERR) {
-		/* The sandbox can write there: counted, never kept. */
-		a->stderr_bytes += (long long)len;
-		return;
-	}
-	while (len > 0 && a->ex != NULL) {
+	while (len > 0 && a != NULL &&
+	       (a->state == A_STARTING || a->state == A_READY)) {
 		n = agent_reader_take(&a->rd, p, len, &done);
 		if (n == (size_t)-1) {
 			agent_bad(a, "a malformed message");
@@ -332,6 +336,20 @@ agent_output(int stream, const char *p, size_t len, void *arg)
 		if (done && agent_message(a, &a->rd.hdr, a->rd.buf) == -1)
 			return;
 	}
+}
+
+/* The agent's exec output: its protocol on stdout, its noise on stderr. */
+static void
+agent_output(int stream, const char *p, size_t len, void *arg)
+{
+	struct agent *a = arg;
+
+	if (stream == ENGINE_STDERR) {
+		/* The sandbox can write there: counted, never kept. */
+		a->stderr_bytes += (long long)len;
+		return;
+	}
+	agent_input(a->w, p, len);
 }
 
 static void
@@ -386,8 +404,8 @@ agent_spawn(struct agent *a)
 	struct timeval tv = {AGENT_HELLO_MS / 1000, 0};
 	char *tok;
 
-	snprintf(a->token, sizeof a->token, "%08x%08x%08x",
-	    (unsigned)getpid(), (unsigned)a->restarts, (unsigned)random());
+	snprintf(a->token, sizeof a->token, "%08x%08x%08x", (unsigned)getpid(),
+	    (unsigned)a->restarts, (unsigned)random());
 	xasprintf(&tok, "%s=%s", EXEC_TOKEN_ENV, a->token);
 	env[0] = tok;
 	memset(&spec, 0, sizeof spec);
@@ -400,8 +418,10 @@ agent_spawn(struct agent *a)
 	a->state = A_STARTING;
 	a->started_ms = clock_ms();
 	snprintf(a->why, sizeof a->why, "the agent is starting");
-	a->ex = engine_exec_new(
-	    a->w->engine, a->w->container, &spec, &agent_exec_cbs, a);
+	/* Without an engine (a harness), its bytes come from agent_input(). */
+	if (a->w->engine != NULL)
+		a->ex = engine_exec_new(
+		    a->w->engine, a->w->container, &spec, &agent_exec_cbs, a);
 	free(tok);
 	evtimer_add(a->timer, &tv);
 }
@@ -423,14 +443,14 @@ agent_lost(struct agent *a, const char *why)
 	engine_exec_cancel(a->ex);
 	a->ex = NULL;
 	/* Whatever is left of it (a broken agent may not exit by itself). */
-	if (a->killer == NULL && !a->w->quitting)
+	if (a->killer == NULL && !a->w->quitting && a->w->engine != NULL)
 		a->killer = killer_run(a->w, &tok, 1, agent_killed, a);
 	evtimer_del(a->timer);
 	a->state = A_WAIT;
 	a->restarts++;
 	snprintf(a->why, sizeof a->why, "the agent is restarting: %s", why);
-	snprintf(err, sizeof err, "the sandbox's agent was lost mid-command (%s)",
-	    why);
+	snprintf(err, sizeof err,
+	    "the sandbox's agent was lost mid-command (%s)", why);
 	while ((c = TAILQ_FIRST(&a->cmds)) != NULL)
 		agent_cmd_end(c, -1, err, ENGINE_EXEC_STREAM, NULL);
 	if (a->w->quitting)
@@ -463,7 +483,8 @@ agent_start(struct worker *w)
 	a->next_id = 1;
 	w->agent = a;
 	if (!w->conf->agent) {
-		snprintf(a->why, sizeof a->why, "the agent is off (--agent off)");
+		snprintf(
+		    a->why, sizeof a->why, "the agent is off (--agent off)");
 		return;
 	}
 	agent_spawn(a);

@@ -79,8 +79,7 @@ static void exec_finish(struct wexec *);
 static int
 exec_killable(const struct wexec *x)
 {
-	return x->state == X_RUN ||
-	       (x->run.ac != NULL && x->state == X_CREATE);
+	return x->state == X_RUN || (x->run.ac != NULL && x->state == X_CREATE);
 }
 
 static struct wexec *
@@ -338,9 +337,8 @@ exec_finish(struct wexec *x)
 	if (x->w->conf->agent) {
 		r.has |= PROTO_R_AGENT;
 		r.agent = x->run.agent;
-		r.agent_note = x->run.agent || x->run.note[0] == '\0'
-		                   ? NULL
-		                   : x->run.note;
+		r.agent_note =
+		    x->run.agent || x->run.note[0] == '\0' ? NULL : x->run.note;
 	}
 	acct_end(x->acct, &r);
 	x->acct = NULL;

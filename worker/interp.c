@@ -424,8 +424,8 @@ interp_kick_cb(evutil_socket_t fd, short what, void *arg)
 	struct interp *ip = arg;
 	const char *tok = ip->token;
 
-	struct timeval tv = {INTERP_KILL_GRACE_MS / 1000,
-	    (INTERP_KILL_GRACE_MS % 1000) * 1000};
+	struct timeval tv = {
+	    INTERP_KILL_GRACE_MS / 1000, (INTERP_KILL_GRACE_MS % 1000) * 1000};
 
 	(void)fd;
 	(void)what;
@@ -477,8 +477,7 @@ interp_next(struct interp *ip)
 	int n;
 
 	if (ip->cur != NULL || ip->dying || !wrun_active(&ip->run) ||
-	    !ip->running ||
-	    (c = TAILQ_FIRST(&ip->queue)) == NULL)
+	    !ip->running || (c = TAILQ_FIRST(&ip->queue)) == NULL)
 		return;
 	TAILQ_REMOVE(&ip->queue, c, entry);
 	ip->cur = c;

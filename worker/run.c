@@ -21,8 +21,9 @@
  * callbacks are never called from within this call.
  */
 void
-wrun_start(struct worker *w, struct wrun *r, const struct engine_exec_spec *spec,
-    const char *token, const struct engine_exec_cbs *cbs, void *arg)
+wrun_start(struct worker *w, struct wrun *r,
+    const struct engine_exec_spec *spec, const char *token,
+    const struct engine_exec_cbs *cbs, void *arg)
 {
 	const char *why;
 

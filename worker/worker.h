@@ -87,6 +87,7 @@ void wrun_cancel(struct wrun *);
 /* agent.c */
 void agent_start(struct worker *);
 void agent_stop(struct worker *);
+void agent_input(struct worker *, const char *, size_t);
 const char *agent_unusable(struct worker *, const char *);
 struct agent_cmd *agent_cmd_new(struct worker *,
     const struct engine_exec_spec *, const char *,

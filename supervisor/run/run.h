@@ -60,16 +60,16 @@ void xrun_links(json_object *, json_object *);
 	"cannot read the sandbox's cgroup\"},"                                 \
 	"\"memory_peak_bytes\":{\"type\":\"integer\",\"description\":"         \
 	"\"the sandbox's peak memory while it ran (page cache included); "     \
-	"absent where not known\"},"                                          \
-	"\"command_cpu_ms\":{\"type\":\"number\",\"description\":\"CPU "      \
+	"absent where not known\"},"                                           \
+	"\"command_cpu_ms\":{\"type\":\"number\",\"description\":\"CPU "       \
 	"time of the command itself and its children (from the sandbox's "     \
 	"agent; absent when the engine's exec ran it)\"},"                     \
-	"\"command_max_rss_bytes\":{\"type\":\"integer\",\"description\":"   \
-	"\"the largest resident size of the command or one of its children "  \
+	"\"command_max_rss_bytes\":{\"type\":\"integer\",\"description\":"     \
+	"\"the largest resident size of the command or one of its children "   \
 	"(from the agent)\"},"                                                 \
-	"\"agent\":{\"type\":\"boolean\",\"description\":\"it ran through "  \
+	"\"agent\":{\"type\":\"boolean\",\"description\":\"it ran through "    \
 	"the sandbox's agent (absent with --agent off)\"},"                    \
-	"\"agent_note\":{\"type\":\"string\",\"description\":\"why the "     \
+	"\"agent_note\":{\"type\":\"string\",\"description\":\"why the "       \
 	"engine's exec ran it instead of the agent\"},"
 const char *xrun_failure(json_object *, const char *);
 

@@ -74,8 +74,8 @@ finish(struct h_server *s, char *cid)
 
 /* An exec that must succeed; its first result (the caller puts r). */
 static json_object *
-exec_first(struct h_server *s, const char *cid, const char *cmd,
-    json_object **rp)
+exec_first(
+    struct h_server *s, const char *cid, const char *cmd, json_object **rp)
 {
 	json_object *r;
 
@@ -265,8 +265,8 @@ Test(agent, killed_by_sandbox_code, .timeout = 120)
 		    "done; sleep 5",
 		    30);
 		f = h_first(r);
-		cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
-		    "%s", h_text(r));
+		cr_expect(h_contains(h_str(f, "error"), "agent was lost"), "%s",
+		    h_text(r));
 		json_object_put(r);
 		/* Right away: the engine's exec, or the agent already back. */
 		f = exec_first(s, cid, "echo next", &r);
@@ -338,8 +338,8 @@ Test(agent, hostile_flood, .timeout = 120)
 	r = h_exec(s, cid, "echo hi", 30);
 	f = h_first(r);
 	if (h_bool(f, "agent") || h_str(f, "error") != NULL) {
-		cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
-		    "%s", h_text(r));
+		cr_expect(h_contains(h_str(f, "error"), "agent was lost"), "%s",
+		    h_text(r));
 	}
 	json_object_put(r);
 	f = exec_first(s, cid, "echo after", &r);
@@ -377,9 +377,11 @@ Test(agent, hostile_silent, .timeout = 180)
 		if (h_bool(f, "agent")) {
 			taken++;
 			cr_expect(h_bool(f, "timed_out"), "%s", h_text(r));
-			cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
+			cr_expect(
+			    h_contains(h_str(f, "error"), "agent was lost"),
 			    "%s", h_text(r));
-			cr_expect_lt(took, 20000, "answered after %lld ms", took);
+			cr_expect_lt(
+			    took, 20000, "answered after %lld ms", took);
 		} else
 			cr_expect_str_eq(h_str(f, "stdout"), "maybe\n");
 		json_object_put(r);
