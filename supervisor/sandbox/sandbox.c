@@ -710,7 +710,7 @@ sandbox_join(struct sandbox *sb, struct call *c)
 	if (s == NULL || s->cb != NULL)
 		return -1;
 	s->waiters = xrealloc(
-	    s->waiters, (size_t)(s->nwaiters + 1) * sizeof *s->waiters);
+	    s->waiters, (size_t)(s->nwaiters + 1) * sizeof(struct call *));
 	s->waiters[s->nwaiters++] = c;
 	return 0;
 }
