@@ -11,6 +11,7 @@
  * A worker that goes away (EOF) or sends what the protocol does not
  * allow is gone: every command is killed and the agent exits.
  */
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -43,8 +44,8 @@ struct cmd {
 	struct rusage ru;
 	/*
 	 * Once reaped: how long more to wait for its pipes' EOF (something
-	 * it left may hold them).  The clock runs only while it has
-	 * credit: what is waiting in a pipe for credit is not lost.
+	 * it left may hold them).  The clock stops while output waits in a
+	 * pipe for credit: that output is not lost.
 	 */
 	int64_t linger;
 	int64_t tick; /* when linger was last counted down */
@@ -52,6 +53,7 @@ struct cmd {
 	pid_t pid; /* also its process group and session */
 	int in; /* its standard input; -1 closed, or never a pipe */
 	int out[2]; /* standard output and error; -1 at EOF */
+	int held[2]; /* the writers are gone, bytes wait for credit */
 	int ieof; /* close in once ibuf is written */
 	int reaped;
 	int status;
@@ -209,13 +211,47 @@ cmd_end(struct cmd *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* Whether a pipe holds bytes not read yet. */
+static int
+pipe_pending(int fd)
+{
+	int n;
+
+	return fd != -1 && ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/* Whether output waits for credit: the linger's clock stops then. */
+static int
+cmd_waiting(const struct cmd *c)
+{
+	return c->credit == 0 &&
+	       (pipe_pending(c->out[0]) || pipe_pending(c->out[1]));
+}
+
 /* Counts the linger down for the time since the last count. */
 static void
 cmd_tick(struct cmd *c, int64_t now)
 {
-	if (c->reaped && c->credit > 0)
+	if (c->reaped && !cmd_waiting(c))
 		c->linger -= now - c->tick;
 	c->tick = now;
+}
+
+/*
+ * Without credit, a pipe is polled for its hang-up only: EOF when it is
+ * empty, else its bytes wait for credit (and it is not polled again
+ * until then).
+ */
+static int
+cmd_hangup(struct cmd *c, int k)
+{
+	if (pipe_pending(c->out[k])) {
+		c->held[k] = 1;
+		return 0;
+	}
+	close(c->out[k]);
+	c->out[k] = -1;
+	return -1;
 }
 
 /*
@@ -350,6 +386,7 @@ cmd_credit(struct cmd *c, uint32_t n, int64_t now)
 	c->credit += n;
 	if (c->credit > CREDIT_CAP)
 		c->credit = CREDIT_CAP;
+	c->held[0] = c->held[1] = 0;
 }
 
 /* KILL: its group and everything carrying its token. */
@@ -622,14 +659,15 @@ main(void)
 			c = &cmds[i];
 			if (c->id == 0)
 				continue;
-			for (k = 0; k < 2 && c->credit > 0; k++) {
-				if (c->out[k] == -1)
+			for (k = 0; k < 2; k++) {
+				if (c->out[k] == -1 || c->held[k])
 					continue;
 				ref[n].c = c;
 				ref[n].id = c->id;
 				ref[n].k = k;
-				pfd[n++] = (struct pollfd){
-				    .fd = c->out[k], .events = POLLIN};
+				/* No credit: its hang-up only. */
+				pfd[n++] = (struct pollfd){.fd = c->out[k],
+				    .events = c->credit > 0 ? POLLIN : 0};
 			}
 			if (c->in != -1 && c->ilen > 0) {
 				ref[n].c = c;
@@ -638,7 +676,7 @@ main(void)
 				pfd[n++] = (struct pollfd){
 				    .fd = c->in, .events = POLLOUT};
 			}
-			if (c->reaped && c->credit > 0) {
+			if (c->reaped && !cmd_waiting(c)) {
 				cmd_tick(c, now);
 				if (timeout == -1 || c->linger < timeout)
 					timeout =
@@ -663,16 +701,17 @@ main(void)
 			if (pfd[i].revents == 0 || c->id != ref[i].id)
 				continue;
 			if (ref[i].k < 2 && c->out[ref[i].k] == pfd[i].fd) {
-				if (cmd_read(c, ref[i].k) == -1 && c->reaped &&
-				    !cmd_pipes_open(c))
+				k = c->credit > 0 ? cmd_read(c, ref[i].k)
+				                  : cmd_hangup(c, ref[i].k);
+				if (k == -1 && c->reaped && !cmd_pipes_open(c))
 					cmd_end(c);
 			} else if (ref[i].k == 2 && c->in == pfd[i].fd)
 				cmd_write(c);
 		}
 		for (i = 0; i < MAX_CMDS; i++) {
 			c = &cmds[i];
-			if (c->id != 0 && c->reaped && c->credit > 0 &&
-			    c->linger <= 0)
+			if (c->id != 0 && c->reaped && c->linger <= 0 &&
+			    !cmd_waiting(c))
 				cmd_expire(c);
 		}
 		/* Last: a RUN may take a slot that ended above. */
