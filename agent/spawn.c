@@ -1,8 +1,9 @@
 /*
- * Starting a command (RUN): its environment, its pipes, fork and exec.
+ * Starting a command (RUN): its environment, its streams, fork and exec.
  * The child tells the agent why it could not run through a close-on-exec
  * pipe, so that a successful exec closes it empty.
  */
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -25,6 +26,20 @@ struct spawn_err {
 	int what;
 	int err;
 };
+/*
+ * A one-way stream, [0] to read and [1] to write, as a pipe is: a socket
+ * pair, each end shut for the other way.
+ */
+static int
+stream_pair(int p[2])
+{
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) == -1)
+		return -1;
+	shutdown(p[0], SHUT_WR);
+	shutdown(p[1], SHUT_RD);
+	return 0;
+}
+
 #define SPAWN_STDIN 1
 #define SPAWN_CHDIR 2
 #define SPAWN_EXEC 3
@@ -252,11 +267,17 @@ spawn_start(
 		snprintf(err, errlen, "environment: %s", strerror(errno));
 		return -1;
 	}
-	/* Close-on-exec, so that no other command inherits them. */
-	if ((r->has_stdin && pipe2(pin, O_CLOEXEC) == -1) ||
-	    pipe2(pout, O_CLOEXEC) == -1 || pipe2(perr, O_CLOEXEC) == -1 ||
+	/*
+	 * Close-on-exec, so that no other command inherits them.  Its
+	 * standard streams are sockets, not pipes: a pipe can be opened
+	 * again through /proc/PID/fd by any process of the sandbox user
+	 * (and written into, or read from), a socket cannot (ENXIO), so
+	 * sandbox code cannot forge nor steal what a command says or reads.
+	 */
+	if ((r->has_stdin && stream_pair(pin) == -1) ||
+	    stream_pair(pout) == -1 || stream_pair(perr) == -1 ||
 	    pipe2(prep, O_CLOEXEC) == -1) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		goto fail;
 	}
 	/* The agent's ends only: each end is a file description of its own. */

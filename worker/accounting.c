@@ -245,6 +245,24 @@ acct_stop(void)
 	ac.state = ACCT_NONE;
 }
 
+/*
+ * The container runs (its agent said so): look the cgroup up now, not
+ * at the first run, which the agent would run before the lookup ends.
+ */
+void
+acct_prepare(void)
+{
+	if (ac.state == ACCT_UNKNOWN)
+		acct_lookup();
+}
+
+/* Whether runs started now are measured (or never will be here). */
+int
+acct_settled(void)
+{
+	return ac.state == ACCT_READY || ac.state == ACCT_NONE;
+}
+
 /* A run starts now. */
 struct acct *
 acct_begin(void)

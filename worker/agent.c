@@ -226,6 +226,7 @@ agent_hello(struct agent *a, const unsigned char *p, size_t len)
 	evtimer_del(a->timer);
 	a->state = A_READY;
 	a->why[0] = '\0';
+	acct_prepare();
 	log_debug("agent: ready, pid %u (in the sandbox)", (unsigned)h.pid);
 	return 0;
 }
@@ -529,6 +530,9 @@ agent_unusable(struct worker *w, const char *user)
 		return "it runs as another user than the agent";
 	if (a->state != A_READY)
 		return a->why;
+	/* A run it takes must be measured as one the engine's exec runs. */
+	if (!acct_settled())
+		return "the agent waits for the sandbox's cgroup to be found";
 	if (a->ncmds >= AGENT_MAX_CMDS)
 		return "the agent runs as many commands as it may";
 	return NULL;

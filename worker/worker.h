@@ -120,6 +120,8 @@ void logs_read(struct worker *, uint32_t);
 struct acct;
 void acct_start(struct worker *);
 void acct_stop(void);
+void acct_prepare(void);
+int acct_settled(void);
 struct acct *acct_begin(void);
 struct proto_result;
 void acct_end(struct acct *, struct proto_result *);
