@@ -450,7 +450,7 @@ msg_run(uint32_t id, const unsigned char *p, size_t len)
 	if (cmd_find(id) != NULL)
 		send_refusal(id, "command %u is running already", id);
 	else if (c == NULL)
-		send_refusal(id, "too many commands (%d)", MAX_CMDS);
+		send_refusal(id, "too many commands");
 	else if (spawn_start(&r, &ch, err, sizeof err) == -1)
 		send_refusal(id, "%s", err);
 	else {
