@@ -241,6 +241,15 @@ Test(agent, cannot_be_changed_or_hijacked, .timeout = 120)
 	f = exec_first(s, cid, "echo still", &r);
 	cr_expect(h_bool(f, "agent"));
 	json_object_put(r);
+	/* A command's own streams cannot be opened again through /proc
+	 * (sockets), so other processes cannot write into its output. */
+	f = exec_first(s, cid,
+	    "if echo junk > /proc/$$/fd/1 2>/dev/null; then echo OPENED; "
+	    "else echo REFUSED; fi",
+	    &r);
+	cr_expect(h_bool(f, "agent"));
+	cr_expect_str_eq(h_str(f, "stdout"), "REFUSED\n");
+	json_object_put(r);
 	finish(s, cid);
 }
 
