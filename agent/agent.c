@@ -578,6 +578,12 @@ reap(void)
 		c->reaped = 1;
 		c->status = status;
 		c->ru = ru;
+		/*
+		 * What it left in its session dies with it (as the engine's
+		 * exec has its shell kill it): background jobs, not the
+		 * daemons that left the session (those go by token).
+		 */
+		sweep_kill(&c->pid, 1, NULL, 0);
 		c->linger = LINGER_MS;
 		c->tick = now_ms();
 		if (!cmd_pipes_open(c))

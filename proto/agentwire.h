@@ -22,8 +22,12 @@
  *		("NAME=value", each replaces the agent's own), WORKDIR,
  *		TOKEN (marks the command's processes: its environment has
  *		MCP_SANDBOXD_EXEC=TOKEN), STDIN (empty: standard input is a
- *		pipe fed by INPUT; else /dev/null).  A RUN of an id in use
- *		is refused with EXIT (error).
+ *		socket fed by INPUT; else /dev/null).  A RUN of an id in
+ *		use is refused with EXIT (error).  The command runs in a
+ *		session of its own, its standard streams sockets; when its
+ *		first process ends, what is left in that session is
+ *		stopped, then killed (daemons that made sessions of their
+ *		own go by token).
  *	INPUT	(id) standard input bytes; flag AGENT_F_EOF closes it.
  *	CREDIT	(id) uint32: that many more output bytes may be sent.
  *	KILL	(id) empty: kill the command's process group and every

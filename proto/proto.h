@@ -46,6 +46,8 @@ enum proto_type {
 	                    worker that speaks another */
 	PROTO_SHUTDOWN = 2, /* sup -> worker: empty, finish and exit */
 	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news),
+	                     "agent" (ready: whether the sandbox's agent
+	                     takes commands now),
 	                     "gone" (the container died: why) */
 
 	/* Calls, 100-199; reqid names the call. */

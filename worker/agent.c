@@ -28,6 +28,7 @@
 #include "config.h"
 #include "engine.h"
 #include "log.h"
+#include "proto.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -73,6 +74,20 @@ struct agent {
 };
 
 static void agent_lost(struct agent *, const char *);
+
+/* Tell the supervisor whether commands go through the agent now. */
+static void
+agent_notify(struct agent *a, int ready)
+{
+	json_object *o;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "event", json_object_new_string("agent"));
+	json_object_object_add(o, "ready", json_object_new_boolean(ready));
+	if (a->w->chan != NULL)
+		worker_send_json(a->w, PROTO_NOTIFY, 0, o);
+	json_object_put(o);
+}
 static void agent_spawn(struct agent *);
 void agent_cmd_kill(struct agent_cmd *);
 
@@ -227,6 +242,7 @@ agent_hello(struct agent *a, const unsigned char *p, size_t len)
 	a->state = A_READY;
 	a->why[0] = '\0';
 	acct_prepare();
+	agent_notify(a, 1);
 	log_debug("agent: ready, pid %u (in the sandbox)", (unsigned)h.pid);
 	return 0;
 }
@@ -447,6 +463,8 @@ agent_lost(struct agent *a, const char *why)
 	if (a->killer == NULL && !a->w->quitting && a->w->engine != NULL)
 		a->killer = killer_run(a->w, &tok, 1, agent_killed, a);
 	evtimer_del(a->timer);
+	if (a->state == A_READY)
+		agent_notify(a, 0);
 	a->state = A_WAIT;
 	a->restarts++;
 	snprintf(a->why, sizeof a->why, "the agent is restarting: %s", why);

@@ -367,7 +367,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	struct wexec *x;
 	struct engine_exec_spec spec;
 	struct proto_run run;
-	const char *why, **argv;
+	const char *why, **argv, **aargv;
 	struct timeval tv;
 	char **env;
 	size_t i, n = 0, nargs = 0, nenv = 0;
@@ -416,14 +416,24 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 
 	while (run.args != NULL && run.args[nargs] != NULL)
 		nargs++;
+	/* The engine's: the command in the wrapper shell, "/bin/sh -c
+	 * WRAPPER /bin/sh COMMAND ARGS..."; the agent's, which cleans up
+	 * the session itself: "/bin/sh -c COMMAND /bin/sh ARGS...". */
 	argv = xcalloc(nargs + 6, sizeof *argv);
+	aargv = xcalloc(nargs + 5, sizeof *aargv);
 	argv[n++] = "/bin/sh";
 	argv[n++] = "-c";
 	argv[n++] = exec_wrapper_sh;
 	argv[n++] = "/bin/sh";
 	argv[n++] = run.command;
-	for (i = 0; i < nargs; i++)
+	aargv[0] = "/bin/sh";
+	aargv[1] = "-c";
+	aargv[2] = run.command;
+	aargv[3] = "/bin/sh";
+	for (i = 0; i < nargs; i++) {
 		argv[n++] = run.args[i];
+		aargv[4 + i] = run.args[i];
+	}
 	spec.argv = argv;
 	spec.user = x->probe ? PROBE_USER : w->exec_user;
 	spec.workdir = run.workdir;
@@ -453,7 +463,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.env = (const char *const *)env;
 
 	x->state = X_CREATE;
-	wrun_start(w, &x->run, &spec, x->token, &exec_cbs, x);
+	wrun_start(w, &x->run, &spec, aargv, x->token, &exec_cbs, x);
 	if (run.stdin_text != NULL) {
 		wrun_write(&x->run, run.stdin_text, run.stdin_len);
 		wrun_close_write(&x->run);
@@ -462,6 +472,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		free(env[i]);
 	free(env);
 	free(argv);
+	free(aargv);
 	if (run.timeout_ms > 0) {
 		tv.tv_sec = run.timeout_ms / 1000;
 		tv.tv_usec = (run.timeout_ms % 1000) * 1000;

@@ -584,7 +584,7 @@ interp_new(
 	spec.workdir = workdir;
 	spec.env = env;
 	spec.stdin = 1;
-	wrun_start(w, &ip->run, &spec, ip->token, &interp_cbs, ip);
+	wrun_start(w, &ip->run, &spec, NULL, ip->token, &interp_cbs, ip);
 	/* Its output is paused and resumed (interp_flow()), never counted. */
 	wrun_pause(&ip->run, 0);
 	free(kv);

@@ -17,20 +17,25 @@
 #include "worker.h"
 
 /*
- * Start it; *note says why the agent did not take it (or is "").  The
- * callbacks are never called from within this call.
+ * Start it; r->note says why the agent did not take it (or is "").  The
+ * agent runs agent_argv instead of spec's, when given (the agent cleans
+ * up a command's session itself, which the engine's exec needs a shell
+ * for).  The callbacks are never called from within this call.
  */
 void
 wrun_start(struct worker *w, struct wrun *r,
-    const struct engine_exec_spec *spec, const char *token,
-    const struct engine_exec_cbs *cbs, void *arg)
+    const struct engine_exec_spec *spec, const char *const *agent_argv,
+    const char *token, const struct engine_exec_cbs *cbs, void *arg)
 {
+	struct engine_exec_spec aspec = *spec;
 	const char *why;
 
 	memset(r, 0, sizeof *r);
+	if (agent_argv != NULL)
+		aspec.argv = agent_argv;
 	why = agent_unusable(w, spec->user);
 	if (why == NULL &&
-	    (r->ac = agent_cmd_new(w, spec, token, cbs, arg)) != NULL) {
+	    (r->ac = agent_cmd_new(w, &aspec, token, cbs, arg)) != NULL) {
 		r->agent = 1;
 		return;
 	}

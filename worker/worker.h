@@ -73,7 +73,7 @@ struct wrun {
 struct engine_exec_spec;
 struct engine_exec_cbs;
 void wrun_start(struct worker *, struct wrun *, const struct engine_exec_spec *,
-    const char *, const struct engine_exec_cbs *, void *);
+    const char *const *, const char *, const struct engine_exec_cbs *, void *);
 int wrun_active(const struct wrun *);
 void wrun_ended(struct wrun *);
 void wrun_write(struct wrun *, const void *, size_t);

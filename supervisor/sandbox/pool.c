@@ -66,6 +66,19 @@ pool_count(void)
 	return n;
 }
 
+/*
+ * Ready to be handed out: started, its worker there, and its agent taking
+ * commands (where sandboxes have one), so that a first command through it
+ * waits for nothing.
+ */
+static int
+pool_ready(const struct sandbox *sb, int agent)
+{
+	return sb->state == SB_READY && !sb->dead && sb->worker != NULL &&
+	       sb->id != NULL &&
+	       (!agent || sb->agent_ready || agentfile_path() == NULL);
+}
+
 static int
 pool_count_image(const char *image, int ready_only)
 {
@@ -75,7 +88,7 @@ pool_count_image(const char *image, int ready_only)
 	TAILQ_FOREACH(sb, &pool, entry)
 	{
 		if (strcmp(sb->image, image) == 0 &&
-		    (!ready_only || sb->state == SB_READY))
+		    (!ready_only || pool_ready(sb, 1)))
 			n++;
 	}
 	return n;
@@ -214,21 +227,25 @@ pool_take(const char *image, const char *workdir, const char *network, long ttl)
 {
 	struct sandbox *sb;
 	time_t now = time(NULL);
+	int agent;
 
 	if (stopped || strcmp(workdir, POOL_WORKDIR) != 0 ||
 	    strcmp(network, "none") != 0)
 		return NULL;
-	TAILQ_FOREACH(sb, &pool, entry)
-	{
-		if (sb->state != SB_READY || sb->dead || sb->worker == NULL ||
-		    sb->id == NULL || strcmp(sb->image, image) != 0)
-			continue;
-		if (sb->created + sup.conf->max_ttl + POOL_MAX_AGE <= now + ttl)
-			continue;
-		TAILQ_REMOVE(&pool, sb, entry);
-		sb->pool = 0;
-		pool_schedule();
-		return sb;
+	/* One whose agent is up first, else one that is only started. */
+	for (agent = 1; agent >= 0; agent--) {
+		TAILQ_FOREACH(sb, &pool, entry)
+		{
+			if (!pool_ready(sb, agent) ||
+			    strcmp(sb->image, image) != 0 ||
+			    sb->created + sup.conf->max_ttl + POOL_MAX_AGE <=
+			        now + ttl)
+				continue;
+			TAILQ_REMOVE(&pool, sb, entry);
+			sb->pool = 0;
+			pool_schedule();
+			return sb;
+		}
 	}
 	return NULL;
 }

@@ -75,6 +75,7 @@ struct sandbox {
 	/* The warm pool (pool.c). */
 	int pool; /* waiting in the pool: no owner, not in the registry */
 	int from_pool; /* was a pool container, handed to its owner */
+	int agent_ready; /* its worker says its agent takes commands */
 	json_object *env; /* the owner's env {}, given to every command */
 	char *idem_key; /* sandbox_initialize's idempotency_key, or NULL */
 	/* Pausing when idle (--pause-after). */

@@ -289,6 +289,12 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 				                obj, "why", &credit)
 				                ? json_object_get_string(credit)
 				                : "the container went away");
+			else if (strcmp(json_object_get_string(credit),
+			             "agent") == 0)
+				wp->sb->agent_ready =
+				    json_object_object_get_ex(
+				        obj, "ready", &credit) &&
+				    json_object_get_boolean(credit);
 			else if (sandbox_logs_updated != NULL)
 				sandbox_logs_updated(wp->sb);
 		}
