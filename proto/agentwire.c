@@ -9,53 +9,12 @@
 #include <string.h>
 
 #include "agentwire.h"
+#include "bigendian.h"
 
 /* EXIT: exit_code, signal, user_us, sys_us, maxrss_kb. */
 #define EXIT_FIXED 32
 /* A field's tag and length. */
 #define FIELD_HDR 6
-
-static void
-put16(unsigned char *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v & 0xff;
-}
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = (v >> 16) & 0xff;
-	p[2] = (v >> 8) & 0xff;
-	p[3] = v & 0xff;
-}
-
-static void
-put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint16_t
-get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
 
 /* A two's complement int32 without an implementation-defined cast. */
 static int32_t

@@ -993,13 +993,17 @@ Test(agent, kill_stops_a_fork_bomb)
 	expect_no_leftovers();
 }
 
-/* A command that leaves a process holding its stdout: EXIT all the same. */
+/*
+ * A command that leaves a daemon (a session of its own) holding its
+ * stdout: EXIT all the same.
+ */
 static void
 run_leaving_one(struct ag *a, uint32_t id, const char *t)
 {
 	struct res r = {0};
 
-	ag_sh(a, id, "sleep 1000 & echo up", t, 0);
+	/* (Given the time to leave the session before the shell ends.) */
+	ag_sh(a, id, "setsid sleep 1000 & sleep 0.3; echo up", t, 0);
 	cr_assert(collect(a, id, &r, 10000, 1));
 	cr_expect_str_eq(r.out, "up\n");
 	cr_expect_eq(r.exit.exit_code, 0);
@@ -1036,6 +1040,25 @@ Test(agent, a_background_holder_of_stdout_gets_exit_within_a_second)
 	run_leaving_one(&a, 1, t);
 	cr_expect_eq(token_procs(t, 0), 1);
 	cr_expect_eq(ag_sweep(&a, 2, &t, 1), 1);
+	ag_stop(&a);
+	expect_no_leftovers();
+}
+
+/* What a command leaves in its own session dies with it. */
+Test(agent, background_jobs_die_with_the_command)
+{
+	const char *t = tok("jobs");
+	struct res r = {0};
+	struct ag a;
+
+	ag_start(&a);
+	ag_sh(&a, 1, "sleep 1000 & sleep 1001 & echo up", t, 0);
+	cr_assert(collect(&a, 1, &r, 10000, 1));
+	cr_expect_str_eq(r.out, "up\n");
+	cr_expect_eq(r.exit.exit_code, 0);
+	cr_expect_eq(
+	    token_wait_none(t, 2000), 0, "a background job outlived it");
+	res_free(&r);
 	ag_stop(&a);
 	expect_no_leftovers();
 }
