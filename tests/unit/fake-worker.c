@@ -1,7 +1,8 @@
 /*
  * A stand-in for `mcp-sandboxd --worker ID` (worker/worker.c), for the
  * lifecycle tests: started the same way (fexecve of sup.self_fd with the
- * channel on fd 3), it says PROTO_HELLO {pid, container_id, version},
+ * channel on fd 3), it says PROTO_HELLO {pid, container_id, version}
+ * and that its agent is ready (PROTO_NOTIFY agent),
  * answers every PROTO_CALL with a result of exit code 0 ("kill": {}), and
  * exits 0 on PROTO_SHUTDOWN or when the supervisor goes.  No engine: it
  * never touches a container.
@@ -74,6 +75,13 @@ send_hello(void)
 	    hello, "version", json_object_new_int(PROTO_VERSION));
 	out = evbuffer_new();
 	if (proto_write_json(out, PROTO_HELLO, 0, 0, hello) == -1)
+		rv = -1;
+	json_object_put(hello);
+	/* Its (imagined) agent is up at once. */
+	hello = json_object_new_object();
+	json_object_object_add(hello, "event", json_object_new_string("agent"));
+	json_object_object_add(hello, "ready", json_object_new_boolean(1));
+	if (proto_write_json(out, PROTO_NOTIFY, 0, 0, hello) == -1)
 		rv = -1;
 	while (rv == 0 && evbuffer_get_length(out) > 0)
 		if (evbuffer_write(out, FAKE_WORKER_FD) <= 0)
