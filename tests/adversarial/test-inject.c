@@ -58,17 +58,19 @@ static const char injector[] =
     "      seen[pid] = -1; continue\n"
     /* runc's init cannot be opened until it runs the command: let it
      * run a step at a time until it can, so that the junk comes first. */
-    "    fds = None\n"
+    "    fds = []\n"
     "    for i in range(400):\n"
+    /* Each of the two it can open (one may be a socket, which /proc
+     * cannot open), and none held past the write. */
+    "      for f in (1, 2):\n"
+    "        try: fds.append(os.open('/proc/%s/fd/%d' % (p, f), os.O_WRONLY | os.O_NONBLOCK))\n"
+    "        except OSError: pass\n"
+    "      if fds: break\n"
     "      try:\n"
-    "        fds = [os.open('/proc/%s/fd/%d' % (p, f), os.O_WRONLY | os.O_NONBLOCK) for f in (1, 2)]\n"
-    "        break\n"
-    "      except OSError:\n"
-    "        try:\n"
-    "          os.kill(pid, signal.SIGCONT); time.sleep(0.0001); os.kill(pid, signal.SIGSTOP)\n"
-    "        except OSError: break\n"
+    "        os.kill(pid, signal.SIGCONT); time.sleep(0.0001); os.kill(pid, signal.SIGSTOP)\n"
+    "      except OSError: break\n"
     "    seen[pid] = -1\n"
-    "    if fds is None:\n"
+    "    if not fds:\n"
     "      try: os.kill(pid, signal.SIGCONT)\n"
     "      except OSError: pass\n"
     "      continue\n"
