@@ -46,9 +46,11 @@ struct agent_cmd {
 	struct agent *a;
 	uint32_t id;
 	const struct engine_exec_cbs *cbs;
-	void *arg; /* NULL cbs: cancelled, kept until its EXIT */
+	void *arg;
 	long long credit; /* output the agent may still send */
-	int started, busy, dead;
+	int started, busy;
+	int dead; /* no callback any more (ended, or cancelled: then kept
+	             until its EXIT, so that what it still sends is expected) */
 	int orphan; /* cancelled from one of its callbacks */
 	int window, paused; /* agent_cmd_pause() */
 	TAILQ_ENTRY(agent_cmd) entry;
@@ -74,6 +76,7 @@ struct agent {
 };
 
 static void agent_lost(struct agent *, const char *);
+static void agent_spawn(struct agent *);
 
 /* Tell the supervisor whether commands go through the agent now. */
 static void
@@ -88,8 +91,6 @@ agent_notify(struct agent *a, int ready)
 		worker_send_json(a->w, PROTO_NOTIFY, 0, o);
 	json_object_put(o);
 }
-static void agent_spawn(struct agent *);
-void agent_cmd_kill(struct agent_cmd *);
 
 static struct agent_cmd *
 agent_cmd_find(struct agent *a, uint32_t id)
