@@ -418,7 +418,8 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 		nargs++;
 	/* The engine's: the command in the wrapper shell, "/bin/sh -c
 	 * WRAPPER /bin/sh COMMAND ARGS..."; the agent's, which cleans up
-	 * the session itself: "/bin/sh -c COMMAND /bin/sh ARGS...". */
+	 * the session itself: "/bin/sh -c COMMAND [/bin/sh ARGS...]" (so
+	 * that ps shows the command last, as it does for the engine's). */
 	argv = xcalloc(nargs + 6, sizeof *argv);
 	aargv = xcalloc(nargs + 5, sizeof *aargv);
 	argv[n++] = "/bin/sh";
@@ -429,7 +430,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	aargv[0] = "/bin/sh";
 	aargv[1] = "-c";
 	aargv[2] = run.command;
-	aargv[3] = "/bin/sh";
+	aargv[3] = nargs > 0 ? "/bin/sh" : NULL;
 	for (i = 0; i < nargs; i++) {
 		argv[n++] = run.args[i];
 		aargv[4 + i] = run.args[i];
