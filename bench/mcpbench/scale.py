@@ -5,15 +5,14 @@ back to back for --scale-seconds; the latency percentiles of every exec
 time and RSS, and each worker's private memory."""
 
 import os
-import secrets
 import threading
 import time
 
-from .common import (BenchError, check_engine, find_workers, free_port, log,
-                     mb, median, ms_since, percentile, private_kb,
-                     proc_status_kb, wait_listening)
+from .common import (BenchError, check_engine, find_workers, log, mb, median,
+                     ms_since, percentile, private_kb, proc_status_kb,
+                     wait_listening)
 from .core import check_exec
-from .streamable import HttpState
+from .streamable import HttpState, http_server_args
 
 TITLE = "scale: many sandboxes running commands at once"
 
@@ -35,15 +34,8 @@ def measure(ctx, results):
     check_engine(args.image)
     n, seconds = args.scale_sandboxes, args.scale_seconds
 
-    port = free_port()
-    token = secrets.token_hex(32)
-    token_file = os.path.join(ctx.mkdtemp("token"), "token")
-    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                      0o600), "w") as f:
-        f.write(token + "\n")
-    server = ctx.start_server("scale", [
-        "--transport", "both", "--listen", "127.0.0.1:%d" % port,
-        "--auth-token-file", token_file,
+    port, token, extra = http_server_args(ctx)
+    server = ctx.start_server("scale", extra + [
         "--max-sandboxes", str(n + 4), "--max-sessions", str(n + 4),
         "--max-calls", str(2 * n + 16)])
     server.handshake()

@@ -119,21 +119,27 @@ def concurrent_row(wall, samples, single_median, n, execs):
     }
 
 
+def http_server_args(ctx):
+    """A free port, a token of ours in a private file, and the server's
+    arguments to serve both transports with it: (port, token, args)."""
+    port = free_port()
+    token = secrets.token_hex(32)
+    token_file = os.path.join(ctx.mkdtemp("token"), "token")
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                      0o600), "w") as f:
+        f.write(token + "\n")
+    return port, token, ["--transport", "both",
+                         "--listen", "127.0.0.1:%d" % port,
+                         "--auth-token-file", token_file]
+
+
 def measure(ctx, results):
     args = ctx.args
     res = results.setdefault("http", {})
     check_engine(args.image)
     n, execs = args.http_clients, args.http_execs
 
-    port = free_port()
-    # The server wants a token over HTTP: one of ours, in a file.
-    token = secrets.token_hex(32)
-    token_file = os.path.join(ctx.mkdtemp("token"), "token")
-    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                      0o600), "w") as f:
-        f.write(token + "\n")
-    extra = ["--transport", "both", "--listen", "127.0.0.1:%d" % port,
-             "--auth-token-file", token_file]
+    port, token, extra = http_server_args(ctx)
     if n + 4 > 32:
         extra += ["--max-sandboxes", str(n + 4)]
     if n + 4 > 100:
