@@ -32,7 +32,6 @@
 #include "agent-int.h"
 
 #define MAX_CMDS 128
-#define INPUT_CAP (1024 * 1024) /* input held for a command */
 #define LINGER_MS 200 /* for the pipes' EOF once a command is reaped */
 #define CREDIT_CAP ((uint64_t)1 << 40)
 #define READ_CHUNK (64 * 1024) /* of the worker's stream */
@@ -334,7 +333,7 @@ cmd_write(struct cmd *c)
 	cmd_close_in(c);
 }
 
-/* INPUT: held (up to INPUT_CAP; more is a broken worker's, dropped). */
+/* INPUT: held (up to AGENT_INPUT_CAP; more is a broken worker's, dropped). */
 static void
 cmd_input(struct cmd *c, unsigned int flags, const unsigned char *p, size_t n)
 {
@@ -347,8 +346,8 @@ cmd_input(struct cmd *c, unsigned int flags, const unsigned char *p, size_t n)
 			send_u32(AGENT_SENT, c->id, (uint32_t)n);
 		return;
 	}
-	if (n > INPUT_CAP - c->ilen)
-		n = INPUT_CAP - c->ilen;
+	if (n > AGENT_INPUT_CAP - c->ilen)
+		n = AGENT_INPUT_CAP - c->ilen;
 	if (n > 0 && c->ioff + c->ilen + n > c->icap) {
 		if (c->ioff > 0) {
 			memmove(c->ibuf, c->ibuf + c->ioff, c->ilen);
@@ -358,8 +357,8 @@ cmd_input(struct cmd *c, unsigned int flags, const unsigned char *p, size_t n)
 			cap = c->icap < 65536 ? 65536 : c->icap * 2;
 			if (cap < c->ilen + n)
 				cap = c->ilen + n;
-			if (cap > INPUT_CAP)
-				cap = INPUT_CAP;
+			if (cap > AGENT_INPUT_CAP)
+				cap = AGENT_INPUT_CAP;
 			if ((nb = realloc(c->ibuf, cap)) == NULL)
 				n = 0;
 			else {

@@ -53,8 +53,10 @@
  *
  * Credit: each command starts with AGENT_INITIAL_CREDIT bytes of output
  * credit (stdout and stderr together); the agent stops reading the
- * command's pipes while it has none.  The worker's input to a command is
- * bounded by its own credit from the supervisor (SENT returns it).
+ * command's pipes while it has none.  The agent holds up to
+ * AGENT_INPUT_CAP bytes of a command's input that the command has not
+ * taken yet; the worker never has more than that sent and not yet
+ * answered by SENT.
  */
 #ifndef AGENTWIRE_H
 #define AGENTWIRE_H
@@ -68,6 +70,7 @@
 #define AGENT_MAX_PAYLOAD (1024 * 1024 + 64 * 1024)
 #define AGENT_DATA_CHUNK (32 * 1024) /* OUT and INPUT payloads */
 #define AGENT_INITIAL_CREDIT (256 * 1024)
+#define AGENT_INPUT_CAP (1024 * 1024) /* input held for a command */
 #define AGENT_MAX_ERROR 512
 #define AGENT_MAX_FIELDS 8192 /* ARG and ENV of a RUN together */
 #define AGENT_MAX_TOKENS 64 /* of a SWEEP */

@@ -39,6 +39,8 @@
 #define AGENT_MAX_CMDS 128 /* the agent's own bound */
 #define AGENT_MAX_RSS_KB (1ULL << 40) /* a PiB */
 #define AGENT_MAX_CPU_US (1ULL << 52) /* 142 years */
+/* A caller's input not yet given back: the supervisor's window (exec.c). */
+#define AGENT_INPUT_WINDOW PROTO_INITIAL_CREDIT
 
 enum agent_state { A_OFF, A_STARTING, A_READY, A_WAIT };
 
@@ -53,6 +55,12 @@ struct agent_cmd {
 	             until its EXIT, so that what it still sends is expected) */
 	int orphan; /* cancelled from one of its callbacks */
 	int window, paused; /* agent_cmd_pause() */
+	/*
+	 * Input: held, sent to the agent and not answered by SENT (at most
+	 * AGENT_INPUT_CAP); unacked, written by the caller and not yet
+	 * given back by its sent callback (agent_cmd_ack()).
+	 */
+	long long held, unacked;
 	TAILQ_ENTRY(agent_cmd) entry;
 };
 TAILQ_HEAD(agent_cmds, agent_cmd);
@@ -163,6 +171,31 @@ agent_cmd_unbusy(struct agent_cmd *c)
 	if (--c->busy == 0 && c->orphan) {
 		c->orphan = 0;
 		agent_cmd_orphan(c);
+	}
+}
+
+/*
+ * Give the caller back what it wrote, as its sent callback, as soon as the
+ * agent has room for it: the caller writes at most AGENT_INPUT_WINDOW
+ * bytes it has not been given back (exec.c: the supervisor's credit, one
+ * to one), so what may still come on top of what the agent holds stays
+ * within AGENT_INPUT_CAP.  Input then flows without a round trip through
+ * the engine per window.
+ */
+static void
+agent_cmd_ack(struct agent_cmd *c)
+{
+	long long room, n;
+
+	room = AGENT_INPUT_CAP - AGENT_INPUT_WINDOW - c->held + c->unacked;
+	n = c->unacked < room ? c->unacked : room;
+	if (n <= 0)
+		return;
+	c->unacked -= n;
+	if (!c->dead && c->cbs->sent != NULL) {
+		c->busy++;
+		c->cbs->sent((size_t)n, c->arg);
+		agent_cmd_unbusy(c);
 	}
 }
 
@@ -294,13 +327,11 @@ agent_message(
 		agent_cmd_refill(c);
 		return 0;
 	case AGENT_SENT:
-		if (!c->started || agent_u32_decode(p, h->len, &v) == -1)
+		if (!c->started || agent_u32_decode(p, h->len, &v) == -1 ||
+		    v > c->held)
 			break;
-		if (!c->dead && c->cbs->sent != NULL) {
-			c->busy++;
-			c->cbs->sent(v, c->arg);
-			agent_cmd_unbusy(c);
-		}
+		c->held -= v;
+		agent_cmd_ack(c);
 		return 0;
 	case AGENT_EXIT:
 		/* Usage a machine can have: else it is made up. */
@@ -619,9 +650,12 @@ agent_cmd_write(struct agent_cmd *c, const void *p, size_t len)
 		n = len > AGENT_DATA_CHUNK ? AGENT_DATA_CHUNK : len;
 		msg = agent_msg_new(AGENT_INPUT, 0, c->id, b, n, &mlen);
 		agent_send(c->a, msg, mlen);
+		c->held += (long long)n;
+		c->unacked += (long long)n;
 		b += n;
 		len -= n;
 	}
+	agent_cmd_ack(c);
 }
 
 void

@@ -4,8 +4,8 @@
  * with --agent off, or while it is lost, commands take the engine's exec
  * and the result says why.  The hostile cases mount another program in
  * its place (--agent-file): one that writes garbage, one that floods past
- * its credit, one that never answers, one of another version, one killed
- * by sandbox code.  The server must survive each, and every command must
+ * its credit, one that acknowledges input it never got, one that never
+ * answers, one of another version, one killed by sandbox code.  The server must survive each, and every command must
  * still run.
  */
 #include <sys/stat.h>
@@ -356,6 +356,52 @@ Test(agent, hostile_flood, .timeout = 120)
 	json_object_put(r);
 	rss = h_status_kb(s->pid, "VmHWM");
 	cr_expect_lt(rss, 64 * 1024, "supervisor peak RSS %ld kB", rss);
+	finish(s, cid);
+}
+
+/*
+ * One that answers SENT for input it never got, as if to draw the
+ * supervisor's credit and so a whole upload into the worker's memory: it
+ * is lost at that SENT, the command fails at once (not by its timeout),
+ * and the next command runs.
+ */
+Test(agent, hostile_sent, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *r, *f, *a;
+	char *cid, *in;
+
+	s = start_with_agent(
+	    "hello()\n"
+	    "while True:\n"
+	    "    t, fl, i, p = msg()\n"
+	    "    if t == 1:\n"
+	    "        send(65, i, struct.pack('>I', os.getpid()))\n"
+	    "        send(67, i, struct.pack('>I', 1 << 30))\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	sleep(2); /* its HELLO */
+	in = malloc(200 * 1024 + 1);
+	cr_assert(in != NULL);
+	memset(in, 'x', 200 * 1024);
+	in[200 * 1024] = '\0';
+	a = json_object_new_object();
+	json_object_object_add(a, "commands", json_object_new_string("wc -c"));
+	json_object_object_add(a, "stdin", json_object_new_string(in));
+	json_object_object_add(a, "timeout_seconds", json_object_new_int(60));
+	free(in);
+	r = h_exec_obj(s, cid, a, 90000);
+	f = h_first(r);
+	if (h_bool(f, "agent")) {
+		cr_expect(!h_bool(f, "timed_out"), "%s", h_text(r));
+		cr_expect(h_contains(h_str(f, "error"), "agent was lost"),
+		    "%.2000s", h_text(r));
+	} else
+		cr_expect_str_eq(h_str(f, "stdout"), "204800\n");
+	json_object_put(r);
+	f = exec_first(s, cid, "echo after", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "after\n");
+	json_object_put(r);
 	finish(s, cid);
 }
 

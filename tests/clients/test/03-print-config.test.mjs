@@ -16,8 +16,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { BIN, IMAGE, MCP_REMOTE, NODE, clientHome, containersWithLabel, startHttpServer } from '../lib/clients.mjs';
 
+// The entry prints the options of the environment too; the suite runs once
+// with MCP_SANDBOXD_AGENT=off (scripts/test), which the expected arguments
+// below leave out.  The servers started from the entry still get it.
 function printConfig(args, cwd) {
-  return JSON.parse(execFileSync(BIN, [...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }))
+  const env = { ...process.env };
+  delete env.MCP_SANDBOXD_AGENT;
+  return JSON.parse(execFileSync(BIN, [...args], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }))
     .mcpServers['mcp-sandboxd'];
 }
 
