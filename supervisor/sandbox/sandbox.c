@@ -204,6 +204,7 @@ sandbox_free(void *arg)
 	free(sb->workdir);
 	json_object_put(sb->env);
 	free(sb->idem_key);
+	json_object_put(sb->idem_args);
 	free(sb);
 }
 

@@ -78,6 +78,7 @@ struct sandbox {
 	int agent_ready; /* its worker says its agent takes commands */
 	json_object *env; /* the owner's env {}, given to every command */
 	char *idem_key; /* sandbox_initialize's idempotency_key, or NULL */
+	json_object *idem_args; /* and its other arguments, to match retries */
 	/* Pausing when idle (--pause-after). */
 	int paused; /* its container is paused (or being paused) */
 	struct engine_req *pausing; /* a pause or unpause in flight */

@@ -35,8 +35,9 @@ static const char input_schema[] =
     "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1,"
     "\"maxLength\":128,\"description\":\"a retry with the same key in "
     "the same session gets the same sandbox (also while the first "
-    "create still runs) instead of a second one; free again once that "
-    "sandbox is stopped\"}},"
+    "create still runs) instead of a second one; the same key with "
+    "other arguments is refused; free again once that sandbox is "
+    "stopped\"}},"
     "\"additionalProperties\":false}";
 
 static const char output_schema[] =
@@ -124,6 +125,30 @@ tool_initialize_env_valid(json_object *env, const char **bad)
 	return 1;
 }
 
+/* A create's arguments without its idempotency_key (a copy). */
+static json_object *
+request_sans_key(json_object *args)
+{
+	json_object *o = NULL;
+
+	if (args == NULL || json_object_deep_copy(args, &o, NULL) != 0)
+		return json_object_new_object();
+	json_object_object_del(o, "idempotency_key");
+	return o;
+}
+
+/* Whether a retry asks for what its key's first create asked. */
+static int
+same_request(json_object *first, json_object *args)
+{
+	json_object *o = request_sans_key(args);
+	int same;
+
+	same = json_object_equal(first, o);
+	json_object_put(o);
+	return same;
+}
+
 static void
 sandbox_initialize(struct call *c)
 {
@@ -146,11 +171,23 @@ sandbox_initialize(struct call *c)
 		                  "must be strings; env an object of strings"));
 		return;
 	}
-	/* A retry: the same sandbox, made or still being made. */
+	/*
+	 * A retry: the same sandbox, made or still being made; the same key
+	 * with other arguments is the client's mistake, not a retry.
+	 */
 	if ((key = tool_arg_string(c, "idempotency_key")) != NULL &&
-	    (sb = sandbox_find_key(c->sess, key)) != NULL &&
-	    sandbox_join(sb, c) == 0)
-		return;
+	    (sb = sandbox_find_key(c->sess, key)) != NULL) {
+		if (!same_request(sb->idem_args, c->args)) {
+			mcp_call_reply(c,
+			    tool_error("idempotency_key \"%s\" was used for "
+			               "a sandbox_initialize with other "
+			               "arguments (sandbox %.12s)",
+			        key, sb->id));
+			return;
+		}
+		if (sandbox_join(sb, c) == 0)
+			return;
+	}
 	image = tool_arg_string(c, "image");
 	if (image == NULL)
 		image = conf->default_image;
@@ -291,8 +328,10 @@ sandbox_initialize(struct call *c)
 	sb = sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
 	if (sb != NULL) {
 		sb->detach = detach;
-		if (key != NULL)
+		if (key != NULL) {
 			sb->idem_key = xstrdup(key);
+			sb->idem_args = request_sans_key(c->args);
+		}
 	}
 }
 

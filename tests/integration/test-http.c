@@ -1024,6 +1024,56 @@ Test(http, metrics, .timeout = 120)
 	srv_finish(s);
 }
 
+/* /metrics until it holds want, or 90 s; the last body (caller frees). */
+static struct resp *
+metrics_until(struct srv *s, const char *want)
+{
+	long long deadline = h_now_ms() + 90000;
+	struct resp *r;
+
+	for (;;) {
+		r = http_full(s, "GET", s->metrics, NULL, NULL, 0, 10000, 0);
+		cr_assert_eq(r->status, 200);
+		if (h_contains(r->body, want) || h_now_ms() > deadline)
+			return r;
+		resp_free(r);
+		usleep(200 * 1000);
+	}
+}
+
+/* The warm pool in /metrics: filled, taken by a create, refilled. */
+Test(http, metrics_pool, .timeout = 240)
+{
+	struct srv *s;
+	struct resp *r;
+	char *sid, *cid;
+
+	s = srv_start("--warm-pool", "1", NULL);
+	sid = mcp_init(s);
+	r = metrics_until(s, "mcp_sandboxd_pool_size 1\n");
+	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_size 1\n"), "%s",
+	    r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_created_total 1\n"),
+	    "%s", r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_taken_total 0\n"),
+	    "%s", r->body);
+	cr_expect(
+	    h_contains(r->body, "# TYPE mcp_sandboxd_pool_size gauge"));
+	resp_free(r);
+	cid = mcp_create(s, sid);
+	r = metrics_until(s, "mcp_sandboxd_pool_created_total 2\n");
+	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_taken_total 1\n"),
+	    "%s", r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_created_total 2\n"),
+	    "%s", r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_sandboxes_live 1\n"),
+	    "%s", r->body);
+	resp_free(r);
+	free(cid);
+	free(sid);
+	srv_finish(s);
+}
+
 Test(http, big_body_and_cap, .timeout = 60)
 {
 	struct srv *s;

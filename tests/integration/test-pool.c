@@ -254,6 +254,13 @@ Test(idempotency, same_key_same_sandbox, .timeout = 240)
 	cr_expect_str_eq(h_str(sc, "container_id"), first);
 	json_object_put(r3);
 	cr_expect_eq(h_docker_count(s->label), 1);
+	/* The same key with other arguments: refused, nothing made. */
+	r3 = h_call_tool_t(s, "sandbox_initialize",
+	    "{\"idempotency_key\":\"k-1\",\"name\":\"two\"}", 60000);
+	cr_expect(h_is_error(r3), "%s", h_text(r3));
+	cr_expect(h_contains(h_text(r3), "other arguments"), "%s", h_text(r3));
+	json_object_put(r3);
+	cr_expect_eq(h_docker_count(s->label), 1);
 	/* Another key: another sandbox. */
 	sc = pool_create(s, "{\"idempotency_key\":\"k-2\"}", &r3);
 	cr_expect_str_neq(h_str(sc, "container_id"), first);
