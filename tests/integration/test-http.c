@@ -1051,14 +1051,13 @@ Test(http, metrics_pool, .timeout = 240)
 	s = srv_start("--warm-pool", "1", NULL);
 	sid = mcp_init(s);
 	r = metrics_until(s, "mcp_sandboxd_pool_size 1\n");
-	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_size 1\n"), "%s",
-	    r->body);
+	cr_expect(
+	    h_contains(r->body, "mcp_sandboxd_pool_size 1\n"), "%s", r->body);
 	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_created_total 1\n"),
 	    "%s", r->body);
 	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_taken_total 0\n"),
 	    "%s", r->body);
-	cr_expect(
-	    h_contains(r->body, "# TYPE mcp_sandboxd_pool_size gauge"));
+	cr_expect(h_contains(r->body, "# TYPE mcp_sandboxd_pool_size gauge"));
 	resp_free(r);
 	cid = mcp_create(s, sid);
 	r = metrics_until(s, "mcp_sandboxd_pool_created_total 2\n");
@@ -1066,8 +1065,8 @@ Test(http, metrics_pool, .timeout = 240)
 	    "%s", r->body);
 	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_created_total 2\n"),
 	    "%s", r->body);
-	cr_expect(h_contains(r->body, "mcp_sandboxd_sandboxes_live 1\n"),
-	    "%s", r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_sandboxes_live 1\n"), "%s",
+	    r->body);
 	resp_free(r);
 	free(cid);
 	free(sid);
