@@ -178,11 +178,11 @@ sandbox_initialize(struct call *c)
 	if ((key = tool_arg_string(c, "idempotency_key")) != NULL &&
 	    (sb = sandbox_find_key(c->sess, key)) != NULL) {
 		if (!same_request(sb->idem_args, c->args)) {
-			mcp_call_reply(c,
-			    tool_error("idempotency_key \"%s\" was used for "
-			               "a sandbox_initialize with other "
-			               "arguments (sandbox %.12s)",
-			        key, sb->id));
+			mcp_call_reply(
+			    c, tool_error("idempotency_key \"%s\" was used for "
+			                  "a sandbox_initialize with other "
+			                  "arguments (sandbox %.12s)",
+			           key, sb->id));
 			return;
 		}
 		if (sandbox_join(sb, c) == 0)

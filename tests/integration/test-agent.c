@@ -5,8 +5,8 @@
  * and the result says why.  The hostile cases mount another program in
  * its place (--agent-file): one that writes garbage, one that floods past
  * its credit, one that acknowledges input it never got, one that never
- * answers, one of another version, one killed by sandbox code.  The server must survive each, and every command must
- * still run.
+ * answers, one of another version, one killed by sandbox code.  The
+ * server must survive each, and every command must still run.
  */
 #include <sys/stat.h>
 
