@@ -411,6 +411,10 @@ wproc_spawn(
 	evtimer_add(wp->hello_timer, &tv);
 	LIST_INSERT_HEAD(&wprocs, wp, entry);
 	sb->worker = wp;
+	/* A worker respawned while its container is paused waits, as the
+	 * one before it did, until a call thaws the container (pause.c). */
+	if (sb->paused)
+		wproc_hold(wp, 1);
 	log_debug("%s: worker %d for %.12s", __func__, (int)pid, sb->id);
 	return 0;
 }

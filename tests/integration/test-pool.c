@@ -344,6 +344,58 @@ Test(pause, idle_paused_exec_resumes, .timeout = 120)
 	h_finish(s);
 }
 
+/* The worker of the only sandbox, from the listing (which resumes none);
+ * 0 while it has none ready. */
+static long
+listed_worker(struct h_server *s)
+{
+	json_object *r = h_call_tool(s, "get_sandbox_status", "{}");
+	json_object *v = h_get(r, "structuredContent.sandboxes.0.worker_pid");
+	long pid = json_object_is_type(v, json_type_int)
+	    ? (long)json_object_get_int64(v)
+	    : 0; /* none yet: a worker not ready */
+
+	json_object_put(r);
+	return pid;
+}
+
+/*
+ * A worker killed while its sandbox is paused: the new one waits for the
+ * thaw as the old one did, and the next exec resumes the sandbox and runs.
+ */
+Test(pause, worker_respawned_while_paused, .timeout = 120)
+{
+	struct h_server *s = h_start("--pause-after", "1", NULL);
+	long long deadline;
+	long old, now = 0;
+	char *cid, *out;
+
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	deadline = h_now_ms() + 20000;
+	while (!paused_in_status(s) && h_now_ms() < deadline)
+		usleep(200000);
+	cr_assert(paused_in_status(s), "not paused after 20 s idle");
+	old = listed_worker(s);
+	cr_assert_gt(old, 1, "worker_pid %ld", old);
+	cr_assert_eq(kill((pid_t)old, SIGKILL), 0);
+	deadline = h_now_ms() + 30000;
+	while (h_now_ms() < deadline) {
+		now = listed_worker(s);
+		if (now > 1 && now != old)
+			break;
+		usleep(200000);
+	}
+	cr_assert(now > 1 && now != old, "no new worker (%ld, was %ld)", now,
+	    old);
+	cr_expect(paused_in_status(s), "the respawn resumed the sandbox");
+	out = h_exec_ok(s, cid, "echo resumed");
+	cr_expect(h_contains(out, "resumed"), "%s", out);
+	free(out);
+	free(cid);
+	h_finish(s);
+}
+
 Test(pause, paused_sandbox_expires, .timeout = 120)
 {
 	struct h_server *s = h_start("--pause-after", "1", NULL);
