@@ -352,8 +352,8 @@ listed_worker(struct h_server *s)
 	json_object *r = h_call_tool(s, "get_sandbox_status", "{}");
 	json_object *v = h_get(r, "structuredContent.sandboxes.0.worker_pid");
 	long pid = json_object_is_type(v, json_type_int)
-	    ? (long)json_object_get_int64(v)
-	    : 0; /* none yet: a worker not ready */
+	               ? (long)json_object_get_int64(v)
+	               : 0; /* none yet: a worker not ready */
 
 	json_object_put(r);
 	return pid;
@@ -386,8 +386,8 @@ Test(pause, worker_respawned_while_paused, .timeout = 120)
 			break;
 		usleep(200000);
 	}
-	cr_assert(now > 1 && now != old, "no new worker (%ld, was %ld)", now,
-	    old);
+	cr_assert(
+	    now > 1 && now != old, "no new worker (%ld, was %ld)", now, old);
 	cr_expect(paused_in_status(s), "the respawn resumed the sandbox");
 	out = h_exec_ok(s, cid, "echo resumed");
 	cr_expect(h_contains(out, "resumed"), "%s", out);
