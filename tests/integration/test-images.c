@@ -125,7 +125,7 @@ expect_png_block(json_object *r, int n, unsigned int w, unsigned int h)
 		png = base64_decode(json_object_get_string(v),
 		    (size_t)json_object_get_string_len(v), &len);
 		cr_assert_not_null(png, "the image's data is not base64");
-		cr_assert_gt(len, 33);
+		cr_assert_geq(len, 24);
 		cr_assert(memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0,
 		    "not a PNG signature");
 		cr_assert(memcmp(png + 12, "IHDR", 4) == 0);
@@ -220,6 +220,214 @@ Test(images, read_file_png_over_the_cap_is_a_note, .timeout = 180,
 	              "--max-image-kb"),
 	    "%s", json_object_to_json_string(r));
 	cr_expect(h_contains(h_text(r), "image/png, 64x64"), "%s", h_text(r));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+/* --- execute_code --- */
+
+static json_object *
+run_code(struct h_server *s, const char *cid, const char *lang, const char *src)
+{
+	json_object *a;
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "language", json_object_new_string(lang));
+	json_object_object_add(a, "code", json_object_new_string(src));
+	return h_call_tool_obj(s, "execute_code", a, 180000);
+}
+
+static json_object *
+run_ok(struct h_server *s, const char *cid, const char *lang, const char *src)
+{
+	json_object *r = run_code(s, cid, lang, src);
+
+	cr_assert(
+	    !h_is_error(r) && h_int(r, "structuredContent.exit_code") == 0,
+	    "execute_code failed: %s\n%.3000s", src,
+	    json_object_to_json_string(r));
+	return r;
+}
+
+/* structuredContent.images.N.KEY */
+static json_object *
+image_member(json_object *r, int n, const char *key)
+{
+	char path[128];
+
+	snprintf(path, sizeof path, "structuredContent.images.%d.%s", n, key);
+	return h_get(r, path);
+}
+
+static const char *
+image_str(json_object *r, int n, const char *key)
+{
+	json_object *v = image_member(r, n, key);
+
+	return v != NULL ? json_object_get_string(v) : "";
+}
+
+static long long
+image_int(json_object *r, int n, const char *key)
+{
+	json_object *v = image_member(r, n, key);
+
+	return v != NULL ? json_object_get_int64(v) : -1;
+}
+
+Test(images, matplotlib_figures_shown_and_open, .timeout = 240,
+    .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid;
+
+	s = start(NULL, NULL);
+	cid = create(s, PY_IMAGE);
+	/* One shown, one still open at the end. */
+	r = run_ok(s, cid, "python",
+	    "import matplotlib.pyplot as plt\n"
+	    "plt.figure(figsize=(4, 3), dpi=50)\n"
+	    "plt.plot([1, 3, 2])\n"
+	    "plt.show()\n"
+	    "plt.figure(figsize=(2, 2), dpi=50)\n"
+	    "plt.plot([3, 2, 1])\n"
+	    "print('drawn')\n");
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "drawn\n");
+	cr_expect_str_eq(h_str(r, "structuredContent.stderr"), "", "%s",
+	    h_str(r, "structuredContent.stderr"));
+	cr_assert_eq(
+	    count_images(r), 2, "%.3000s", json_object_to_json_string(r));
+	expect_png_block(r, 0, 200, 150);
+	expect_png_block(r, 1, 100, 100);
+	cr_expect_str_eq(image_str(r, 0, "where"), "figure 1");
+	cr_expect_str_eq(image_str(r, 0, "mime_type"), "image/png");
+	cr_expect_eq(image_int(r, 0, "width"), 200);
+	cr_expect_eq(image_int(r, 0, "height"), 150);
+	cr_expect_gt(image_int(r, 0, "bytes"), 100);
+	cr_expect(json_object_get_boolean(image_member(r, 0, "shown")));
+	cr_expect_str_eq(image_str(r, 1, "where"), "figure 2");
+	json_object_put(r);
+
+	/* The session goes on: a show in a later call; then none left. */
+	r = run_ok(s, cid, "python",
+	    "plt.figure(figsize=(1, 1), dpi=50)\nplt.show()\n");
+	cr_assert_eq(count_images(r), 1);
+	expect_png_block(r, 0, 50, 50);
+	json_object_put(r);
+	r = run_ok(s, cid, "python", "x = 1\n");
+	cr_expect_eq(count_images(r), 0);
+	cr_expect_null(h_get(r, "structuredContent.images"));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+Test(images, pil_image_as_last_value, .timeout = 240, .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid;
+
+	s = start(NULL, NULL);
+	cid = create(s, PY_IMAGE);
+	r = run_ok(s, cid, "python",
+	    "from PIL import Image\nImage.new('RGB', (30, 20), 'red')\n");
+	cr_assert_eq(
+	    count_images(r), 1, "%.3000s", json_object_to_json_string(r));
+	expect_png_block(r, 0, 30, 20);
+	cr_expect_str_eq(image_str(r, 0, "where"), "last value");
+	/* Shown, not printed. */
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "");
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+Test(images, figure_over_the_cap_is_a_note, .timeout = 240, .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid;
+
+	s = start("--max-image-kb", "4");
+	cid = create(s, PY_IMAGE);
+	/* Noise does not compress: far over 4 KiB. */
+	r = run_ok(s, cid, "python",
+	    "import numpy as np\nimport matplotlib.pyplot as plt\n"
+	    "plt.figure(figsize=(4, 3), dpi=50)\n"
+	    "plt.imshow(np.random.rand(150, 200, 3))\n");
+	cr_expect_eq(
+	    count_images(r), 0, "%.3000s", json_object_to_json_string(r));
+	cr_expect(json_object_get_boolean(image_member(r, 0, "over_cap")));
+	cr_expect(!json_object_get_boolean(image_member(r, 0, "shown")));
+	cr_expect_gt(image_int(r, 0, "bytes"), 4096);
+	/* Its header still says what it is. */
+	cr_expect_str_eq(image_str(r, 0, "mime_type"), "image/png");
+	cr_expect_eq(image_int(r, 0, "width"), 200);
+	cr_expect(h_contains(h_text(r), "over the image cap of 4 KiB"), "%s",
+	    h_text(r));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+/* Code that forges the driver's picture lines gets refusals, no crash. */
+Test(images, forged_picture_lines_refused, .timeout = 240, .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid;
+
+	s = start(NULL, NULL);
+	cid = create(s, PY_IMAGE);
+	r = run_ok(s, cid, "python",
+	    "import os\n"
+	    "a = open('/proc/self/cmdline', 'rb').read().split(b'\\0')\n"
+	    "m = b'\\x1eMCPEND:' + a[a.index(b'-c') + 2] + b'IMG'\n"
+	    "os.write(1, m + b'{\"where\": \"a\", \"data\": \"!!!!\"}\\n')\n"
+	    "os.write(1, m + b'{\"where\": \"b\", \"data\": \"aGVsbG8=\"}\\n')\n"
+	    "os.write(1, m + b'[[[[[[[[[[[[1]]]]]]]]]]]]\\n')\n"
+	    "os.write(1, m + b'{\"where\": \"c\", \"bytes\": 5}\\n')\n"
+	    "print('still here')\n");
+	cr_expect_eq(count_images(r), 0);
+	cr_expect(h_contains(image_str(r, 0, "error"), "base64"));
+	cr_expect(h_contains(image_str(r, 1, "error"), "PNG or JPEG"));
+	cr_expect(h_contains(image_str(r, 2, "error"), "not a picture"));
+	cr_expect(h_contains(image_str(r, 3, "error"), "not a picture"));
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "still here\n");
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+Test(images, js_png_buffer_as_last_value, .timeout = 240, .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid;
+
+	s = start(NULL, NULL);
+	cid = create(s, NODE_IMAGE);
+	r = run_ok(s, cid, "javascript",
+	    "Buffer.from('89504e470d0a1a0a0000000d49484452000000100000000808"
+	    "0600000000000000', 'hex')");
+	cr_assert_eq(
+	    count_images(r), 1, "%.3000s", json_object_to_json_string(r));
+	expect_png_block(r, 0, 16, 8);
+	cr_expect_str_eq(image_str(r, 0, "where"), "last value");
+	json_object_put(r);
+	/* Any other Buffer is printed as before. */
+	r = run_ok(s, cid, "javascript", "Buffer.from('hi')");
+	cr_expect_eq(count_images(r), 0);
+	cr_expect(h_contains(h_str(r, "structuredContent.stdout"), "<Buffer"));
 	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
