@@ -126,6 +126,11 @@ static const struct opt opts[] = {
         "65536", 256, 1 << 24,
         "bytes of each output stream kept in a tool result (head and tail; "
         "the whole is a resource)"},
+    {"max-image-kb", "MCP_SANDBOXD_MAX_IMAGE_KB", OPT_LONG, O(max_image_kb),
+        "1024", 1, 8192,
+        "largest picture given as an image in a result: a figure or value "
+        "of execute_code, a read_file of a picture (KiB; a larger one is "
+        "described in a note)"},
     {"log-buffer-kb", "MCP_SANDBOXD_LOG_BUFFER_KB", OPT_LONG, O(log_buffer_kb),
         "1024", 4, 1 << 20,
         "size of each sandbox's activity log, containers://{id}/logs (KiB)"},

@@ -42,6 +42,7 @@ struct config {
 	long exec_timeout, max_exec_timeout;
 	long output_cap;
 	long inline_output;
+	long max_image_kb; /* the most bytes of one image in a result */
 	long log_buffer_kb;
 	long spool_mb;
 	long project_mb, project_files;

@@ -65,6 +65,7 @@ enum proto_type {
 #define PROTO_F_STDERR 0x2
 #define PROTO_F_STDIN 0x4
 #define PROTO_F_EOF 0x8 /* the last frame of standard input */
+#define PROTO_F_IMAGE 0x10 /* a code call's pictures, the result's images */
 
 /*
  * PROTO_CALL operations (the "op" member) and their members:
@@ -105,7 +106,15 @@ enum proto_type {
  *		timed_out, cancelled, truncated, duration_ms, stdout_bytes,
  *		stderr_bytes, cpu_time_ms, memory_peak_bytes, and
  *		dropped_stdout_bytes, dropped_stderr_bytes when the session
- *		wrote outside any call since the last result (dropped).
+ *		wrote outside any call since the last result (dropped), and
+ *		images: an array, one object a picture the session gave, in
+ *		order: {where, mime_type, bytes, width, height} when checked
+ *		and within image_cap, its bytes sent before the result as
+ *		PROTO_DATA flagged PROTO_F_IMAGE (one after the other, each
+ *		whole); {where, bytes, over_cap: true} (and mime_type, width,
+ *		height when its head says) for one over the cap, whose bytes
+ *		are not sent; {where, error} for one that did not check.
+ *		The worker's --max-image-kb is image_cap.
  *
  * Sizes: a call the supervisor cannot fit in a frame is never sent; it is
  * answered on its side with an error naming the limit (large standard
@@ -186,6 +195,7 @@ struct proto_result {
 	const char *agent_note; /* why it did not, when the agent is on */
 	const char *error; /* only when it could not run at all, or a
 	                      code call's traceback */
+	json_object *images; /* a code call's pictures (an array; borrowed) */
 };
 json_object *proto_result_encode(const struct proto_result *);
 void proto_result_add(const struct proto_result *, json_object *);

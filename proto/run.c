@@ -265,6 +265,7 @@ static const struct {
 #define NMEMBERS (sizeof members / sizeof members[0])
 #define K_ERROR "error"
 #define K_AGENT_NOTE "agent_note"
+#define K_IMAGES "images"
 
 static void *
 member(const struct proto_result *r, size_t i)
@@ -302,6 +303,8 @@ proto_result_add(const struct proto_result *r, json_object *o)
 		}
 	}
 	add_str(o, K_AGENT_NOTE, r->agent_note);
+	if (r->images != NULL)
+		json_object_object_add(o, K_IMAGES, json_object_get(r->images));
 	add_str(o, K_ERROR, r->error);
 }
 
@@ -351,5 +354,6 @@ proto_result_decode(json_object *o, struct proto_result *r)
 		r->has |= members[i].bit;
 	}
 	r->agent_note = get_str(o, K_AGENT_NOTE);
+	r->images = get(o, K_IMAGES, json_type_array);
 	r->error = get_str(o, K_ERROR);
 }

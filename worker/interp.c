@@ -9,6 +9,14 @@
  * call costs no new docker exec, and variables, imports and functions
  * stay.  A timeout, a cancellation or an output over the cap kills the
  * interpreter (and with it the session's state, which the result says).
+ *
+ * Pictures the code made (matplotlib figures, a picture as the last
+ * value) come on stdout before the marker as marker lines of their own,
+ * "IMG" and JSON after the nonce.  The driver runs as sandbox code, so
+ * each is held to the cap, its base64 must be canonical, its bytes must
+ * begin with a PNG or JPEG header that checks (imgsig.c), and at most
+ * INTERP_MAX_IMAGES of a call are taken; what passes goes to the
+ * supervisor as PROTO_F_IMAGE data, and the result lists them all.
  */
 #include <sys/queue.h>
 
@@ -22,7 +30,9 @@
 
 #include "clock.h"
 #include "config.h"
+#include "base64.h"
 #include "engine.h"
+#include "imgsig.h"
 #include "log.h"
 #include "proto.h"
 #include "random.h"
@@ -41,10 +51,14 @@
 #define INTERP_ERROR_MAX_S "32768"
 #define INTERP_MAX_STATUS (512 * 1024)
 #define INTERP_KILL_GRACE_MS 2000 /* after a kill through the agent */
+#define INTERP_MAX_IMAGES 8 /* pictures a call may give; more are counted */
+#define INTERP_IMAGE_HEAD 8192 /* of a picture over the cap, at most */
+#define INTERP_WHERE_MAX 64
 
 /*
  * The session drivers, engine/scripts/session.{py,js}, embedded: argv is
- * the nonce (then, for node, the language) and INTERP_ERROR_MAX_S.
+ * the nonce (then, for node, the language), INTERP_ERROR_MAX_S and the
+ * bytes of the largest picture sent whole.
  */
 extern const char session_py[], session_js[];
 
@@ -67,6 +81,9 @@ struct interp {
 	struct evbuffer *hold[2]; /* stdout, stderr not yet passed on */
 	int ended[2]; /* the current call's marker seen */
 	json_object *status; /* from stdout's marker */
+	json_object *images; /* the current call's, for its result */
+	long long image_cap; /* bytes of one picture (--max-image-kb) */
+	size_t line_max; /* of a marker line: a status, or a picture */
 	struct icall *cur;
 	TAILQ_HEAD(, icall) queue;
 	long credit;
@@ -166,6 +183,7 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	r.duration_ms = clock_ms() - c->start_ms;
 	r.stdout_bytes = ip->out_bytes;
 	r.stderr_bytes = ip->err_bytes;
+	r.images = ip->images;
 	interp_stray_report(ip, &r);
 	acct_end(c->acct, &r);
 	o = proto_result_encode(&r);
@@ -173,6 +191,8 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	json_object_put(o);
 	json_object_put(ip->status);
 	ip->status = NULL;
+	json_object_put(ip->images);
+	ip->images = NULL;
 	json_object_put(c->code);
 	free(c);
 	interp_flow(ip);
@@ -214,6 +234,121 @@ interp_pass(struct interp *ip, int s, const char *p, size_t len)
 	interp_flow(ip);
 }
 
+/* Where a picture came from, as the driver said, if it is plain text. */
+static json_object *
+interp_where(json_object *o)
+{
+	json_object *v;
+	const char *w;
+	size_t i, n;
+
+	if (!json_object_object_get_ex(o, "where", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return json_object_new_string("picture");
+	w = json_object_get_string(v);
+	n = (size_t)json_object_get_string_len(v);
+	for (i = 0; i < n; i++)
+		if (w[i] < 0x20 || w[i] > 0x7e)
+			break;
+	if (n == 0 || i < n || n > INTERP_WHERE_MAX)
+		return json_object_new_string("picture");
+	return json_object_new_string_len(w, (int)n);
+}
+
+/* The checked facts of a picture's header into im; -1 if they fail. */
+static int
+interp_image_facts(json_object *im, const void *p, size_t len)
+{
+	struct imgsig sig;
+
+	if (imgsig_probe(p, len, &sig) == -1 ||
+	    (sig.kind != IMGSIG_PNG && sig.kind != IMGSIG_JPEG))
+		return -1;
+	json_object_object_add(
+	    im, "mime_type", json_object_new_string(sig.mime));
+	json_object_object_add(im, "width", json_object_new_int64(sig.width));
+	json_object_object_add(im, "height", json_object_new_int64(sig.height));
+	return 0;
+}
+
+/*
+ * One picture line of the current call (after "IMG"): its bytes to the
+ * supervisor when they check, and an entry in the call's images either
+ * way.  Nothing here is trusted: the JSON is depth-capped, the base64
+ * must be canonical, the decoded size is the one counted (a declared
+ * size is only reported, and only above the cap).
+ */
+static void
+interp_image(struct interp *ip, const char *line, size_t len)
+{
+	struct json_tokener *tok;
+	json_object *o, *im, *v, *h;
+	unsigned char *data = NULL;
+	size_t n = 0, off, k;
+	const char *err = NULL;
+
+	if (ip->images == NULL)
+		ip->images = json_object_new_array();
+	if (json_object_array_length(ip->images) >= INTERP_MAX_IMAGES)
+		return;
+	tok = json_tokener_new_ex(3);
+	o = json_tokener_parse_ex(tok, line, (int)len);
+	json_tokener_free(tok);
+	im = json_object_new_object();
+	json_object_object_add(im, "where", interp_where(o));
+	if (!json_object_is_type(o, json_type_object))
+		err = "not a picture record";
+	else if (json_object_object_get_ex(o, "data", &v)) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    (data = base64_decode(json_object_get_string(v),
+		         (size_t)json_object_get_string_len(v), &n)) == NULL)
+			err = "its data is not base64";
+		else if ((long long)n > ip->image_cap)
+			err = "over the cap, yet sent whole";
+		else if (interp_image_facts(im, data, n) == -1)
+			err = "not a PNG or JPEG whose header checks";
+	} else if (json_object_object_get_ex(o, "bytes", &v) &&
+	           json_object_is_type(v, json_type_int) &&
+	           json_object_get_int64(v) > ip->image_cap &&
+	           json_object_get_int64(v) < (1LL << 40)) {
+		/* Over the cap: only its size (as said) and its header. */
+		json_object_object_add(im, "bytes",
+		    json_object_new_int64(json_object_get_int64(v)));
+		json_object_object_add(
+		    im, "over_cap", json_object_new_boolean(1));
+		if (json_object_object_get_ex(o, "head", &h) &&
+		    json_object_is_type(h, json_type_string) &&
+		    json_object_get_string_len(h) <=
+		        INTERP_IMAGE_HEAD * 4 / 3 + 4 &&
+		    (data = base64_decode(json_object_get_string(h),
+		         (size_t)json_object_get_string_len(h), &n)) != NULL)
+			interp_image_facts(im, data, n);
+		free(data);
+		data = NULL;
+	} else
+		err = "not a picture record";
+	json_object_put(o);
+	if (err != NULL) {
+		json_object_object_add(
+		    im, "error", json_object_new_string(err));
+		logs_addf("code", "a picture of the %s session refused: %s",
+		    ip->lang, err);
+	} else if (data != NULL) {
+		json_object_object_add(
+		    im, "bytes", json_object_new_int64((int64_t)n));
+		for (off = 0; off < n; off += k) {
+			k = n - off > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK
+			                               : n - off;
+			worker_send(ip->w, PROTO_DATA, PROTO_F_IMAGE,
+			    ip->cur->reqid, ip->cur->reqid, data + off, k);
+		}
+		/* The supervisor gives it back as for any data. */
+		ip->credit -= (long)n;
+	}
+	free(data);
+	json_object_array_add(ip->images, im);
+}
+
 /*
  * Find the end marker in a stream; pass on what comes before it.  What
  * comes on a stream after its marker, or while no call runs, belongs to
@@ -251,14 +386,15 @@ interp_scan(struct interp *ip, int s)
 		if (nl.pos == -1) {
 			/* The marker's line is not complete; held, but only
 			 * so far: the driver keeps it well below this. */
-			if (len - (size_t)at.pos > INTERP_MAX_STATUS) {
-				log_warnx("%s: %s session: an end marker "
-				          "line over %d bytes",
-				    __func__, ip->lang, INTERP_MAX_STATUS);
+			if (len - (size_t)at.pos > ip->line_max) {
+				log_warnx("%s: %s session: a marker "
+				          "line over %zu bytes",
+				    __func__, ip->lang, ip->line_max);
 				interp_stray(ip, s, len);
 				evbuffer_drain(b, len);
-				ip->broke = "the session wrote an end marker "
-				            "line over 512 KiB (not the "
+				ip->broke = "the session wrote a marker line "
+				            "longer than a status or a picture "
+				            "within the cap (not the "
 				            "interpreter's own): it was killed "
 				            "and its state is gone";
 				interp_die(
@@ -275,6 +411,13 @@ interp_scan(struct interp *ip, int s)
 		evbuffer_remove(b, line, len);
 		line[len] = '\0';
 		evbuffer_drain(b, 1);
+		if (strncmp(line, "IMG", 3) == 0) {
+			/* A picture, on stdout only; the call goes on. */
+			if (s == 0)
+				interp_image(ip, line + 3, len - 3);
+			free(line);
+			continue;
+		}
 		if (s == 0) {
 			json_object_put(ip->status);
 			ip->status = json_tokener_parse(line);
@@ -326,6 +469,7 @@ interp_free(struct interp *ip)
 	event_free(ip->timer);
 	event_free(ip->kick);
 	json_object_put(ip->status);
+	json_object_put(ip->images);
 	free(ip);
 }
 
@@ -527,8 +671,8 @@ interp_new(
 {
 	struct interp *ip;
 	struct engine_exec_spec spec;
-	const char *argv[8], **env;
-	char *kv, **kvs;
+	const char *argv[9], **env;
+	char *kv, **kvs, cap[32];
 	size_t i,
 	    nv = venv != NULL ? (size_t)json_object_object_length(venv) : 0;
 	int n;
@@ -538,6 +682,10 @@ interp_new(
 	ip->exit = -1;
 	snprintf(ip->lang, sizeof ip->lang, "%s", lang);
 	random_hex(ip->nonce, sizeof ip->nonce / 2);
+	ip->image_cap = w->conf->max_image_kb * 1024;
+	/* A picture's line: its base64, its JSON and where it came from. */
+	ip->line_max = INTERP_MAX_STATUS + (size_t)ip->image_cap / 3 * 4 + 4;
+	snprintf(cap, sizeof cap, "%lld", ip->image_cap);
 	snprintf(ip->token, sizeof ip->token, "%.24s", ip->nonce);
 	ip->hold[0] = evbuffer_new();
 	ip->hold[1] = evbuffer_new();
@@ -561,6 +709,7 @@ interp_new(
 		argv[n++] = lang;
 	}
 	argv[n++] = INTERP_ERROR_MAX_S;
+	argv[n++] = cap;
 	argv[n] = NULL;
 	env = xcalloc(nv + 3, sizeof *env);
 	kvs = xcalloc(nv + 1, sizeof *kvs);

@@ -1,7 +1,7 @@
 /*
  * The JavaScript and TypeScript code session's driver, run in the sandbox
  * as
- *   node -e <this file> NONCE LANGUAGE ERROR_MAX
+ *   node -e <this file> NONCE LANGUAGE ERROR_MAX IMAGE_MAX
  * by worker/interp.c (embedded at build time).  Each call comes on stdin as
  * a decimal length, a newline and that many bytes of code; code runs as
  * scripts of one realm, so top-level declarations stay; TypeScript is
@@ -9,11 +9,15 @@
  * stripping where it has it).  A call ends with the marker line
  * "\x1eMCPEND:" NONCE on stderr, then on stdout followed by the status as
  * JSON: ok, error (kept to ERROR_MAX characters, head and tail; the whole
- * of a longer one goes to stderr first).
+ * of a longer one goes to stderr first).  A last value that is a Buffer
+ * (or Uint8Array) beginning with a PNG or JPEG signature is a picture: a
+ * line "\x1eMCPEND:" NONCE "IMG" JSON on stdout before the marker, {where,
+ * data (base64)}, or for one over IMAGE_MAX bytes {where, bytes, head (its
+ * first 4 KiB)}; the worker checks it.
  */
 (function () {
 const vm = require('vm'), fs = require('fs'), M = require('module');
-const [nonce, lang, errMax] = process.argv.slice(-3);
+const [nonce, lang, errMax, imgMax] = process.argv.slice(-4);
 globalThis.require = M.createRequire(process.cwd() + '/');
 globalThis.exports = {};
 globalThis.module = {exports: globalThis.exports};
@@ -39,11 +43,25 @@ function cut(s) {
   try { fs.writeSync(2, s + '\n'); } catch (x) {}
   return s.slice(0, 4096) + '\n[... ' + (s.length - L) + ' characters cut (the error is kept to ' + L + ' characters); the whole error is on stderr ...]\n' + s.slice(s.length - L + 4096);
 }
+function isPicture(v) {
+  if (!(v instanceof Uint8Array) || v.length < 4) return false;
+  return (v[0] === 0x89 && v[1] === 0x50 && v[2] === 0x4e && v[3] === 0x47) ||
+    (v[0] === 0xff && v[1] === 0xd8 && v[2] === 0xff);
+}
+function picture(where, v) {
+  const b = Buffer.from(v.buffer, v.byteOffset, v.length);
+  const rec = b.length <= parseInt(imgMax, 10)
+    ? {where: where, data: b.toString('base64')}
+    : {where: where, bytes: b.length, head: b.subarray(0, 4096).toString('base64')};
+  const line = Buffer.from('\x1eMCPEND:' + nonce + 'IMG' + JSON.stringify(rec) + '\n');
+  for (let off = 0; off < line.length;) off += fs.writeSync(1, line, off);
+}
 function run(code) {
   let st = {ok: true};
   try {
     const v = vm.runInThisContext(strip(code), {filename: '<code>'});
-    if (v !== undefined && typeof v !== 'function') console.log(v);
+    if (isPicture(v)) picture('last value', v);
+    else if (v !== undefined && typeof v !== 'function') console.log(v);
   } catch (e) {
     st = {ok: false, error: cut((e && e.stack) ? String(e.stack) : String(e))};
   }

@@ -1,5 +1,5 @@
 # The Python code session's driver, run in the sandbox as
-#   python3 -u -c <this file> NONCE ERROR_MAX
+#   python3 -u -c <this file> NONCE ERROR_MAX IMAGE_MAX
 # by worker/interp.c (embedded at build time).  Each call comes on stdin as
 # a decimal length, a newline and that many bytes of code; the code runs in
 # one namespace kept between calls, the value of a last expression is
@@ -7,9 +7,86 @@
 # stderr, then on stdout followed by the status as JSON: ok, exit (for
 # SystemExit), error (the traceback, kept to ERROR_MAX characters, head and
 # tail; the whole of a longer one goes to stderr first).
-import ast, importlib, json, os, site, sys, traceback
+# Pictures, as a notebook shows them: matplotlib figures shown (plt.show)
+# or still open when the call ends, and a PIL image or a figure that is
+# the last expression's value, each as PNG on stdout before the marker,
+# one line "\x1eMCPEND:" NONCE "IMG" JSON: {where, data (base64)}, or for
+# one over IMAGE_MAX bytes {where, bytes, head (its first 4 KiB)}.  The
+# worker checks every one; at most IMG_COUNT a call.
+import ast, base64, importlib, io, json, os, site, sys, traceback, warnings
 nonce = sys.argv[1]
 err_max = int(sys.argv[2])
+img_max = int(sys.argv[3])
+IMG_COUNT = 8
+os.environ['MPLBACKEND'] = 'Agg'
+warnings.filterwarnings('ignore', '(Matplotlib is currently using agg|FigureCanvasAgg is non-interactive)')
+imgs = []
+
+def wall(fd, b):
+    while b:
+        b = b[os.write(fd, b):]
+
+def img_send(where, data):
+    if len(data) <= img_max:
+        rec = {'where': where, 'data': base64.b64encode(data).decode()}
+    else:
+        rec = {'where': where, 'bytes': len(data), 'head': base64.b64encode(data[:4096]).decode()}
+    wall(1, ('\x1eMCPEND:' + nonce + 'IMG' + json.dumps(rec) + '\n').encode())
+
+def fig_png(fig):
+    b = io.BytesIO()
+    fig.savefig(b, format='png')
+    return b.getvalue()
+
+def figs_take():
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is None:
+        return
+    for n in plt.get_fignums():
+        imgs.append(('figure %d' % n, fig_png(plt.figure(n))))
+    plt.close('all')
+
+def show_patch():
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is not None and not getattr(plt.show, 'mcp', False):
+        def show(*a, **k):
+            figs_take()
+        show.mcp = True
+        plt.show = show
+
+def value_png(v):
+    t = type(v)
+    m = getattr(t, '__module__', '') or ''
+    if m.startswith('PIL.') and hasattr(v, 'save') and hasattr(v, 'mode'):
+        b = io.BytesIO()
+        try:
+            v.save(b, format='PNG')
+        except (OSError, ValueError):
+            b = io.BytesIO()
+            v.convert('RGBA').save(b, format='PNG')
+        return b.getvalue()
+    if m.startswith('matplotlib.') and t.__name__ == 'Figure':
+        data = fig_png(v)
+        plt = sys.modules.get('matplotlib.pyplot')
+        if plt is not None:
+            plt.close(v)
+        return data
+    return None
+
+def imgs_flush():
+    try:
+        figs_take()
+    except Exception as e:
+        sys.stderr.write('(figures could not be drawn: %r)\n' % e)
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    for where, data in imgs[:IMG_COUNT]:
+        img_send(where, data)
+    if len(imgs) > IMG_COUNT:
+        sys.stderr.write('(%d more pictures not shown: at most %d a call)\n' % (len(imgs) - IMG_COUNT, IMG_COUNT))
+    del imgs[:]
 ns = {'__name__': '__main__', '__builtins__': __builtins__}
 inp = sys.stdin.buffer
 sys.stdin = open(os.devnull)
@@ -20,6 +97,10 @@ while True:
         break
     code = inp.read(int(hdr)).decode('utf-8', 'replace')
     st = {'ok': True}
+    try:
+        show_patch()
+    except Exception:
+        pass
     try:
         u = site.getusersitepackages()
         if os.path.isdir(u) and u not in sys.path:
@@ -35,7 +116,15 @@ while True:
         exec(compile(tree, '<code>', 'exec'), ns)
         if last is not None:
             v = eval(compile(last, '<code>', 'eval'), ns)
+            png = None
             if v is not None:
+                try:
+                    png = value_png(v)
+                except Exception as e:
+                    sys.stderr.write('(the value could not be drawn: %r)\n' % e)
+            if png is not None:
+                imgs.append(('last value', png))
+            elif v is not None:
                 print(repr(v))
     except SystemExit as e:
         st = {'ok': e.code in (None, 0), 'exit': e.code if isinstance(e.code, int) else 1}
@@ -51,6 +140,11 @@ while True:
                 pass
             err = (err[:4096] + '\n[... %d characters cut (the error is kept to %d characters); the whole traceback is on stderr ...]\n' % (len(err) - err_max, err_max) + err[len(err) - err_max + 4096:])
         st = {'ok': False, 'error': err}
+    try:
+        show_patch()
+        imgs_flush()
+    except BaseException:
+        del imgs[:]
     try:
         sys.stdout.flush()
         sys.stderr.flush()

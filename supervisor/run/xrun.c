@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
+#include "base64.h"
 #include "config.h"
 #include "core.h"
+#include "imgsig.h"
 #include "mcp.h"
 #include "output.h"
 #include "proto.h"
@@ -23,6 +27,9 @@
  * past PROTO_MAX_PAYLOAD.
  */
 #define XRUN_STDIN_INLINE (16 * 1024)
+
+/* Pictures of one code call kept for its result (worker/interp.c's). */
+#define XRUN_MAX_IMAGES 8
 
 struct xrun {
 	struct call *call;
@@ -40,6 +47,8 @@ struct xrun {
 	size_t stdin_len, stdin_off;
 	void (*on_credit)(struct xrun *, void *);
 	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
+	struct evbuffer *images; /* PROTO_F_IMAGE bytes, within the cap */
+	int images_over; /* more came than the cap allows: all refused */
 	LIST_ENTRY(xrun) centry; /* in call->runs, while call is set */
 };
 
@@ -48,7 +57,18 @@ xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
 {
 	struct xrun *x = arg;
 	int stream = (flags & PROTO_F_STDERR) != 0;
+	size_t most = (size_t)sup.conf->max_image_kb * 1024 * XRUN_MAX_IMAGES;
 
+	if (flags & PROTO_F_IMAGE) {
+		/* Not output: kept for the result, never past the cap. */
+		if (x->images == NULL)
+			x->images = evbuffer_new();
+		if (evbuffer_get_length(x->images) + len > most)
+			x->images_over = 1;
+		else
+			evbuffer_add(x->images, p, len);
+		return 0;
+	}
 	if (!stream && x->stdout_sink != NULL)
 		return x->stdout_sink(x, p, len, x->arg);
 	output_add(stream ? &x->err : &x->out, p, len);
@@ -112,6 +132,78 @@ xrun_credit_cb(long bytes, void *arg)
 		x->on_credit(x, x->arg);
 }
 
+/*
+ * One picture the worker listed: its known members, and its bytes (taken
+ * from the front of x->images) as "data" in base64 when they are there
+ * and their header says what the worker said.
+ */
+static json_object *
+xrun_image(struct xrun *x, json_object *in)
+{
+	static const char *const keys[] = {"where", "mime_type", "bytes",
+	    "width", "height", "over_cap", "error"};
+	json_object *o, *v;
+	struct imgsig sig;
+	long long n;
+	size_t i, elen;
+	unsigned char *p;
+	char *enc;
+
+	o = json_object_new_object();
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (json_object_object_get_ex(in, keys[i], &v) &&
+		    !json_object_is_type(v, json_type_object) &&
+		    !json_object_is_type(v, json_type_array))
+			json_object_object_add(o, keys[i], json_object_get(v));
+	if (json_object_object_get_ex(o, "over_cap", NULL) ||
+	    json_object_object_get_ex(o, "error", NULL))
+		return o;
+	n = json_object_object_get_ex(o, "bytes", &v) ? json_object_get_int64(v)
+	                                              : -1;
+	if (x->images_over || x->images == NULL || n <= 0 ||
+	    n > sup.conf->max_image_kb * 1024 ||
+	    (size_t)n > evbuffer_get_length(x->images)) {
+		json_object_object_add(o, "error",
+		    json_object_new_string("its bytes did not arrive whole"));
+		return o;
+	}
+	p = evbuffer_pullup(x->images, (ssize_t)n);
+	if (imgsig_probe(p, (size_t)n, &sig) == -1 ||
+	    !json_object_object_get_ex(o, "mime_type", &v) ||
+	    strcmp(json_object_get_string(v), sig.mime) != 0) {
+		json_object_object_add(o, "error",
+		    json_object_new_string("its bytes are not what was said"));
+	} else {
+		json_object_object_add(
+		    o, "width", json_object_new_int64(sig.width));
+		json_object_object_add(
+		    o, "height", json_object_new_int64(sig.height));
+		enc = base64_encode(p, (size_t)n, &elen);
+		json_object_object_add(
+		    o, "data", json_object_new_string_len(enc, (int)elen));
+		free(enc);
+	}
+	evbuffer_drain(x->images, (size_t)n);
+	return o;
+}
+
+/* A code call's pictures, in order, for its result. */
+static json_object *
+xrun_images(struct xrun *x, json_object *list)
+{
+	json_object *a, *e;
+	size_t i;
+
+	a = json_object_new_array();
+	for (i = 0; i < json_object_array_length(list) && i < XRUN_MAX_IMAGES;
+	     i++) {
+		e = json_object_array_get_idx(list, i);
+		if (json_object_is_type(e, json_type_object))
+			json_object_array_add(a, xrun_image(x, e));
+	}
+	return a;
+}
+
 static void
 xrun_done(json_object *res, void *arg)
 {
@@ -142,6 +234,7 @@ xrun_done(json_object *res, void *arg)
 	members = pr;
 	members.has &= ~PROTO_R_EXIT_CODE;
 	members.error = NULL;
+	members.images = NULL;
 	proto_result_add(&members, r);
 	for (i = 0; i < 2; i++) {
 		if (uri[i] == NULL)
@@ -153,6 +246,8 @@ xrun_done(json_object *res, void *arg)
 			    r, "spool_incomplete", json_object_new_boolean(1));
 		free(uri[i]);
 	}
+	if (pr.images != NULL)
+		json_object_object_add(r, "images", xrun_images(x, pr.images));
 	if (pr.error != NULL)
 		json_object_object_add(
 		    r, "error", json_object_new_string(pr.error));
@@ -167,6 +262,8 @@ xrun_done(json_object *res, void *arg)
 	output_free(&x->out);
 	output_free(&x->err);
 	spool_close(x->spool);
+	if (x->images != NULL)
+		evbuffer_free(x->images);
 	free(x->stdin_text);
 	free(x->command);
 	free(x->short_id);

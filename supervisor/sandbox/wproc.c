@@ -357,11 +357,11 @@ wproc_spawn(
 	const struct config *c = sup.conf;
 	struct wproc *wp;
 	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
-	char cap[32], logkb[32], uid[32];
+	char cap[32], logkb[32], uid[32], imgkb[32];
 	char *argv[] = {"mcp-sandboxd", "--worker", sb->id, "--docker-host",
 	    c->docker_host, "--log-level", c->log_level, "--output-cap", cap,
 	    "--log-buffer-kb", logkb, "--worker-uid", uid, "--agent",
-	    c->agent ? "on" : "off", NULL};
+	    c->agent ? "on" : "off", "--max-image-kb", imgkb, NULL};
 	int sv[2], null, ch, exe;
 	pid_t pid;
 
@@ -369,6 +369,7 @@ wproc_spawn(
 		return -1;
 	snprintf(cap, sizeof cap, "%ld", c->output_cap);
 	snprintf(logkb, sizeof logkb, "%ld", c->log_buffer_kb);
+	snprintf(imgkb, sizeof imgkb, "%ld", c->max_image_kb);
 	snprintf(uid, sizeof uid, "%ld", sb->uid);
 	switch ((pid = fork())) {
 	case -1:

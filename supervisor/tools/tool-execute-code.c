@@ -57,7 +57,26 @@ const char tool_execute_code_schema[] =
     "\"output the session wrote outside any call (a thread or a timer "
     "still printing after its call returned) since the last result: not "
     "kept, only counted\"},"
-    "\"dropped_stderr_bytes\":{\"type\":\"integer\"}},"
+    "\"dropped_stderr_bytes\":{\"type\":\"integer\"},"
+    "\"images\":{\"type\":\"array\",\"description\":\"pictures the "
+    "code made (Python: matplotlib figures shown or still open at the "
+    "end, a PIL image or figure as the last value; JavaScript: a PNG or "
+    "JPEG Buffer as the last value), in order; those shown are image "
+    "blocks of the content, in the same order\",\"items\":{"
+    "\"type\":\"object\",\"properties\":{"
+    "\"where\":{\"type\":\"string\",\"description\":\"figure N, "
+    "last value\"},"
+    "\"mime_type\":{\"type\":\"string\"},"
+    "\"bytes\":{\"type\":\"integer\"},"
+    "\"width\":{\"type\":\"integer\"},"
+    "\"height\":{\"type\":\"integer\"},"
+    "\"shown\":{\"type\":\"boolean\",\"description\":\"it is an "
+    "image block of the content\"},"
+    "\"over_cap\":{\"type\":\"boolean\",\"description\":\"larger "
+    "than the server's --max-image-kb: not shown (bytes as the sandbox "
+    "said)\"},"
+    "\"error\":{\"type\":\"string\",\"description\":\"why it was "
+    "refused\"}}}}},"
     "\"required\":[\"language\",\"stdout\",\"stderr\",\"exit_code\"]}";
 
 static long long
@@ -69,12 +88,66 @@ member_int64(json_object *o, const char *key)
 	                                             : 0;
 }
 
+/*
+ * The pictures of a result: each one's bytes (the run layer's "data")
+ * become an image block of blocks, and leave the structured list, which
+ * says for each whether it was shown; a line for each in t.
+ */
+static void
+code_images(json_object *r, json_object *blocks, struct evbuffer *t)
+{
+	json_object *list, *im, *v, *b;
+	size_t i;
+
+	if (!json_object_object_get_ex(r, "images", &list) ||
+	    !json_object_is_type(list, json_type_array))
+		return;
+	for (i = 0; i < json_object_array_length(list); i++) {
+		im = json_object_array_get_idx(list, i);
+		evbuffer_add_printf(t, "image %zu (%s):", i + 1,
+		    json_object_object_get_ex(im, "where", &v)
+		        ? json_object_get_string(v)
+		        : "?");
+		if (json_object_object_get_ex(im, "mime_type", &v))
+			evbuffer_add_printf(t, " %s %lldx%lld,",
+			    json_object_get_string(v),
+			    member_int64(im, "width"),
+			    member_int64(im, "height"));
+		if (json_object_object_get_ex(im, "bytes", &v))
+			evbuffer_add_printf(
+			    t, " %lld bytes", member_int64(im, "bytes"));
+		if (json_object_object_get_ex(im, "error", &v))
+			evbuffer_add_printf(
+			    t, " refused: %s", json_object_get_string(v));
+		else if (json_object_object_get_ex(im, "over_cap", NULL))
+			evbuffer_add_printf(t,
+			    ", over the image cap of %ld KiB: not shown "
+			    "(save it to a file and copy it out)",
+			    sup.conf->max_image_kb);
+		evbuffer_add_printf(t, "\n");
+		if (!json_object_object_get_ex(im, "data", &v)) {
+			json_object_object_add(
+			    im, "shown", json_object_new_boolean(0));
+			continue;
+		}
+		b = json_object_new_object();
+		json_object_object_add(
+		    b, "type", json_object_new_string("image"));
+		json_object_object_add(b, "data", json_object_get(v));
+		json_object_object_get_ex(im, "mime_type", &v);
+		json_object_object_add(b, "mimeType", json_object_get(v));
+		json_object_array_add(blocks, b);
+		json_object_object_del(im, "data");
+		json_object_object_add(im, "shown", json_object_new_boolean(1));
+	}
+}
+
 /* The tool result of a code run (result borrowed). */
 json_object *
 tool_execute_code_result(json_object *r, int fresh)
 {
 	struct evbuffer *t;
-	json_object *v, *res;
+	json_object *v, *res, *blocks;
 	int bad;
 
 	bad = (json_object_object_get_ex(r, "exit_code", &v) &&
@@ -112,11 +185,15 @@ tool_execute_code_result(json_object *r, int fresh)
 		    "they were dropped)\n",
 		    member_int64(r, "dropped_stdout_bytes"),
 		    member_int64(r, "dropped_stderr_bytes"));
+	blocks = json_object_new_array();
+	code_images(r, blocks, t);
 	json_object_object_get_ex(r, "exit_code", &v);
 	evbuffer_add_printf(t, "exit code %d\n", json_object_get_int(v));
 	evbuffer_add(t, "", 1);
 	res = tool_result(
 	    json_object_get(r), (char *)evbuffer_pullup(t, -1), bad);
+	tool_result_add_content(res, blocks);
+	json_object_put(blocks);
 	evbuffer_free(t);
 	return res;
 }

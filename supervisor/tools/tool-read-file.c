@@ -1,6 +1,8 @@
 /*
  * read_file: a file of a sandbox, or a slice of it (offset, length), as
- * text or base64.  Read by the sandbox user inside the container.
+ * text or base64.  Read by the sandbox user inside the container.  A
+ * picture (PNG, JPEG, GIF or WebP by its first bytes, whatever its name)
+ * read whole is also given as an image block, within --max-image-kb.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "base64.h"
 #include "config.h"
 #include "core.h"
+#include "imgsig.h"
 #include "mcp.h"
 #include "run.h"
 #include "sandbox.h"
@@ -39,7 +42,17 @@ static const char output_schema[] =
     "\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
     "\"encoding\":{\"type\":\"string\"},"
     "\"offset\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},"
-    "\"size\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
+    "\"size\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"},"
+    "\"image\":{\"type\":\"object\",\"description\":\"the file is a "
+    "picture (by its first bytes): its type and size, and whether it is "
+    "in the content as an image (it is when read whole and within the "
+    "server's image cap)\",\"properties\":{"
+    "\"mime_type\":{\"type\":\"string\"},"
+    "\"width\":{\"type\":\"integer\"},"
+    "\"height\":{\"type\":\"integer\"},"
+    "\"bytes\":{\"type\":\"integer\"},"
+    "\"shown\":{\"type\":\"boolean\"},"
+    "\"note\":{\"type\":\"string\"}}}},"
     "\"required\":[\"path\",\"content\",\"size\",\"truncated\"]}";
 
 /* The reading: engine/scripts/read-file.sh, embedded. */
@@ -68,16 +81,64 @@ rfile_sink(struct xrun *run, const char *p, size_t len, void *arg)
 	return 0;
 }
 
+/*
+ * A picture read from its start: its facts in o's "image", and the image
+ * block when it was read whole and fits the cap (else NULL, and why in
+ * the facts' note, which *note borrows).
+ */
+static json_object *
+rfile_image(json_object *o, const struct imgsig *sig, const char *data,
+    size_t len, long long size, const char **note)
+{
+	long long cap = sup.conf->max_image_kb * 1024;
+	json_object *im, *b;
+	char *enc;
+	size_t n;
+
+	im = json_object_new_object();
+	json_object_object_add(
+	    im, "mime_type", json_object_new_string(sig->mime));
+	json_object_object_add(im, "width", json_object_new_int64(sig->width));
+	json_object_object_add(
+	    im, "height", json_object_new_int64(sig->height));
+	json_object_object_add(im, "bytes", json_object_new_int64(size));
+	*note = NULL;
+	if (size > cap)
+		*note = "not shown as an image: larger than the server's image "
+		        "cap (--max-image-kb)";
+	else if ((long long)len < size)
+		*note = "not shown as an image: only part of it was read";
+	json_object_object_add(
+	    im, "shown", json_object_new_boolean(*note == NULL));
+	if (*note != NULL)
+		json_object_object_add(
+		    im, "note", json_object_new_string(*note));
+	json_object_object_add(o, "image", im);
+	if (*note != NULL)
+		return NULL;
+	b = json_object_new_object();
+	json_object_object_add(b, "type", json_object_new_string("image"));
+	enc = base64_encode(data, len, &n);
+	json_object_object_add(
+	    b, "data", json_object_new_string_len(enc, (int)n));
+	free(enc);
+	json_object_object_add(
+	    b, "mimeType", json_object_new_string(sig->mime));
+	return b;
+}
+
 static void
 rfile_done(struct xrun *run, json_object *res, void *arg)
 {
 	struct rfile *r = arg;
 	struct sbout_read rd;
-	json_object *v, *o;
+	struct imgsig sig;
+	json_object *v, *o, *img = NULL, *tr, *items;
 	long long size;
 	size_t len, n;
-	const char *all, *data;
-	char err[256], *text;
+	const char *all, *data, *note = NULL;
+	char err[256], *text, *t2;
+	int picture;
 
 	(void)run;
 	if (!json_object_object_get_ex(res, "exit_code", &v) ||
@@ -105,6 +166,9 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 	size = rd.size;
 	data = all + rd.data_off;
 	len = rd.data_len;
+	picture = r->offset == 0 && imgsig_probe(data, len, &sig) == 0;
+	if (!r->base64 && !utf8_valid(data, len) && picture)
+		r->base64 = 1; /* a picture's bytes are not text: base64 */
 	if (!r->base64 && !utf8_valid(data, len)) {
 		mcp_call_reply(
 		    r->call, tool_error("%s is not UTF-8 text; read it "
@@ -129,6 +193,8 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 	json_object_object_add(o, "size", json_object_new_int64(size));
 	json_object_object_add(o, "truncated",
 	    json_object_new_boolean(r->offset + (long long)len < size));
+	if (picture)
+		img = rfile_image(o, &sig, data, len, size, &note);
 	if (r->base64)
 		xasprintf(&text,
 		    "%s: %zu bytes (base64) of %lld from offset "
@@ -138,7 +204,21 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 		xasprintf(&text,
 		    "%s (%zu of %lld bytes from offset %lld):\n%.*s", r->path,
 		    len, size, r->offset, (int)len, data);
-	mcp_call_reply(r->call, tool_result(o, text, 0));
+	if (picture) {
+		xasprintf(&t2, "%s\n%s, %ux%u%s%s", text, sig.mime, sig.width,
+		    sig.height, note != NULL ? ": " : "",
+		    note != NULL ? note : "");
+		free(text);
+		text = t2;
+	}
+	tr = tool_result(o, text, 0);
+	if (img != NULL) {
+		items = json_object_new_array();
+		json_object_array_add(items, img);
+		tool_result_add_content(tr, items);
+		json_object_put(items);
+	}
+	mcp_call_reply(r->call, tr);
 	free(text);
 out:
 	evbuffer_free(r->buf);

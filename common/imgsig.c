@@ -1,0 +1,184 @@
+/*
+ * Picture signatures and sizes: PNG (the IHDR chunk), JPEG (the first
+ * start-of-frame segment), GIF (the logical screen) and WebP (VP8, VP8L
+ * or VP8X).  The bytes come from sandboxes and files in them, so nothing
+ * here trusts a length it did not check against the buffer, and nothing
+ * is decoded past the header: what is shown is only said to be a picture
+ * of that type and size.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "imgsig.h"
+
+static unsigned int
+be16(const unsigned char *p)
+{
+	return (unsigned int)p[0] << 8 | p[1];
+}
+
+static unsigned int
+le16(const unsigned char *p)
+{
+	return (unsigned int)p[1] << 8 | p[0];
+}
+
+static uint32_t
+be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static int
+png_probe(const unsigned char *p, size_t len, struct imgsig *s)
+{
+	static const unsigned char sig[8] = {
+	    0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+	uint32_t w, h;
+
+	/* The signature, then IHDR first: length 13, "IHDR", w, h, ... */
+	if (len < 8 + 8 + 13 || memcmp(p, sig, 8) != 0 || be32(p + 8) != 13 ||
+	    memcmp(p + 12, "IHDR", 4) != 0)
+		return -1;
+	w = be32(p + 16);
+	h = be32(p + 20);
+	if (w == 0 || h == 0 || w > IMGSIG_MAX_SIDE || h > IMGSIG_MAX_SIDE)
+		return -1;
+	s->kind = IMGSIG_PNG;
+	s->mime = "image/png";
+	s->width = w;
+	s->height = h;
+	return 0;
+}
+
+/* A start-of-frame marker (C0-CF but DHT C4, JPG C8 and DAC CC). */
+static int
+jpeg_sof(unsigned int m)
+{
+	return m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc;
+}
+
+/*
+ * Walk the segments up to the first start of frame: each marker is FF
+ * (any number of fill FFs) and a code; those with a payload give its
+ * length, which counts its own two bytes and is checked against what is
+ * left.  Entropy-coded data (after SOS) comes only after a frame header.
+ */
+static int
+jpeg_probe(const unsigned char *p, size_t len, struct imgsig *s)
+{
+	size_t i = 2, seg;
+	unsigned int m, w, h;
+
+	if (len < 4 || p[0] != 0xff || p[1] != 0xd8 || p[2] != 0xff)
+		return -1;
+	for (;;) {
+		if (i >= len || p[i] != 0xff)
+			return -1;
+		while (i < len && p[i] == 0xff)
+			i++;
+		if (i >= len)
+			return -1;
+		m = p[i++];
+		if (m == 0x01 || (m >= 0xd0 && m <= 0xd7))
+			continue; /* no payload */
+		if (m == 0xd8 || m == 0xd9 || m == 0xda || m == 0x00)
+			return -1; /* SOI again, EOI or SOS before a frame */
+		if (len - i < 2 || (seg = be16(p + i)) < 2 || seg > len - i)
+			return -1;
+		if (jpeg_sof(m)) {
+			/* length, precision, height, width, components */
+			if (seg < 8)
+				return -1;
+			h = be16(p + i + 3);
+			w = be16(p + i + 5);
+			if (w == 0 || h == 0)
+				return -1;
+			s->kind = IMGSIG_JPEG;
+			s->mime = "image/jpeg";
+			s->width = w;
+			s->height = h;
+			return 0;
+		}
+		i += seg;
+	}
+}
+
+static int
+gif_probe(const unsigned char *p, size_t len, struct imgsig *s)
+{
+	unsigned int w, h;
+
+	if (len < 13 ||
+	    (memcmp(p, "GIF87a", 6) != 0 && memcmp(p, "GIF89a", 6) != 0))
+		return -1;
+	w = le16(p + 6);
+	h = le16(p + 8);
+	if (w == 0 || h == 0)
+		return -1;
+	s->kind = IMGSIG_GIF;
+	s->mime = "image/gif";
+	s->width = w;
+	s->height = h;
+	return 0;
+}
+
+/* RIFF size WEBP, then the first chunk: "VP8 ", "VP8L" or "VP8X". */
+static int
+webp_probe(const unsigned char *p, size_t len, struct imgsig *s)
+{
+	const unsigned char *c;
+	uint32_t w, h;
+
+	if (len < 30 || memcmp(p, "RIFF", 4) != 0 ||
+	    memcmp(p + 8, "WEBP", 4) != 0)
+		return -1;
+	c = p + 12;
+	if (memcmp(c, "VP8X", 4) == 0) {
+		/* flags(4), then width-1 and height-1 in 24 bits each */
+		w = 1 + ((uint32_t)c[12] | (uint32_t)c[13] << 8 |
+		            (uint32_t)c[14] << 16);
+		h = 1 + ((uint32_t)c[15] | (uint32_t)c[16] << 8 |
+		            (uint32_t)c[17] << 16);
+	} else if (memcmp(c, "VP8L", 4) == 0) {
+		/* signature 0x2f, then 14 bits of width-1, 14 of height-1 */
+		if (c[8] != 0x2f)
+			return -1;
+		w = 1 + ((uint32_t)c[9] | ((uint32_t)c[10] & 0x3f) << 8);
+		h = 1 + ((uint32_t)c[10] >> 6 | (uint32_t)c[11] << 2 |
+		            ((uint32_t)c[12] & 0x0f) << 10);
+	} else if (memcmp(c, "VP8 ", 4) == 0) {
+		/* frame tag(3), start code 9d 01 2a, 14-bit sides */
+		if (c[11] != 0x9d || c[12] != 0x01 || c[13] != 0x2a)
+			return -1;
+		w = le16(c + 14) & 0x3fff;
+		h = le16(c + 16) & 0x3fff;
+	} else
+		return -1;
+	if (w == 0 || h == 0 || w > IMGSIG_MAX_SIDE || h > IMGSIG_MAX_SIDE)
+		return -1;
+	s->kind = IMGSIG_WEBP;
+	s->mime = "image/webp";
+	s->width = w;
+	s->height = h;
+	return 0;
+}
+
+/*
+ * What picture the len bytes at data begin with: 0 and *s filled, or -1
+ * (*s is then IMGSIG_NONE) when they are none of the four, or a header
+ * does not hold up.
+ */
+int
+imgsig_probe(const void *data, size_t len, struct imgsig *s)
+{
+	const unsigned char *p = data;
+
+	memset(s, 0, sizeof *s);
+	if (png_probe(p, len, s) == 0 || jpeg_probe(p, len, s) == 0 ||
+	    gif_probe(p, len, s) == 0 || webp_probe(p, len, s) == 0)
+		return 0;
+	memset(s, 0, sizeof *s);
+	return -1;
+}
