@@ -236,6 +236,16 @@ static const struct opt opts[] = {
         "most tools/call requests one client session may have in flight"},
     {"max-calls", "MCP_SANDBOXD_MAX_CALLS", OPT_LONG, O(max_calls), "256", 1,
         1000000, "most tools/call requests in flight, all sessions together"},
+    {"max-tasks-per-session", "MCP_SANDBOXD_MAX_TASKS_PER_SESSION", OPT_LONG,
+        O(max_tasks_per_session), "64", 1, 100000,
+        "most MCP tasks one client session may hold, running or kept for "
+        "their ttl (past it, the oldest finished task whose result was "
+        "fetched makes room, else the task is refused)"},
+    {"task-ttl-max", "MCP_SANDBOXD_TASK_TTL_MAX", OPT_LONG, O(task_ttl_max),
+        "3600", 1, 7L * 24 * 3600,
+        "seconds an MCP task and its result are kept at most, from its "
+        "creation (a client's longer ttl is cut to it; no ttl: this); a "
+        "task still running then is cancelled"},
     {"allow-dir", "MCP_SANDBOXD_ALLOW_DIRS", OPT_DIR, 0, NULL, 0, 0,
         "host directory the file tools may read and write (repeatable; the "
         "variable takes a ':'-separated list; default: the directory the "

@@ -84,6 +84,8 @@ struct config {
 	long max_sandboxes_per_session;
 	long max_calls_per_session;
 	long max_calls; /* tools/call in flight, all sessions */
+	long max_tasks_per_session; /* MCP tasks held, running or kept */
+	long task_ttl_max; /* seconds */
 
 	/* Which options the flags or the environment set (not defaults),
 	 * by their place in config.c's table: see config_given(). */

@@ -66,6 +66,7 @@ mcp_session_new(void (*send)(struct session *, json_object *), void *transport)
 	sess->subs = json_object_new_object();
 	TAILQ_INIT(&sess->calls);
 	TAILQ_INIT(&sess->sreqs);
+	TAILQ_INIT(&sess->tasks);
 	TAILQ_INSERT_TAIL(&sessions, sess, entry);
 	return sess;
 }
@@ -105,8 +106,8 @@ session_sandboxes_gone(void *arg)
  * Cancel a call (no answer goes out): the tool's own hook, then the
  * commands it runs in sandboxes are killed, whatever the tool.
  */
-static void
-call_cancel(struct call *c)
+void
+mcp_call_cancel(struct call *c)
 {
 	if (c->cancelled)
 		return;
@@ -130,10 +131,12 @@ mcp_session_close(struct session *sess)
 	if (sess->closing)
 		return;
 	sess->closing = 1;
+	/* Its tasks go first, their calls cancelled with them. */
+	tasks_session_close(sess);
 	/* A cancel may answer its call (which leaves the list). */
 	for (c = TAILQ_FIRST(&sess->calls); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
-		call_cancel(c);
+		mcp_call_cancel(c);
 	}
 	if (hooks.session_close != NULL)
 		hooks.session_close(sess, session_sandboxes_gone, sess);
@@ -358,6 +361,9 @@ mcp_initialize(struct session *sess, json_object *id, json_object *params,
 	json_object_object_add(o, "listChanged", json_object_new_boolean(0));
 	json_object_object_add(caps, "tools", o);
 	json_object_object_add(caps, "logging", json_object_new_object());
+	/* Tasks on tools/call (tasks.c); rev_fit() drops them before
+	 * 2025-11-25. */
+	json_object_object_add(caps, "tasks", tasks_capability());
 	if (mcp_has_method("resources/list")) { /* resources/ registered */
 		o = json_object_new_object();
 		json_object_object_add(
@@ -452,34 +458,19 @@ mcp_tools_list(struct session *sess, json_object *id, json_object *params,
 	return r;
 }
 
-/* Start a tools/call; its result goes out later through mcp_call_reply(). */
+/*
+ * Check a call's caps and arguments (a tool error, which the caller
+ * answers), or start it (NULL: answered later through mcp_call_reply(),
+ * to its task when it has one).
+ */
 static json_object *
-mcp_tools_call(struct session *sess, json_object *id, json_object *params,
-    int *code, const char **why)
+tools_call_start(struct session *sess, json_object *id, json_object *params,
+    const struct tool *t, json_object *args, struct task *task)
 {
-	const struct tool *t;
 	struct call *c;
-	json_object *name, *args = NULL, *r;
+	json_object *r;
 	char *msg;
 
-	if (params == NULL || !json_object_is_type(params, json_type_object) ||
-	    !json_object_object_get_ex(params, "name", &name) ||
-	    !json_object_is_type(name, json_type_string)) {
-		*code = RPC_INVALID_PARAMS;
-		*why = "tools/call needs params.name (a string)";
-		return NULL;
-	}
-	if ((t = tool_find(json_object_get_string(name))) == NULL) {
-		*code = RPC_INVALID_PARAMS;
-		*why = "unknown tool (see tools/list)";
-		return NULL;
-	}
-	if (json_object_object_get_ex(params, "arguments", &args) &&
-	    args != NULL && !json_object_is_type(args, json_type_object)) {
-		*code = RPC_INVALID_PARAMS;
-		*why = "arguments must be an object";
-		return NULL;
-	}
 	/*
 	 * Each call in flight holds its arguments (up to --max-line bytes)
 	 * until it ends: calls are capped per session and in all, and one
@@ -506,6 +497,8 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 	c = mcp_call_new(sess, id, t->name);
 	c->args =
 	    args != NULL ? json_object_get(args) : json_object_new_object();
+	if ((c->task = task) != NULL)
+		tasks_attach(task, c);
 	progress_start(c, params);
 	if (sup.shutting_down) {
 		mcp_call_reply(c, tool_error("the server is shutting down"));
@@ -513,6 +506,60 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 	}
 	t->exec(c);
 	return NULL;
+}
+
+/* Start a tools/call; its result goes out later through mcp_call_reply(). */
+static json_object *
+mcp_tools_call(struct session *sess, json_object *id, json_object *params,
+    int *code, const char **why)
+{
+	const struct tool *t;
+	struct task *task = NULL;
+	json_object *name, *args = NULL, *r, *tp = NULL, *created;
+
+	if (params == NULL || !json_object_is_type(params, json_type_object) ||
+	    !json_object_object_get_ex(params, "name", &name) ||
+	    !json_object_is_type(name, json_type_string)) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "tools/call needs params.name (a string)";
+		return NULL;
+	}
+	if ((t = tool_find(json_object_get_string(name))) == NULL) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "unknown tool (see tools/list)";
+		return NULL;
+	}
+	if (json_object_object_get_ex(params, "arguments", &args) &&
+	    args != NULL && !json_object_is_type(args, json_type_object)) {
+		*code = RPC_INVALID_PARAMS;
+		*why = "arguments must be an object";
+		return NULL;
+	}
+	/*
+	 * Task-augmented (params.task): answered at once with the task, the
+	 * result fetched with tasks/result.  Revisions before tasks ignore
+	 * the member, as a server without the capability must.
+	 */
+	if (sess->rev >= REV_2025_11_25 &&
+	    json_object_object_get_ex(params, "task", &tp) && tp != NULL) {
+		if (!t->task_support) {
+			*code = RPC_METHOD_NOT_FOUND;
+			*why = "this tool cannot run as a task (its "
+			       "execution.taskSupport is forbidden): call it "
+			       "without params.task";
+			return NULL;
+		}
+		if ((task = tasks_new(sess, tp, code, why)) == NULL)
+			return NULL;
+	}
+	if (task == NULL)
+		return tools_call_start(sess, id, params, t, args, NULL);
+	created = tasks_created(task); /* working, as it begins */
+	r = tools_call_start(sess, id, params, t, args, task);
+	if (r != NULL) /* refused before it ran: the task has failed */
+		tasks_finish(task, r);
+	tasks_announced(task);
+	return created;
 }
 
 /* A request answered later with mcp_call_reply(); name is for the logs. */
@@ -578,7 +625,9 @@ mcp_call_reply(struct call *c, json_object *result)
 		return;
 	}
 	progress_end(c);
-	if (!c->cancelled) {
+	if (c->task != NULL)
+		tasks_call_done(c, result);
+	else if (!c->cancelled) {
 		rev_fit(c->sess, "tools/call", result);
 		mcp_send(c->sess, rpc_result(c->id, result));
 	} else
@@ -595,11 +644,15 @@ mcp_cancelled(struct session *sess, json_object *params)
 	if (params == NULL || !json_object_is_type(params, json_type_object) ||
 	    !json_object_object_get_ex(params, "requestId", &rid))
 		return;
+	/* A task's tools/call was answered: tasks/cancel ends it. */
+	if (tasks_cancel_waiter(sess, rid))
+		return;
 	TAILQ_FOREACH(c, &sess->calls, entry)
 	{
-		if (json_object_equal(c->id, rid) && !c->cancelled) {
+		if (json_object_equal(c->id, rid) && !c->cancelled &&
+		    c->task == NULL) {
 			log_info("call %s cancelled by the client", c->tool);
-			call_cancel(c);
+			mcp_call_cancel(c);
 			return;
 		}
 	}
@@ -634,6 +687,10 @@ static const struct mcp_method_entry methods[] = {
     {"logging/setLevel", mcp_set_level},
     {"tools/list", mcp_tools_list},
     {"tools/call", mcp_tools_call},
+    {"tasks/get", tasks_get},
+    {"tasks/result", tasks_result},
+    {"tasks/list", tasks_list},
+    {"tasks/cancel", tasks_cancel},
     {"prompts/list", prompts_list},
     {"prompts/get", prompts_get},
     {"completion/complete", prompts_complete},

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 struct progress;
+struct task;
 struct xrun;
 
 /*
@@ -33,6 +34,9 @@ struct session {
 	long ncalls; /* calls in flight (--max-calls-per-session) */
 	TAILQ_HEAD(, sreq) sreqs; /* the server's requests awaiting answers */
 	long long last_sreq; /* the last id given to one */
+	TAILQ_HEAD(, task) tasks; /* its MCP tasks, oldest first (tasks.c) */
+	long ntasks;
+	unsigned long long last_task_seq; /* the last seq given to one */
 	/*
 	 * Optional, for transports with a stream per request (HTTP; NULL
 	 * elsewhere): send_for() carries a message that belongs to request
@@ -57,6 +61,7 @@ struct call {
 	void *state; /* the tool's, freed by its hooks */
 	void (*cancel)(struct call *);
 	struct progress *progress; /* when the client asked for it */
+	struct task *task; /* a task-augmented call's task, else NULL */
 	/* Its commands in sandboxes (the run layer's, run/xrun.c):
 	 * killed when the call is cancelled, whatever the tool. */
 	LIST_HEAD(, xrun) runs;
@@ -71,6 +76,7 @@ struct tool {
 	const char *input_schema; /* JSON text */
 	const char *output_schema; /* JSON text; NULL: none (fixtures only) */
 	int read_only, destructive, idempotent, open_world;
+	int task_support; /* may run as an MCP task ("optional") */
 	void (*exec)(struct call *);
 };
 
@@ -109,6 +115,7 @@ void mcp_log(struct session *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct call *mcp_call_new(struct session *, json_object *, const char *);
 void mcp_call_reply(struct call *, json_object *);
+void mcp_call_cancel(struct call *);
 void mcp_shutdown_calls(void);
 
 void mcp_notify(const struct session *, const char *);
@@ -119,6 +126,26 @@ int mcp_client_has(struct session *, const char *);
 typedef void (*sreq_done)(struct call *, json_object *, json_object *);
 void mcp_call_request(struct call *, const char *, json_object *, sreq_done);
 void mcp_call_drop_stream(struct call *);
+
+/* tasks.c: MCP tasks (2025-11-25), task-augmented tools/call */
+#define TASK_ID_MAX 64 /* a longer taskId is nobody's */
+struct task *tasks_new(struct session *, json_object *, int *, const char **);
+void tasks_attach(struct task *, struct call *);
+json_object *tasks_created(struct task *);
+void tasks_announced(struct task *);
+void tasks_finish(struct task *, json_object *);
+void tasks_call_done(struct call *, json_object *);
+void tasks_session_close(struct session *);
+int tasks_cancel_waiter(struct session *, json_object *);
+json_object *tasks_capability(void);
+json_object *tasks_get(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *tasks_result(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *tasks_list(
+    struct session *, json_object *, json_object *, int *, const char **);
+json_object *tasks_cancel(
+    struct session *, json_object *, json_object *, int *, const char **);
 
 /* revision.c: what each protocol revision may carry */
 enum mcp_rev { REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_N };

@@ -13,7 +13,8 @@
  *     lastModified.
  *   2025-11-25 added: icons (tools, resources, templates, prompts,
  *     serverInfo), serverInfo's description and websiteUrl, a tool's
- *     execution.
+ *     execution, the tasks capability (and tasks themselves: tasks.c
+ *     serves them only to sessions of this revision).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,9 @@ rev_fit(const struct session *sess, const char *method, json_object *result)
 		if (json_object_object_get_ex(result, "content", &v))
 			fit_content(v, rev);
 	} else if (strcmp(method, "initialize") == 0) {
+		if (rev < REV_2025_11_25 &&
+		    json_object_object_get_ex(result, "capabilities", &v))
+			json_object_object_del(v, "tasks");
 		if (json_object_object_get_ex(result, "serverInfo", &v)) {
 			fit_fields(v, rev);
 			if (rev < REV_2025_11_25)

@@ -78,6 +78,12 @@ tool_describe(const struct tool *t)
 	json_object_object_add(
 	    a, "openWorldHint", json_object_new_boolean(t->open_world));
 	json_object_object_add(o, "annotations", a);
+	if (t->task_support) { /* forbidden, when absent */
+		a = json_object_new_object();
+		json_object_object_add(
+		    a, "taskSupport", json_object_new_string("optional"));
+		json_object_object_add(o, "execution", a);
+	}
 	return o;
 }
 

@@ -117,5 +117,6 @@ const struct tool tool_copy_file = {
     .destructive = 1,
     .idempotent = 1,
     .open_world = 0,
+    .task_support = 1,
     .exec = copy_file,
 };

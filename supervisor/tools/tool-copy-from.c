@@ -491,5 +491,6 @@ const struct tool tool_copy_file_from_sandbox = {
     .destructive = 1,
     .idempotent = 0,
     .open_world = 0,
+    .task_support = 1,
     .exec = copy_from,
 };

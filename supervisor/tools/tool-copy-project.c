@@ -147,5 +147,6 @@ const struct tool tool_copy_project = {
     .destructive = 1,
     .idempotent = 1,
     .open_world = 0,
+    .task_support = 1,
     .exec = copy_project,
 };

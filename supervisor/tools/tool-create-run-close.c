@@ -182,5 +182,6 @@ const struct tool tool_create_run_close = {
     .destructive = 0,
     .idempotent = 0,
     .open_world = 0,
+    .task_support = 1,
     .exec = create_run_close,
 };

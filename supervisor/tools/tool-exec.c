@@ -376,5 +376,6 @@ const struct tool tool_sandbox_exec = {
     .destructive = 1,
     .idempotent = 0,
     .open_world = 0,
+    .task_support = 1,
     .exec = sandbox_exec,
 };

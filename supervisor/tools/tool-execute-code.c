@@ -351,5 +351,6 @@ const struct tool tool_execute_code = {
     .destructive = 1,
     .idempotent = 0,
     .open_world = 0,
+    .task_support = 1,
     .exec = execute_code,
 };

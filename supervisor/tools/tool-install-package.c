@@ -275,5 +275,6 @@ const struct tool tool_install_package = {
     .destructive = 1,
     .idempotent = 1,
     .open_world = 1,
+    .task_support = 1,
     .exec = install_package,
 };

@@ -525,5 +525,6 @@ const struct tool tool_run_project = {
     .destructive = 1,
     .idempotent = 0,
     .open_world = 0,
+    .task_support = 1,
     .exec = run_project,
 };

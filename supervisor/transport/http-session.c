@@ -472,8 +472,9 @@ hsession_close(struct hsession *hs, const char *why)
 static int
 hsession_busy(struct hsession *hs)
 {
+	/* A task's call runs with no stream of its own. */
 	return (hs->get != NULL && hs->get->req != NULL) ||
-	       !TAILQ_EMPTY(&hs->streams);
+	       !TAILQ_EMPTY(&hs->streams) || hs->sess->ncalls > 0;
 }
 
 static void
