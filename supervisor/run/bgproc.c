@@ -69,6 +69,7 @@ struct bgprocs {
 };
 
 static void bgwait_answer(struct bgwait *, struct bgproc *);
+static int bgproc_news(const struct bgproc *, const struct bg_ask *);
 
 static struct bgprocs *
 bg_list(struct sandbox *sb)
@@ -98,7 +99,8 @@ bgproc_wake(struct bgproc *bp, int output_only, struct bgproc *what)
 
 	for (w = TAILQ_FIRST(&bp->waiters); w != NULL; w = next) {
 		next = TAILQ_NEXT(w, entry);
-		if (output_only && !w->ask.output)
+		if (output_only &&
+		    (!w->ask.output || !bgproc_news(bp, &w->ask)))
 			continue;
 		bgwait_answer(w, what);
 	}

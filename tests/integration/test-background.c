@@ -411,3 +411,44 @@ Test(background, timeout_still_applies, .timeout = 90)
 	json_object_put(r);
 	teardown(s, cid);
 }
+
+Test(background, subscribed_output_sends_updated, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *m, *p, *r;
+	char *cid, params[256], uri[200];
+	size_t i, n = 0;
+	long long id;
+
+	s = setup(&cid, NULL);
+	id = start(s, cid, "sleep 1; echo a; sleep 1; echo b; sleep 60");
+	r = call(s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}",
+	    cid);
+	snprintf(uri, sizeof uri, "%s",
+	    h_str(r, "structuredContent.processes.0.stdout_uri"));
+	json_object_put(r);
+	snprintf(params, sizeof params, "{\"uri\":\"%s\"}", uri);
+	m = h_request(s, "resources/subscribe", params, 5000);
+	cr_expect_not_null(
+	    h_get(m, "result"), "%s", json_object_to_json_string(m));
+	json_object_put(m);
+	/* Until both lines are there, then the notes are looked at. */
+	r = call(s, "process_output", 60000,
+	    "{\"container_id\":\"%s\",\"process_id\":%lld,\"wait_seconds\":30,"
+	    "\"stdout_offset\":2}",
+	    cid, id);
+	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "b\n");
+	json_object_put(r);
+	usleep(500000);
+	json_object_put(h_request(s, "ping", NULL, 5000));
+	for (i = 0; i < json_object_array_length(s->notes); i++) {
+		p = json_object_array_get_idx(s->notes, i);
+		if (h_str(p, "method") != NULL &&
+		    strcmp(h_str(p, "method"),
+		        "notifications/resources/updated") == 0 &&
+		    strcmp(h_str(p, "params.uri"), uri) == 0)
+			n++;
+	}
+	cr_expect_geq(n, 2, "updated notifications of %s: %zu", uri, n);
+	teardown(s, cid);
+}
