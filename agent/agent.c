@@ -520,8 +520,8 @@ dispatch(const struct agent_hdr *h, const unsigned char *p)
 		return 0;
 	case AGENT_KILL:
 		v = SIGKILL;
-		if (h->len != 0 && (agent_u32_decode(p, h->len, &v) == -1 ||
-		                       v < 1 || v > 64))
+		if (h->len != 0 &&
+		    (agent_u32_decode(p, h->len, &v) == -1 || v < 1 || v > 64))
 			return -1;
 		if (c != NULL && v == SIGKILL)
 			cmd_kill(c);

@@ -123,8 +123,8 @@ static const struct opt opts[] = {
         O(max_background), "8", 1, 64,
         "background processes (sandbox_exec background: true) running at "
         "once in one sandbox"},
-    {"max-background-seconds", "MCP_SANDBOXD_MAX_BACKGROUND_SECONDS",
-        OPT_LONG, O(max_background_seconds), "0", 0, 1L << 31,
+    {"max-background-seconds", "MCP_SANDBOXD_MAX_BACKGROUND_SECONDS", OPT_LONG,
+        O(max_background_seconds), "0", 0, 1L << 31,
         "the longest a background process may run (seconds); a client's "
         "timeout_seconds: 0 then means up to this; 0: background processes "
         "have --max-exec-timeout as their ceiling and timeout_seconds: 0 "

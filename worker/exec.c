@@ -517,8 +517,8 @@ exec_signal(struct worker *w, uint32_t reqid, int sig)
 	if (sig != SIGHUP && sig != SIGINT && sig != SIGTERM)
 		return;
 	if (!wrun_signal(&x->run, sig))
-		(void)killer_signal(w, x->probe ? PROBE_USER : w->exec_user,
-		    x->token, sig);
+		(void)killer_signal(
+		    w, x->probe ? PROBE_USER : w->exec_user, x->token, sig);
 }
 
 /* PROTO_CREDIT: the supervisor took output; resume a paused stream. */

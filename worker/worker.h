@@ -60,8 +60,7 @@ struct killer *killer_run(struct worker *, const char *const *, size_t,
     void (*)(void *, const char *), void *);
 struct killer *killer_run_as(struct worker *, const char *, const char *const *,
     size_t, void (*)(void *, const char *), void *);
-struct killer *killer_signal(
-    struct worker *, const char *, const char *, int);
+struct killer *killer_signal(struct worker *, const char *, const char *, int);
 void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);

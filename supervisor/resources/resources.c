@@ -439,9 +439,10 @@ resources_subscribe(struct session *sess, json_object *id, json_object *params,
 	if (uri == NULL ||
 	    sscanf(uri, "containers://%79[^/]/logs", idbuf) != 1) {
 		*code = RPC_INVALID_PARAMS;
-		*why = "only containers://{id}/logs and "
-		       "sandbox://{id}/exec/{exec_id}/stdout (or stderr) can be "
-		       "subscribed to";
+		*why =
+		    "only containers://{id}/logs and "
+		    "sandbox://{id}/exec/{exec_id}/stdout (or stderr) can be "
+		    "subscribed to";
 		return NULL;
 	}
 	if ((sb = sandbox_find(sess, idbuf)) == NULL) {

@@ -260,8 +260,8 @@ bgproc_start(
 	TAILQ_INIT(&bp->waiters);
 	TAILQ_INSERT_TAIL(&l->list, bp, entry);
 	l->n++;
-	xasprintf(&log_as, "$ %s &  (background process %u)", o->command,
-	    bp->id);
+	xasprintf(
+	    &log_as, "$ %s &  (background process %u)", o->command, bp->id);
 	bo.log_as = log_as;
 	bo.spool = bp->spool;
 	bo.on_output = bgproc_output_cb;
@@ -335,11 +335,11 @@ bgproc_json(const struct bgproc *bp)
 		json_object_object_add(
 		    o, key, json_object_new_int64(bp->produced[i]));
 		snprintf(key, sizeof key, "%s_dropped", names[i]);
-		json_object_object_add(o, key,
-		    json_object_new_int64(spool_dropped(bp->spool, i)));
+		json_object_object_add(
+		    o, key, json_object_new_int64(spool_dropped(bp->spool, i)));
 		snprintf(key, sizeof key, "%s_uri", names[i]);
-		xasprintf(&uri, "sandbox://%s/exec/%u/%s", bp->short_id,
-		    bp->id, names[i]);
+		xasprintf(&uri, "sandbox://%s/exec/%u/%s", bp->short_id, bp->id,
+		    names[i]);
 		json_object_object_add(o, key, json_object_new_string(uri));
 		free(uri);
 	}
@@ -414,13 +414,14 @@ bgproc_output(const struct bgproc *bp, const struct bg_ask *ask)
 				got = (long long)utf8_whole(buf, (size_t)got);
 		}
 		text = utf8_sanitize(buf, (size_t)got, &tlen);
-		json_object_object_add(o, names[i],
-		    json_object_new_string_len(text, (int)tlen));
+		json_object_object_add(
+		    o, names[i], json_object_new_string_len(text, (int)tlen));
 		free(text);
 		snprintf(key, sizeof key, "%s_offset", names[i]);
 		json_object_object_add(o, key, json_object_new_int64(off));
 		snprintf(key, sizeof key, "%s_next_offset", names[i]);
-		json_object_object_add(o, key, json_object_new_int64(off + got));
+		json_object_object_add(
+		    o, key, json_object_new_int64(off + got));
 		snprintf(key, sizeof key, "%s_remaining", names[i]);
 		json_object_object_add(
 		    o, key, json_object_new_int64(size - (off + got)));

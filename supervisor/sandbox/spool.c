@@ -315,8 +315,9 @@ spool_make_room(struct spool *sp, int stream, long long need)
 
 	if (!sp->ring || need > held)
 		return -1;
-	if (fallocate(sp->fd[stream], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-	        sp->dropped[stream], need) == -1) {
+	if (fallocate(sp->fd[stream],
+	        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, sp->dropped[stream],
+	        need) == -1) {
 		log_warn("%s: punch a hole", __func__);
 		return -1;
 	}

@@ -281,7 +281,8 @@ exec_background(struct call *c, struct sandbox *sb, json_object *list,
 	}
 	json_object_put(list);
 	r = json_object_new_object();
-	json_object_object_add(r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
 	json_object_object_add(r, "success", json_object_new_boolean(1));
 	json_object_object_add(r, "results", json_object_new_array());
 	json_object_object_add(
@@ -352,10 +353,10 @@ sandbox_exec(struct call *c)
 	background = v != NULL && json_object_get_boolean(v);
 	if (background && n != 1) {
 		json_object_put(list);
-		mcp_call_reply(c,
-		    tool_error("background: true starts one command; give "
-		               "commands as one string (join steps with && "
-		               "or ;)"));
+		mcp_call_reply(
+		    c, tool_error("background: true starts one command; give "
+		                  "commands as one string (join steps with && "
+		                  "or ;)"));
 		return;
 	}
 	/* A background process's ceiling is --max-background-seconds when
@@ -390,8 +391,9 @@ sandbox_exec(struct call *c)
 		return;
 	}
 	if (v != NULL)
-		timeout = json_object_get_int64(v) == 0 ? ceiling
-		                                         : json_object_get_int64(v);
+		timeout = json_object_get_int64(v) == 0
+		              ? ceiling
+		              : json_object_get_int64(v);
 	if (!tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    (tool_arg_string(c, "workdir") != NULL &&
 	        (tool_arg_string(c, "workdir")[0] != '/' ||

@@ -66,7 +66,8 @@ process_list(struct call *c)
 		return;
 	a = bgproc_list(sb);
 	r = json_object_new_object();
-	json_object_object_add(r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
 	xasprintf(&text, "%zu background process(es), %d running: %s",
 	    json_object_array_length(a), bgproc_running(sb),
 	    json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));

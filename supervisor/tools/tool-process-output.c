@@ -81,8 +81,8 @@ output_answer(struct call *c, struct bgproc *bp, const struct bg_ask *ask)
 	json_object_object_add(r, "state", json_object_get(v));
 	json_object_object_add(r, "process", o);
 	json_object_object_get_ex(r, "stdout", &v);
-	xasprintf(&text, "process %u is %s; stdout:\n%s",
-	    bgproc_id(bp), bgproc_is_running(bp) ? "running" : "exited",
+	xasprintf(&text, "process %u is %s; stdout:\n%s", bgproc_id(bp),
+	    bgproc_is_running(bp) ? "running" : "exited",
 	    json_object_get_string(v));
 	mcp_call_reply(c, tool_result(r, text, 0));
 	free(text);
@@ -97,9 +97,9 @@ int_arg(struct call *c, const char *key, long long def, long long lo,
 	if (!tool_arg_type_ok(c, key, json_type_int, &v) ||
 	    (v != NULL && (json_object_get_int64(v) < lo ||
 	                      json_object_get_int64(v) > hi))) {
-		mcp_call_reply(c,
-		    tool_error("%s must be an integer from %lld to %lld", key,
-		        lo, hi));
+		mcp_call_reply(
+		    c, tool_error("%s must be an integer from %lld to %lld",
+		           key, lo, hi));
 		return -1;
 	}
 	*out = v != NULL ? json_object_get_int64(v) : def;

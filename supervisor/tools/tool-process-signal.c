@@ -68,7 +68,8 @@ process_signal(struct call *c)
 	sent = bgproc_is_running(bp);
 	bgproc_signal(bp, sigs[i].sig);
 	r = json_object_new_object();
-	json_object_object_add(r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
 	json_object_object_add(r, "signal", json_object_new_string(name));
 	json_object_object_add(r, "sent", json_object_new_boolean(sent));
 	json_object_object_add(r, "process", bgproc_json(bp));

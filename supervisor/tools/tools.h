@@ -46,7 +46,7 @@ struct bgproc *tool_process_find(struct call *, struct sandbox **);
 	"\"command_cpu_ms\":{\"type\":\"number\"},"                            \
 	"\"stdout_bytes\":{\"type\":\"integer\"},"                             \
 	"\"stderr_bytes\":{\"type\":\"integer\"},"                             \
-	"\"stdout_dropped\":{\"type\":\"integer\",\"description\":\"oldest "  \
+	"\"stdout_dropped\":{\"type\":\"integer\",\"description\":\"oldest "   \
 	"bytes dropped for the spool's cap\"},"                                \
 	"\"stderr_dropped\":{\"type\":\"integer\"},"                           \
 	"\"stdout_uri\":{\"type\":\"string\"},"                                \

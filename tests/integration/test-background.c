@@ -31,8 +31,7 @@ teardown(struct h_server *s, char *cid)
 
 /* A tool call with printf-made arguments. */
 static json_object *
-call(struct h_server *s, const char *tool, int timeout_ms, const char *fmt,
-    ...)
+call(struct h_server *s, const char *tool, int timeout_ms, const char *fmt, ...)
 {
 	char args[4096];
 	va_list ap;
@@ -51,15 +50,19 @@ start(struct h_server *s, const char *cid, const char *command)
 	long long id;
 
 	args = json_object_new_object();
-	json_object_object_add(args, "container_id", json_object_new_string(cid));
-	json_object_object_add(args, "commands", json_object_new_string(command));
+	json_object_object_add(
+	    args, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    args, "commands", json_object_new_string(command));
 	json_object_object_add(args, "background", json_object_new_boolean(1));
-	json_object_object_add(args, "timeout_seconds", json_object_new_int(120));
+	json_object_object_add(
+	    args, "timeout_seconds", json_object_new_int(120));
 	r = h_call_tool_obj(s, "sandbox_exec", args, H_TIMEOUT_MS);
 	cr_assert(!h_is_error(r), "%s", h_text(r));
 	id = h_int(r, "structuredContent.process_id");
 	cr_assert_gt(id, 0);
-	cr_expect_str_eq(h_str(r, "structuredContent.process.state"), "running");
+	cr_expect_str_eq(
+	    h_str(r, "structuredContent.process.state"), "running");
 	json_object_put(r);
 	return id;
 }
@@ -79,8 +82,8 @@ wait_for(struct h_server *s, const char *cid, long long id, int secs)
 
 /* All of stdout, paged by process_output's offsets. */
 static char *
-all_stdout(struct h_server *s, const char *cid, long long id, int max,
-    int *pages)
+all_stdout(
+    struct h_server *s, const char *cid, long long id, int max, int *pages)
 {
 	long long off = 0;
 	size_t len = 0;
@@ -123,15 +126,16 @@ Test(background, outlives_calls_then_term, .timeout = 120)
 	int i;
 
 	s = setup(&cid, NULL);
-	id = start(s, cid, "i=0; while :; do echo tick $i; i=$((i+1)); "
-	                   "sleep 0.2; done");
+	id = start(s, cid,
+	    "i=0; while :; do echo tick $i; i=$((i+1)); "
+	    "sleep 0.2; done");
 	for (i = 0; i < 5; i++) {
 		out = h_exec_ok(s, cid, "echo other");
 		cr_expect_str_eq(out, "other\n");
 		free(out);
 	}
-	r = call(s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}",
-	    cid);
+	r = call(
+	    s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}", cid);
 	cr_expect(!h_is_error(r), "%s", h_text(r));
 	cr_expect_eq(h_int(r, "structuredContent.processes.0.process_id"), id);
 	cr_expect_str_eq(
@@ -164,8 +168,9 @@ Test(background, kill_after_trapped_term, .timeout = 120)
 	char *cid;
 
 	s = setup(&cid, NULL);
-	id = start(s, cid, "trap 'echo got TERM' TERM; echo ready; "
-	                   "while :; do sleep 0.1; done");
+	id = start(s, cid,
+	    "trap 'echo got TERM' TERM; echo ready; "
+	    "while :; do sleep 0.1; done");
 	r = call(s, "process_output", H_TIMEOUT_MS,
 	    "{\"container_id\":\"%s\",\"process_id\":%lld,\"wait_seconds\":20}",
 	    cid, id);
@@ -266,7 +271,8 @@ Test(background, stop_ends_them_and_their_waiters, .timeout = 120)
 	s = setup(&cid, NULL);
 	id = start(s, cid, "sleep 300");
 	args = json_object_new_object();
-	json_object_object_add(args, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    args, "container_id", json_object_new_string(cid));
 	json_object_object_add(args, "process_id", json_object_new_int64(id));
 	json_object_object_add(args, "wait_seconds", json_object_new_int(120));
 	rid = h_send_tool(s, "process_output", args);
@@ -278,8 +284,8 @@ Test(background, stop_ends_them_and_their_waiters, .timeout = 120)
 	cr_expect(h_is_error(r));
 	cr_expect(h_contains(h_text(r), "stopped"), "%s", h_text(r));
 	json_object_put(r);
-	r = call(s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}",
-	    cid);
+	r = call(
+	    s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}", cid);
 	cr_expect(h_is_error(r));
 	json_object_put(r);
 	free(cid);
@@ -295,16 +301,17 @@ Test(background, offsets_page_through_output, .timeout = 120)
 	int pages;
 
 	s = setup(&cid, NULL);
-	id = start(s, cid, "i=0; while [ $i -lt 3000 ]; do "
-	                   "printf '%0100d\\n' $i; i=$((i+1)); done");
+	id = start(s, cid,
+	    "i=0; while [ $i -lt 3000 ]; do "
+	    "printf '%0100d\\n' $i; i=$((i+1)); done");
 	json_object_put(wait_for(s, cid, id, 60));
 	out = all_stdout(s, cid, id, 65536, &pages);
 	cr_expect_eq(strlen(out), 3000 * 101);
 	cr_expect_geq(pages, 5);
 	cr_expect(strncmp(out + 2999 * 101, "0000", 4) == 0);
 	free(out);
-	r = call(s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}",
-	    cid);
+	r = call(
+	    s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}", cid);
 	cr_expect_eq(h_int(r, "structuredContent.processes.0.exit_code"), 0);
 	cr_expect_eq(
 	    h_int(r, "structuredContent.processes.0.stdout_bytes"), 3000 * 101);
@@ -331,11 +338,10 @@ Test(background, spool_cap_drops_oldest, .timeout = 120)
 	cr_expect_gt(h_int(r, "structuredContent.stdout_skipped"), 1900000,
 	    "%s", json_object_to_json_string(h_get(r, "structuredContent")));
 	cr_expect_gt(h_int(r, "structuredContent.process.stdout_dropped"), 0);
-	cr_expect_eq(h_int(r, "structuredContent.process.stdout_bytes"),
-	    3000004);
+	cr_expect_eq(
+	    h_int(r, "structuredContent.process.stdout_bytes"), 3000004);
 	cr_expect(h_contains(h_str(r, "structuredContent.stdout"), "xend\n"));
-	cr_expect_eq(h_int(r, "structuredContent.stdout_next_offset"),
-	    3000004);
+	cr_expect_eq(h_int(r, "structuredContent.stdout_next_offset"), 3000004);
 	json_object_put(r);
 	teardown(s, cid);
 }
@@ -375,8 +381,8 @@ Test(background, arguments_are_checked, .timeout = 90)
 	    "\"background\":true,\"timeout_seconds\":0}",
 	    cid);
 	cr_expect(h_is_error(r));
-	cr_expect(h_contains(h_text(r), "--max-background-seconds"), "%s",
-	    h_text(r));
+	cr_expect(
+	    h_contains(h_text(r), "--max-background-seconds"), "%s", h_text(r));
 	json_object_put(r);
 	r = call(s, "sandbox_exec", H_TIMEOUT_MS,
 	    "{\"container_id\":\"%s\",\"commands\":[\"true\",\"true\"],"
@@ -422,8 +428,8 @@ Test(background, subscribed_output_sends_updated, .timeout = 120)
 
 	s = setup(&cid, NULL);
 	id = start(s, cid, "sleep 1; echo a; sleep 1; echo b; sleep 60");
-	r = call(s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}",
-	    cid);
+	r = call(
+	    s, "process_list", H_TIMEOUT_MS, "{\"container_id\":\"%s\"}", cid);
 	snprintf(uri, sizeof uri, "%s",
 	    h_str(r, "structuredContent.processes.0.stdout_uri"));
 	json_object_put(r);
