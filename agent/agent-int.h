@@ -34,6 +34,11 @@ int spawn_start(
  * Returns how many processes were killed.
  */
 int sweep_kill(const pid_t *, size_t, const char *const *, size_t);
+/*
+ * Sends sig once to the process group (also a session) and to every
+ * process with one of the tokens, stopping nothing; how many it reached.
+ */
+int sweep_signal(pid_t, const char *const *, size_t, int);
 
 /* A line on standard error, which the worker may log. */
 void agent_warn(const char *, ...) __attribute__((format(printf, 1, 2)));

@@ -397,6 +397,15 @@ cmd_kill(struct cmd *c)
 	(void)sweep_kill(&c->pid, 1, &tok, c->token[0] != '\0' ? 1 : 0);
 }
 
+/* A KILL with a signal: sent once to the group and the token's. */
+static void
+cmd_signal(struct cmd *c, int sig)
+{
+	const char *tok = c->token;
+
+	(void)sweep_signal(c->pid, &tok, c->token[0] != '\0' ? 1 : 0, sig);
+}
+
 /* Kills every command, as KILL does, all in one sweep. */
 static void
 kill_all(void)
@@ -510,8 +519,14 @@ dispatch(const struct agent_hdr *h, const unsigned char *p)
 			cmd_credit(c, v, now_ms());
 		return 0;
 	case AGENT_KILL:
-		if (c != NULL)
+		v = SIGKILL;
+		if (h->len != 0 &&
+		    (agent_u32_decode(p, h->len, &v) == -1 || v < 1 || v > 64))
+			return -1;
+		if (c != NULL && v == SIGKILL)
 			cmd_kill(c);
+		else if (c != NULL)
+			cmd_signal(c, (int)v);
 		return 0;
 	case AGENT_SWEEP:
 		return msg_sweep(h->id, p, h->len);

@@ -29,7 +29,8 @@ struct sweep {
 	char vars[AGENT_MAX_TOKENS][SWEEP_VAR_MAX]; /* "VAR=token" */
 	size_t varlen[AGENT_MAX_TOKENS];
 	size_t nvars;
-	unsigned char *stopped; /* a bit per pid; NULL: kill at once */
+	unsigned char *stopped; /* a bit per pid; NULL: signal at once */
+	int sig; /* ... with this signal */
 	int killed;
 };
 
@@ -147,7 +148,7 @@ sweep_pass(struct sweep *s)
 		if ((g = by_group(s, pid)) == -1 || (!g && !by_token(s, pid)))
 			continue;
 		if (s->stopped == NULL) {
-			if (kill(pid, SIGKILL) == 0)
+			if (kill(pid, s->sig) == 0)
 				s->killed++;
 			continue;
 		}
@@ -172,6 +173,7 @@ sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
 	s.self = getpid();
 	s.groups = groups;
 	s.ngroups = ngroups;
+	s.sig = SIGKILL;
 	for (i = 0; i < ntokens && s.nvars < AGENT_MAX_TOKENS; i++) {
 		n = snprintf(s.vars[s.nvars], SWEEP_VAR_MAX, "%s=%s",
 		    AGENT_TOKEN_VAR, tokens[i]);
@@ -202,5 +204,29 @@ sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
 	for (i = 0; i < ngroups; i++)
 		if (groups[i] > 1)
 			kill(-groups[i], SIGKILL);
+	return s.killed;
+}
+
+int
+sweep_signal(pid_t group, const char *const *tokens, size_t ntokens, int sig)
+{
+	struct sweep s;
+	size_t i;
+	int n;
+
+	memset(&s, 0, sizeof s);
+	s.self = getpid();
+	s.groups = &group;
+	s.ngroups = 1;
+	s.sig = sig;
+	for (i = 0; i < ntokens && s.nvars < AGENT_MAX_TOKENS; i++) {
+		n = snprintf(s.vars[s.nvars], SWEEP_VAR_MAX, "%s=%s",
+		    AGENT_TOKEN_VAR, tokens[i]);
+		if (n > 0 && (size_t)n < SWEEP_VAR_MAX)
+			s.varlen[s.nvars++] = (size_t)n;
+	}
+	/* One pass: each process of the group (or session) or with a
+	 * token gets it once (in_groups() never takes 1 or 0). */
+	(void)sweep_pass(&s);
 	return s.killed;
 }

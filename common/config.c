@@ -119,6 +119,16 @@ static const struct opt opts[] = {
     {"max-exec-timeout", "MCP_SANDBOXD_MAX_EXEC_TIMEOUT", OPT_LONG,
         O(max_exec_timeout), "3600", 1, 1L << 31,
         "ceiling for timeout_seconds"},
+    {"max-background", "MCP_SANDBOXD_MAX_BACKGROUND", OPT_LONG,
+        O(max_background), "8", 1, 64,
+        "background processes (sandbox_exec background: true) running at "
+        "once in one sandbox"},
+    {"max-background-seconds", "MCP_SANDBOXD_MAX_BACKGROUND_SECONDS", OPT_LONG,
+        O(max_background_seconds), "0", 0, 1L << 31,
+        "the longest a background process may run (seconds); a client's "
+        "timeout_seconds: 0 then means up to this; 0: background processes "
+        "have --max-exec-timeout as their ceiling and timeout_seconds: 0 "
+        "is refused"},
     {"output-cap", "MCP_SANDBOXD_OUTPUT_CAP", OPT_LONG, O(output_cap),
         "134217728", 1024, 1LL << 40,
         "bytes of output per call before the command is killed"},

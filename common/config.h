@@ -40,6 +40,8 @@ struct config {
 
 	/* Per call. */
 	long exec_timeout, max_exec_timeout;
+	long max_background; /* background processes at once, per sandbox */
+	long max_background_seconds; /* 0: --max-exec-timeout bounds them */
 	long output_cap;
 	long inline_output;
 	long max_image_kb; /* the most bytes of one image in a result */

@@ -73,13 +73,14 @@ agent_type_max(unsigned int type)
 	case AGENT_STARTED:
 	case AGENT_SENT:
 	case AGENT_SWEPT:
+	case AGENT_KILL: /* empty, or a signal's number */
 		return 4;
 	case AGENT_HELLO:
 		return 16;
 	case AGENT_EXIT:
 		return EXIT_FIXED + AGENT_MAX_ERROR;
 	}
-	return 0; /* AGENT_KILL, and any unknown type */
+	return 0; /* any unknown type */
 }
 
 void
@@ -102,7 +103,8 @@ agent_hdr_decode(const unsigned char b[AGENT_HDR_LEN], struct agent_hdr *h)
 		errno = EPROTO;
 		return -1;
 	}
-	if (h->len > agent_type_max(h->type)) {
+	if (h->len > agent_type_max(h->type) ||
+	    (h->type == AGENT_KILL && h->len != 0 && h->len != 4)) {
 		errno = EMSGSIZE;
 		return -1;
 	}
@@ -116,7 +118,8 @@ msg_alloc(uint16_t type, uint16_t flags, uint32_t id, size_t len, size_t *lenp)
 	struct agent_hdr h = {.type = type, .flags = flags, .id = id};
 	unsigned char *m;
 
-	if (len > agent_type_max(type)) {
+	if (len > agent_type_max(type) ||
+	    (type == AGENT_KILL && len != 0 && len != 4)) {
 		errno = EMSGSIZE;
 		return NULL;
 	}

@@ -31,7 +31,10 @@
  *	INPUT	(id) standard input bytes; flag AGENT_F_EOF closes it.
  *	CREDIT	(id) uint32: that many more output bytes may be sent.
  *	KILL	(id) empty: kill the command's process group and every
- *		process carrying its token, at once.
+ *		process carrying its token, at once.  Or uint32 signal
+ *		(1-64): send that signal, once, to the group and to every
+ *		process carrying the token, nothing stopped (SIGKILL
+ *		there is the empty KILL).  Any other length is refused.
  *	SWEEP	(id) fields: TOKEN, one or more: kill every process that
  *		carries one of them.  Answered with SWEPT.
  *

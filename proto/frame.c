@@ -18,6 +18,7 @@ proto_type_valid(unsigned int type)
 	case PROTO_CALL:
 	case PROTO_RESULT:
 	case PROTO_CANCEL:
+	case PROTO_SIGNAL:
 	case PROTO_DATA:
 	case PROTO_CREDIT:
 		return 1;

@@ -32,7 +32,7 @@
 
 struct evbuffer;
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_HDR_LEN 16
 #define PROTO_MAX_PAYLOAD (1024 * 1024)
 #define PROTO_INITIAL_CREDIT (256 * 1024)
@@ -54,6 +54,10 @@ enum proto_type {
 	PROTO_CALL = 100, /* sup -> worker: JSON {op, ...} */
 	PROTO_RESULT = 101, /* worker -> sup: JSON result of a call */
 	PROTO_CANCEL = 102, /* sup -> worker: empty, kill the call */
+	PROTO_SIGNAL = 103, /* sup -> worker: JSON {signal}: send it to the
+	                       call's process group and everything with its
+	                       token (SIGHUP, SIGINT, SIGTERM or SIGKILL); the
+	                       call is not marked cancelled */
 
 	/* Streams, 200-299; stream names the stream, reqid its call. */
 	PROTO_DATA = 200, /* either way: raw bytes, flags say which */

@@ -21,6 +21,7 @@ layers_init(void)
 	};
 
 	mcp_hooks_set(&hooks);
+	bgproc_init();
 	tools_init();
 	resources_init();
 }

@@ -702,6 +702,24 @@ agent_cmd_kill(struct agent_cmd *c)
 }
 
 /*
+ * Send a signal to the command's group and token (a KILL with the
+ * signal's number: the agent sends it once, without stopping them).
+ */
+void
+agent_cmd_signal(struct agent_cmd *c, int sig)
+{
+	unsigned char *msg, num[4];
+	size_t mlen = 0;
+
+	num[0] = (unsigned char)((unsigned int)sig >> 24);
+	num[1] = (unsigned char)((unsigned int)sig >> 16);
+	num[2] = (unsigned char)((unsigned int)sig >> 8);
+	num[3] = (unsigned char)sig;
+	msg = agent_msg_new(AGENT_KILL, 0, c->id, num, sizeof num, &mlen);
+	agent_send(c->a, msg, mlen);
+}
+
+/*
  * The agent answers a killed command at once, or it is no good: a command
  * that stays after its kill ends the agent.
  */

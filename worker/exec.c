@@ -11,6 +11,7 @@
 #include <sys/queue.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -493,6 +494,31 @@ exec_cancel(struct worker *w, uint32_t reqid)
 	x->cancelled = 1;
 	if (exec_killable(x))
 		exec_kill(x);
+}
+
+/*
+ * PROTO_SIGNAL: send a signal to the call's processes (a background
+ * process's, from process_signal).  SIGKILL is the kill of a timeout,
+ * stop then kill by group and token; the others are sent once, to the
+ * group and to everything with the token, by the agent or by the killer
+ * in its signal mode.  The result is not marked cancelled.
+ */
+void
+exec_signal(struct worker *w, uint32_t reqid, int sig)
+{
+	struct wexec *x;
+
+	if ((x = exec_find(w, reqid)) == NULL || !exec_killable(x))
+		return;
+	if (sig == SIGKILL) {
+		exec_kill(x);
+		return;
+	}
+	if (sig != SIGHUP && sig != SIGINT && sig != SIGTERM)
+		return;
+	if (!wrun_signal(&x->run, sig))
+		(void)killer_signal(
+		    w, x->probe ? PROBE_USER : w->exec_user, x->token, sig);
 }
 
 /* PROTO_CREDIT: the supervisor took output; resume a paused stream. */

@@ -12,6 +12,7 @@
  * limit), the killer itself cannot start; then the limit is raised for the
  * moment of the kill and put back.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ struct killer {
 	struct engine_exec *ex; /* the killer's run */
 	struct engine_req *req; /* or the limit's inspection or update */
 	long long pids; /* the limit to put back, once raised */
+	const char *sig; /* signal mode: "TERM", "INT", "HUP"; NULL: kill */
 	int raised;
 	char *error;
 	void (*done)(void *, const char *);
@@ -129,7 +131,7 @@ static void
 killer_create(struct killer *k)
 {
 	struct engine_exec_spec spec;
-	const char *argv[KILLER_MAX_TOKENS + 6];
+	const char *argv[KILLER_MAX_TOKENS + 7];
 	size_t i, n = 0;
 
 	k->state = K_RUN;
@@ -138,6 +140,8 @@ killer_create(struct killer *k)
 	argv[n++] = kill_tokens_sh;
 	argv[n++] = "mcp-kill";
 	argv[n++] = EXEC_TOKEN_ENV;
+	if (k->sig != NULL)
+		argv[n++] = k->sig;
 	for (i = 0; i < json_object_array_length(k->tokens); i++)
 		argv[n++] = json_object_get_string(
 		    json_object_array_get_idx(k->tokens, i));
@@ -229,6 +233,41 @@ killer_run_as(struct worker *w, const char *user, const char *const *tokens,
 	for (i = 0; i < n && i < KILLER_MAX_TOKENS; i++)
 		json_object_array_add(
 		    k->tokens, json_object_new_string(tokens[i]));
+	LIST_INSERT_HEAD(&w->killers, k, entry);
+	killer_create(k);
+	return k;
+}
+
+/*
+ * Send a signal other than SIGKILL, once, to every process carrying the
+ * token and to its group (kill-tokens.sh's signal mode); nobody waits
+ * for it.  NULL for a signal it does not send.
+ */
+struct killer *
+killer_signal(struct worker *w, const char *user, const char *token, int sig)
+{
+	struct killer *k;
+	const char *name;
+
+	switch (sig) {
+	case SIGHUP:
+		name = "-HUP";
+		break;
+	case SIGINT:
+		name = "-INT";
+		break;
+	case SIGTERM:
+		name = "-TERM";
+		break;
+	default:
+		return NULL;
+	}
+	k = xcalloc(1, sizeof *k);
+	k->w = w;
+	k->user = user;
+	k->sig = name;
+	k->tokens = json_object_new_array();
+	json_object_array_add(k->tokens, json_object_new_string(token));
 	LIST_INSERT_HEAD(&w->killers, k, entry);
 	killer_create(k);
 	return k;

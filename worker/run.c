@@ -111,6 +111,20 @@ wrun_kill(struct wrun *r)
 	return 1;
 }
 
+/*
+ * Send it a signal other than SIGKILL: the agent signals its group and
+ * its token's processes at once (1); the engine's exec needs the
+ * killer in its signal mode (0: the caller runs it).
+ */
+int
+wrun_signal(struct wrun *r, int sig)
+{
+	if (r->ac == NULL)
+		return 0;
+	agent_cmd_signal(r->ac, sig);
+	return 1;
+}
+
 /* It was killed and still runs: end it now. */
 void
 wrun_close(struct wrun *r)

@@ -169,6 +169,14 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 		if (!interp_cancel(w, f->hdr.reqid))
 			exec_cancel(w, f->hdr.reqid);
 		return 0;
+	case PROTO_SIGNAL:
+		if ((obj = proto_frame_json(f)) == NULL)
+			return -1;
+		if (json_object_object_get_ex(obj, "signal", &v) &&
+		    json_object_is_type(v, json_type_int))
+			exec_signal(w, f->hdr.reqid, json_object_get_int(v));
+		json_object_put(obj);
+		return 0;
 	case PROTO_CREDIT:
 		if ((obj = proto_frame_json(f)) == NULL)
 			return -1;

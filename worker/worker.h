@@ -39,6 +39,7 @@ int worker_send_json(struct worker *, uint16_t, uint32_t, json_object *);
 /* exec.c */
 void exec_start(struct worker *, uint32_t, json_object *);
 void exec_cancel(struct worker *, uint32_t);
+void exec_signal(struct worker *, uint32_t, int);
 void exec_credit(struct worker *, uint32_t, long);
 void exec_stdin(struct worker *, uint32_t, uint16_t, const void *, size_t);
 void exec_kill_tokens(struct worker *, uint32_t, json_object *);
@@ -59,6 +60,7 @@ struct killer *killer_run(struct worker *, const char *const *, size_t,
     void (*)(void *, const char *), void *);
 struct killer *killer_run_as(struct worker *, const char *, const char *const *,
     size_t, void (*)(void *, const char *), void *);
+struct killer *killer_signal(struct worker *, const char *, const char *, int);
 void killer_cancel(struct killer *);
 void killer_abort_all(struct worker *);
 int killer_token_valid(const char *);
@@ -81,6 +83,7 @@ void wrun_close_write(struct wrun *);
 void wrun_pause(struct wrun *, int);
 void wrun_credit(struct wrun *, long);
 int wrun_kill(struct wrun *);
+int wrun_signal(struct wrun *, int);
 void wrun_close(struct wrun *);
 void wrun_cancel(struct wrun *);
 
@@ -97,6 +100,7 @@ void agent_cmd_close_write(struct agent_cmd *);
 void agent_cmd_credit(struct agent_cmd *, long);
 void agent_cmd_pause(struct agent_cmd *, int);
 void agent_cmd_kill(struct agent_cmd *);
+void agent_cmd_signal(struct agent_cmd *, int);
 void agent_cmd_stuck(struct agent_cmd *);
 void agent_cmd_cancel(struct agent_cmd *);
 int agent_sweep(struct worker *, const char *const *, size_t,

@@ -404,8 +404,9 @@ resources_subscribe(struct session *sess, json_object *id, json_object *params,
 {
 	const struct resource_provider *p;
 	struct sandbox *sb;
-	char idbuf[80], *key;
+	char idbuf[80], stream[8], *key;
 	const char *uri;
+	unsigned int n;
 
 	(void)id;
 	if ((uri = param_uri(params)) != NULL &&
@@ -419,10 +420,29 @@ resources_subscribe(struct session *sess, json_object *id, json_object *params,
 		    sess->subs, uri, json_object_new_string(uri));
 		return json_object_new_object();
 	}
+	if (uri != NULL &&
+	    sscanf(uri, "sandbox://%79[^/]/exec/%u/%7[a-z]", idbuf, &n,
+	        stream) == 3 &&
+	    (strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0)) {
+		/* An exec's output (a background process's grows). */
+		if ((sb = sandbox_find(sess, idbuf)) == NULL) {
+			*code = RESOURCE_NOT_FOUND;
+			*why = "no such sandbox";
+			return NULL;
+		}
+		xasprintf(&key, "sandbox://%s/exec/%u/%s", sb->id, n, stream);
+		json_object_object_add(
+		    sess->subs, key, json_object_new_string(uri));
+		free(key);
+		return json_object_new_object();
+	}
 	if (uri == NULL ||
 	    sscanf(uri, "containers://%79[^/]/logs", idbuf) != 1) {
 		*code = RPC_INVALID_PARAMS;
-		*why = "only containers://{id}/logs can be subscribed to";
+		*why =
+		    "only containers://{id}/logs and "
+		    "sandbox://{id}/exec/{exec_id}/stdout (or stderr) can be "
+		    "subscribed to";
 		return NULL;
 	}
 	if ((sb = sandbox_find(sess, idbuf)) == NULL) {
@@ -443,8 +463,9 @@ resources_unsubscribe(struct session *sess, json_object *id,
     json_object *params, int *code, const char **why)
 {
 	struct sandbox *sb;
-	char idbuf[80], *key;
+	char idbuf[80], stream[8], *key;
 	const char *uri;
+	unsigned int n;
 
 	(void)id;
 	if ((uri = param_uri(params)) == NULL) {
@@ -458,26 +479,62 @@ resources_unsubscribe(struct session *sess, json_object *id,
 		json_object_object_del(sess->subs, key);
 		free(key);
 	}
+	if (sscanf(uri, "sandbox://%79[^/]/exec/%u/%7[a-z]", idbuf, &n,
+	        stream) == 3 &&
+	    (sb = sandbox_find(sess, idbuf)) != NULL) {
+		xasprintf(&key, "sandbox://%s/exec/%u/%s", sb->id, n, stream);
+		json_object_object_del(sess->subs, key);
+		free(key);
+	}
 	json_object_object_del(sess->subs, uri);
 	return json_object_new_object();
 }
+
+static void send_updated(struct session *, json_object *);
 
 /* A sandbox's log has news: tell its session if subscribed to it. */
 static void
 resources_logs_updated(struct sandbox *sb)
 {
 	struct session *sess = sb->owner;
-	json_object *n, *p, *uri;
+	json_object *uri;
 	char *key;
 
 	if (sess == NULL)
 		return;
 	xasprintf(&key, "containers://%s/logs", sb->id);
-	if (!json_object_object_get_ex(sess->subs, key, &uri)) {
-		free(key);
-		return;
-	}
+	if (json_object_object_get_ex(sess->subs, key, &uri))
+		send_updated(sess, uri);
 	free(key);
+}
+
+/* An exec's output grew (a background process's): tell its session. */
+static void
+resources_output_updated(struct sandbox *sb, unsigned int exec_id)
+{
+	static const char *const streams[] = {"stdout", "stderr"};
+	struct session *sess = sb->owner;
+	json_object *uri;
+	char *key;
+	int i;
+
+	if (sess == NULL)
+		return;
+	for (i = 0; i < 2; i++) {
+		xasprintf(&key, "sandbox://%s/exec/%u/%s", sb->id, exec_id,
+		    streams[i]);
+		if (json_object_object_get_ex(sess->subs, key, &uri))
+			send_updated(sess, uri);
+		free(key);
+	}
+}
+
+/* notifications/resources/updated of the URI the client subscribed to. */
+static void
+send_updated(struct session *sess, json_object *uri)
+{
+	json_object *n, *p;
+
 	n = json_object_new_object();
 	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
 	json_object_object_add(n, "method",
@@ -503,4 +560,5 @@ resources_init(void)
 	if (mcp_methods_register(methods) == -1)
 		fatalx("%s: cannot register the methods", __func__);
 	sandbox_logs_updated = resources_logs_updated;
+	sandbox_output_updated = resources_output_updated;
 }

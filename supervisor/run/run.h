@@ -15,6 +15,7 @@
 struct call;
 struct evbuffer;
 struct sandbox;
+struct spool;
 
 /* xrun.c */
 struct xrun;
@@ -42,11 +43,16 @@ struct xrun_opts {
 	/* A read-only probe: runs as a user sandbox code cannot signal or
 	 * write into the output of (worker.h, PROBE_USER). */
 	int probe;
+	/* The spool of its output, the caller's (else one of its own). */
+	struct spool *spool;
+	/* Output came (stream 1: stderr), after it went to the spool. */
+	void (*on_output)(struct xrun *, int, size_t, void *);
 };
 struct xrun *xrun_start(struct call *, struct sandbox *,
     const struct xrun_opts *, void (*)(struct xrun *, json_object *, void *),
     void *);
 void xrun_cancel(struct xrun *);
+void xrun_signal(struct xrun *, int);
 void xrun_cancel_call(struct call *);
 void xrun_forget_call(struct call *);
 long xrun_credit(struct xrun *);
@@ -72,6 +78,30 @@ void xrun_links(json_object *, json_object *);
 	"\"agent_note\":{\"type\":\"string\",\"description\":\"why the "       \
 	"engine's exec ran it instead of the agent\"},"
 const char *xrun_failure(json_object *, const char *);
+
+/* bgproc.c: background processes (sandbox_exec background: true) */
+struct bgproc;
+struct bg_ask {
+	int output; /* process_output: output past off[] is news */
+	long long off[2]; /* of stdout, stderr */
+	long long max; /* bytes of each stream in one answer */
+};
+/* Answer a waiting call; bgproc NULL: its sandbox went meanwhile. */
+typedef void (*bg_answer_cb)(
+    struct call *, struct bgproc *, const struct bg_ask *);
+void bgproc_init(void);
+int bgproc_running(struct sandbox *);
+struct bgproc *bgproc_start(
+    struct sandbox *, const struct xrun_opts *, char *, size_t);
+struct bgproc *bgproc_find(struct sandbox *, long long);
+unsigned int bgproc_id(const struct bgproc *);
+int bgproc_is_running(const struct bgproc *);
+void bgproc_signal(struct bgproc *, int);
+json_object *bgproc_json(const struct bgproc *);
+json_object *bgproc_list(struct sandbox *);
+json_object *bgproc_output(const struct bgproc *, const struct bg_ask *);
+void bgproc_wait(struct bgproc *, struct call *, const struct bg_ask *,
+    long long, bg_answer_cb);
 
 /* upload.c */
 struct upload;

@@ -39,6 +39,8 @@ struct xrun {
 	uint32_t reqid;
 	struct output out, err;
 	struct spool *spool;
+	int own_spool; /* opened here, else the caller's (o->spool) */
+	void (*on_output)(struct xrun *, int, size_t, void *);
 	void (*done)(struct xrun *, json_object *, void *);
 	void *arg;
 	long credit; /* of standard input the worker can take */
@@ -75,6 +77,8 @@ xrun_data(uint16_t flags, const char *p, size_t len, void *arg)
 	spool_write(x->spool, stream, p, len);
 	if (x->call != NULL)
 		progress_output(x->call, p, len);
+	if (x->on_output != NULL)
+		x->on_output(x, stream, len, x->arg);
 	return 0;
 }
 
@@ -261,7 +265,8 @@ xrun_done(json_object *res, void *arg)
 	json_object_put(r);
 	output_free(&x->out);
 	output_free(&x->err);
-	spool_close(x->spool);
+	if (x->own_spool)
+		spool_close(x->spool);
 	if (x->images != NULL)
 		evbuffer_free(x->images);
 	free(x->stdin_text);
@@ -317,7 +322,11 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	x->stdout_sink = o->stdout_sink;
 	output_init(&x->out, (size_t)sup.conf->inline_output);
 	output_init(&x->err, (size_t)sup.conf->inline_output);
-	x->spool = spool_open(sb->spool);
+	x->on_output = o->on_output;
+	if ((x->spool = o->spool) == NULL) {
+		x->spool = spool_open(sb->spool);
+		x->own_spool = 1;
+	}
 
 	memset(&run, 0, sizeof run);
 	run.kind = o->language != NULL ? PROTO_RUN_CODE : PROTO_RUN_EXEC;
@@ -388,6 +397,14 @@ xrun_took(struct xrun *x, size_t len)
 {
 	if (x->worker != NULL)
 		wproc_credit(x->worker, x->reqid, len);
+}
+
+/* Send a signal to the command's processes (its group, its token). */
+void
+xrun_signal(struct xrun *x, int sig)
+{
+	if (x->worker != NULL)
+		wproc_signal(x->worker, x->reqid, sig);
 }
 
 /* Kill the command's processes; its result still comes (cancelled). */

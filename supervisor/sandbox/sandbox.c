@@ -47,6 +47,8 @@
 
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
 void (*sandbox_logs_updated)(struct sandbox *);
+void (*sandbox_output_updated)(struct sandbox *, unsigned int);
+void (*sandbox_destroyed)(struct sandbox *);
 
 static struct sandbox *sandbox_adopt(struct session *, const char *);
 
@@ -335,6 +337,8 @@ sandbox_destroy(
 	}
 	sb->dead = 1;
 	sb->state = SB_STOPPING;
+	if (sandbox_destroyed != NULL)
+		sandbox_destroyed(sb);
 	sandbox_unregister(sb);
 	d = xcalloc(1, sizeof *d);
 	destroys_in_flight++;

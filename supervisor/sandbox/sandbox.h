@@ -45,6 +45,7 @@ struct limits {
 struct wproc;
 struct spool_dir;
 struct screate;
+struct bgprocs;
 struct sdestroy;
 
 enum sandbox_state { SB_STARTING, SB_READY, SB_STOPPING };
@@ -84,6 +85,7 @@ struct sandbox {
 	struct engine_req *pausing; /* a pause or unpause in flight */
 	struct event *pause_timer;
 	time_t paused_at;
+	struct bgprocs *bg; /* its background processes (run/bgproc.c) */
 	TAILQ_ENTRY(sandbox) entry;
 };
 TAILQ_HEAD(sandboxes, sandbox);
@@ -146,6 +148,7 @@ int wproc_spawn(struct sandbox *, void (*)(struct sandbox *, const char *));
 uint32_t wproc_call(
     struct wproc *, json_object *, wcall_data_cb, wcall_done_cb, void *);
 void wproc_cancel(struct wproc *, uint32_t);
+void wproc_signal(struct wproc *, uint32_t, int);
 void wproc_credit(struct wproc *, uint32_t, size_t);
 void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
 void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
@@ -196,6 +199,12 @@ void stats_prometheus(struct evbuffer *);
  * worker told), or the list of sandboxes did.  NULL: nobody listens.
  */
 extern void (*sandbox_logs_updated)(struct sandbox *);
+/* Set by the resources layer: the output of one of a sandbox's execs
+ * grew (a background process's). */
+extern void (*sandbox_output_updated)(struct sandbox *, unsigned int);
+/* Set by the run layer: the sandbox is being destroyed (its background
+ * processes end with it). */
+extern void (*sandbox_destroyed)(struct sandbox *);
 
 /* Docker's error text with host paths cut (sandbox.c). */
 char *sandbox_error_text(const char *);

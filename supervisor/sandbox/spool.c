@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,10 @@ struct spool {
 	unsigned int id;
 	int fd[2]; /* stdout, stderr */
 	int complete; /* nothing was dropped for the quota */
+	/* A ring (a background process's): past the quota its oldest
+	 * bytes are dropped (a hole punched) to make room for the new. */
+	int ring;
+	long long written[2], dropped[2]; /* bytes, of each stream */
 };
 
 static const char *const stream_names[] = {"stdout", "stderr"};
@@ -298,6 +303,51 @@ spool_id(const struct spool *sp)
 	return sp->id;
 }
 
+/*
+ * A ring spool over the quota: drop the oldest need bytes of the stream
+ * (their disk is given back; reads there see zeros, see spool_dropped).
+ * -1 when the stream does not hold that much (other spools fill the quota).
+ */
+static int
+spool_make_room(struct spool *sp, int stream, long long need)
+{
+	long long held = sp->written[stream] - sp->dropped[stream];
+
+	if (!sp->ring || need > held)
+		return -1;
+	if (fallocate(sp->fd[stream],
+	        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, sp->dropped[stream],
+	        need) == -1) {
+		log_warn("%s: punch a hole", __func__);
+		return -1;
+	}
+	sp->dropped[stream] += need;
+	sp->dir->used -= need;
+	return 0;
+}
+
+/* Make it a ring: past the quota, its oldest bytes go first. */
+void
+spool_set_ring(struct spool *sp)
+{
+	if (sp != NULL)
+		sp->ring = 1;
+}
+
+/* Bytes of a stream written (dropped ones included). */
+long long
+spool_size(const struct spool *sp, int stream)
+{
+	return sp != NULL ? sp->written[stream] : 0;
+}
+
+/* Bytes at the start of a stream dropped for the quota (a ring's). */
+long long
+spool_dropped(const struct spool *sp, int stream)
+{
+	return sp != NULL ? sp->dropped[stream] : 0;
+}
+
 /* Output of stream 0 (stdout) or 1 (stderr). */
 void
 spool_write(struct spool *sp, int stream, const void *data, size_t len)
@@ -307,11 +357,14 @@ spool_write(struct spool *sp, int stream, const void *data, size_t len)
 
 	if (sp == NULL || sp->fd[stream] == -1 || len == 0 || sp->dir->gone)
 		return;
-	if (sp->dir->used + (long long)len > sp->dir->quota) {
+	if (sp->dir->used + (long long)len > sp->dir->quota &&
+	    spool_make_room(sp, stream,
+	        sp->dir->used + (long long)len - sp->dir->quota) == -1) {
 		sp->complete = 0;
 		return;
 	}
 	sp->dir->used += (long long)len;
+	sp->written[stream] += (long long)len;
 	while (len > 0) {
 		if ((n = write(sp->fd[stream], p, len)) == -1) {
 			if (errno == EINTR)

@@ -24,6 +24,9 @@ struct spool *spool_open(struct spool_dir *);
 unsigned int spool_id(const struct spool *);
 void spool_write(struct spool *, int, const void *, size_t);
 int spool_complete(const struct spool *);
+void spool_set_ring(struct spool *);
+long long spool_size(const struct spool *, int);
+long long spool_dropped(const struct spool *, int);
 void spool_close(struct spool *);
 
 ssize_t spool_read(struct spool_dir *, unsigned int, int, long long, void *,

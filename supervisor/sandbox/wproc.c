@@ -545,6 +545,20 @@ wproc_cancel(struct wproc *wp, uint32_t reqid)
 		proto_chan_send(wp->chan, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
 }
 
+/* Ask the worker to send a signal to a call's processes. */
+void
+wproc_signal(struct wproc *wp, uint32_t reqid, int sig)
+{
+	json_object *o;
+
+	if (wp->chan == NULL)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "signal", json_object_new_int(sig));
+	proto_chan_send_json(wp->chan, PROTO_SIGNAL, 0, reqid, o);
+	json_object_put(o);
+}
+
 /*
  * Calls (and all else) to the worker wait while held (its container is
  * paused), and go out in order when released.

@@ -18,6 +18,10 @@ static const struct tool *const table[] = {
     &tool_create_run_close,
     &tool_install_package,
     &tool_run_project,
+    &tool_process_list,
+    &tool_process_output,
+    &tool_process_signal,
+    &tool_process_wait,
 };
 
 /* Register them with the MCP layer, before any other module's. */

@@ -35,8 +35,14 @@ static const char input_schema[] =
     "\"anyOf\":[{\"type\":\"string\",\"minLength\":1},{\"type\":\"array\","
     "\"items\":{\"type\":\"string\",\"minLength\":1},\"minItems\":1,"
     "\"maxItems\":100}]},"
-    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,"
-    "\"description\":\"for the whole call; the processes are killed\"},"
+    "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":0,"
+    "\"description\":\"for the whole call; the processes are killed "
+    "(background: for the process; 0: up to the server's "
+    "--max-background-seconds, where it allows that)\"},"
+    "\"background\":{\"type\":\"boolean\",\"default\":false,"
+    "\"description\":\"start one command and answer at once with its "
+    "process_id (see process_list, process_output, process_signal, "
+    "process_wait)\"},"
     "\"workdir\":{\"type\":\"string\"},"
     "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
     "\"string\"}},"
@@ -68,7 +74,11 @@ static const char output_schema[] =
     "\"spool_incomplete\":{\"type\":\"boolean\"},"
     "\"error\":{\"type\":\"string\"}},"
     "\"required\":[\"command\",\"exit_code\",\"stdout\",\"stderr\","
-    "\"duration_ms\",\"timed_out\",\"oom_killed\",\"truncated\"]}}},"
+    "\"duration_ms\",\"timed_out\",\"oom_killed\",\"truncated\"]}},"
+    "\"process_id\":{\"type\":\"integer\",\"description\":\"background: "
+    "the process started\"},"
+    "\"process\":{\"type\":\"object\",\"description\":\"background: its "
+    "state, as process_list gives it\"}},"
     "\"required\":[\"container_id\",\"success\",\"results\"]}";
 
 struct xcall {
@@ -247,6 +257,45 @@ xcall_next(struct xcall *x)
 	x->run = xrun_start(x->call, sb, &o, xcall_done, x);
 }
 
+/* background: true: start the one command and answer with its id. */
+static void
+exec_background(struct call *c, struct sandbox *sb, json_object *list,
+    json_object *env, long long timeout)
+{
+	struct xrun_opts o;
+	struct bgproc *bp;
+	json_object *r;
+	char err[512], *text;
+
+	memset(&o, 0, sizeof o);
+	o.command = json_object_get_string(json_object_array_get_idx(list, 0));
+	o.workdir = tool_arg_string(c, "workdir");
+	o.env = env;
+	o.stdin_text = tool_arg_string(c, "stdin");
+	o.timeout_ms = timeout * 1000;
+	o.output_cap = sup.conf->output_cap;
+	if ((bp = bgproc_start(sb, &o, err, sizeof err)) == NULL) {
+		json_object_put(list);
+		mcp_call_reply(c, tool_error("%s", err));
+		return;
+	}
+	json_object_put(list);
+	r = json_object_new_object();
+	json_object_object_add(
+	    r, "container_id", json_object_new_string(sb->id));
+	json_object_object_add(r, "success", json_object_new_boolean(1));
+	json_object_object_add(r, "results", json_object_new_array());
+	json_object_object_add(
+	    r, "process_id", json_object_new_int64(bgproc_id(bp)));
+	json_object_object_add(r, "process", bgproc_json(bp));
+	xasprintf(&text,
+	    "started background process %u (timeout %llds); read its output "
+	    "with process_output, end it with process_signal",
+	    bgproc_id(bp), timeout);
+	mcp_call_reply(c, tool_result(r, text, 0));
+	free(text);
+}
+
 static void
 sandbox_exec(struct call *c)
 {
@@ -256,7 +305,9 @@ sandbox_exec(struct call *c)
 	json_object *cmds, *v, *env, *list, *soe;
 	const char *bad = "";
 	long long timeout = conf->exec_timeout;
+	long ceiling;
 	size_t i, n;
+	int background;
 
 	if (!json_object_object_get_ex(c->args, "commands", &cmds) ||
 	    cmds == NULL) {
@@ -294,19 +345,55 @@ sandbox_exec(struct call *c)
 		        EXEC_MAX_COMMANDS, EXEC_MAX_COMMAND_LEN));
 		return;
 	}
+	if (!tool_arg_type_ok(c, "background", json_type_boolean, &v)) {
+		json_object_put(list);
+		mcp_call_reply(c, tool_error("background must be a boolean"));
+		return;
+	}
+	background = v != NULL && json_object_get_boolean(v);
+	if (background && n != 1) {
+		json_object_put(list);
+		mcp_call_reply(
+		    c, tool_error("background: true starts one command; give "
+		                  "commands as one string (join steps with && "
+		                  "or ;)"));
+		return;
+	}
+	/* A background process's ceiling is --max-background-seconds when
+	 * the operator set it; 0 asks for all of it. */
+	ceiling = background && conf->max_background_seconds > 0
+	              ? conf->max_background_seconds
+	              : conf->max_exec_timeout;
 	if (!tool_arg_type_ok(c, "timeout_seconds", json_type_int, &v) ||
-	    (v != NULL &&
-	        (json_object_get_int64(v) < 1 ||
-	            json_object_get_int64(v) > conf->max_exec_timeout))) {
+	    (v != NULL && (json_object_get_int64(v) < 0 ||
+	                      json_object_get_int64(v) > ceiling))) {
 		json_object_put(list);
 		mcp_call_reply(
 		    c, tool_error("timeout_seconds must be an integer "
 		                  "from 1 to %ld",
-		           conf->max_exec_timeout));
+		           ceiling));
+		return;
+	}
+	if (v != NULL && json_object_get_int64(v) == 0 &&
+	    (!background || conf->max_background_seconds == 0)) {
+		json_object_put(list);
+		mcp_call_reply(c,
+		    background
+		        ? tool_error("timeout_seconds: 0 (run as long as "
+		                     "allowed) needs the server's "
+		                     "--max-background-seconds, which is not "
+		                     "set; give 1 to %ld seconds",
+		              ceiling)
+		        : tool_error("timeout_seconds must be an integer "
+		                     "from 1 to %ld (0 only with background: "
+		                     "true)",
+		              ceiling));
 		return;
 	}
 	if (v != NULL)
-		timeout = json_object_get_int64(v);
+		timeout = json_object_get_int64(v) == 0
+		              ? ceiling
+		              : json_object_get_int64(v);
 	if (!tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    (tool_arg_string(c, "workdir") != NULL &&
 	        (tool_arg_string(c, "workdir")[0] != '/' ||
@@ -345,6 +432,10 @@ sandbox_exec(struct call *c)
 		json_object_put(list);
 		return;
 	}
+	if (background) {
+		exec_background(c, sb, list, env, timeout);
+		return;
+	}
 	x = xcalloc(1, sizeof *x);
 	x->call = c;
 	x->sandbox = xstrdup(sb->id);
@@ -369,7 +460,9 @@ const struct tool tool_sandbox_exec = {
                    "unprivileged user. Each result has the exit code and "
                    "stdout and stderr kept apart. With stop_on_error (the "
                    "default) a failing command stops the rest. The timeout "
-                   "covers the whole call and kills the processes.",
+                   "covers the whole call and kills the processes. With "
+                   "background: true one command starts and the call "
+                   "answers at once with its process_id.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

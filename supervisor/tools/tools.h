@@ -27,6 +27,32 @@ void tool_create_run_close_start(struct call *, const char *, const char *,
 /* tool-initialize.c */
 int tool_initialize_env_valid(json_object *, const char **);
 
+/* tool-process-list.c: what every process_* tool shares. */
+struct bgproc;
+struct sandbox;
+struct bgproc *tool_process_find(struct call *, struct sandbox **);
+/* A background process's state (run/bgproc.c's bgproc_json()). */
+#define TOOL_PROCESS_SCHEMA                                                    \
+	"{\"type\":\"object\",\"properties\":{"                                \
+	"\"process_id\":{\"type\":\"integer\"},"                               \
+	"\"command\":{\"type\":\"string\"},"                                   \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\"]},"   \
+	"\"started_at\":{\"type\":\"string\"},"                                \
+	"\"duration_ms\":{\"type\":\"integer\"},"                              \
+	"\"exit_code\":{\"type\":\"integer\"},"                                \
+	"\"signal\":{\"type\":\"integer\"},"                                   \
+	"\"timed_out\":{\"type\":\"boolean\"},"                                \
+	"\"truncated\":{\"type\":\"boolean\"},"                                \
+	"\"command_cpu_ms\":{\"type\":\"number\"},"                            \
+	"\"stdout_bytes\":{\"type\":\"integer\"},"                             \
+	"\"stderr_bytes\":{\"type\":\"integer\"},"                             \
+	"\"stdout_dropped\":{\"type\":\"integer\",\"description\":\"oldest "   \
+	"bytes dropped for the spool's cap\"},"                                \
+	"\"stderr_dropped\":{\"type\":\"integer\"},"                           \
+	"\"stdout_uri\":{\"type\":\"string\"},"                                \
+	"\"stderr_uri\":{\"type\":\"string\"}},"                               \
+	"\"required\":[\"process_id\",\"command\",\"state\"]}"
+
 /* The tools. */
 extern const struct tool tool_sandbox_initialize;
 extern const struct tool tool_sandbox_exec;
@@ -42,5 +68,9 @@ extern const struct tool tool_execute_code;
 extern const struct tool tool_create_run_close;
 extern const struct tool tool_install_package;
 extern const struct tool tool_run_project;
+extern const struct tool tool_process_list;
+extern const struct tool tool_process_output;
+extern const struct tool tool_process_signal;
+extern const struct tool tool_process_wait;
 
 #endif

@@ -404,6 +404,19 @@ ag_kill(struct ag *a, uint32_t id)
 	cr_assert_eq(ag_send(a, m, &len), 0);
 }
 
+/* A KILL with a signal's number (process_signal's TERM, INT, HUP). */
+static void
+ag_signal(struct ag *a, uint32_t id, uint32_t sig)
+{
+	unsigned char num[4] = {(unsigned char)(sig >> 24),
+	    (unsigned char)(sig >> 16), (unsigned char)(sig >> 8),
+	    (unsigned char)sig};
+	size_t len;
+	unsigned char *m = agent_msg_new(AGENT_KILL, 0, id, num, 4, &len);
+
+	cr_assert_eq(ag_send(a, m, &len), 0);
+}
+
 static void
 ag_input(struct ag *a, uint32_t id, const void *p, size_t n, int eof)
 {
@@ -877,6 +890,34 @@ Test(agent, output_within_credit_is_sent_before_exit)
 	cr_assert(collect(&a, 1, &r, 10000, 0));
 	cr_expect_eq(r.nout, 200000);
 	cr_expect_eq(r.nerr, 50000);
+	res_free(&r);
+	ag_stop(&a);
+	expect_no_leftovers();
+}
+
+Test(agent, kill_with_a_signal_is_sent_once_and_can_be_caught)
+{
+	struct res r = {0};
+	struct ag a;
+	int i;
+
+	ag_start(&a);
+	ag_sh(&a, 1,
+	    "trap 'echo got TERM' TERM; echo ready; "
+	    "while :; do sleep 0.1; done",
+	    tok("trap"), 0);
+	wait_started(&a, 1, &r);
+	cr_assert_not(collect(&a, 1, &r, 500, 1));
+	ag_signal(&a, 1, SIGTERM);
+	/* Caught: it runs on, and said so once. */
+	for (i = 0; i < 20 && (r.out == NULL || strstr(r.out, "TERM") == NULL);
+	     i++)
+		cr_assert_not(collect(&a, 1, &r, 500, 1));
+	cr_assert_not(collect(&a, 1, &r, 500, 1));
+	cr_expect_str_eq(r.out, "ready\ngot TERM\n");
+	ag_kill(&a, 1);
+	cr_assert(collect(&a, 1, &r, 5000, 1));
+	cr_expect_eq(r.exit.signal, SIGKILL);
 	res_free(&r);
 	ag_stop(&a);
 	expect_no_leftovers();

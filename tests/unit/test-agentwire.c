@@ -56,7 +56,7 @@ Test(agentwire, type_maxima)
 	cr_expect_eq(agent_type_max(AGENT_SENT), 4);
 	cr_expect_eq(agent_type_max(AGENT_SWEPT), 4);
 	cr_expect_eq(agent_type_max(AGENT_HELLO), 16);
-	cr_expect_eq(agent_type_max(AGENT_KILL), 0);
+	cr_expect_eq(agent_type_max(AGENT_KILL), 4);
 	cr_expect_eq(agent_type_max(AGENT_EXIT), 32 + AGENT_MAX_ERROR);
 	cr_expect_eq(agent_type_max(0), 0);
 	cr_expect_eq(agent_type_max(6), 0);
@@ -172,6 +172,14 @@ Test(agentwire, msg_new_and_u32)
 	cr_expect_null(
 	    agent_msg_new(AGENT_INPUT, 0, 1, big, AGENT_DATA_CHUNK + 1, &len));
 	cr_expect_null(agent_msg_new(AGENT_KILL, 0, 1, "x", 1, &len));
+	cr_expect_null(agent_msg_new(AGENT_KILL, 0, 1, "xyz", 3, &len));
+	/* A KILL with a signal's number: four bytes, nothing else. */
+	m = agent_msg_new(AGENT_KILL, 0, 1, "\0\0\0\x0f", 4, &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN + 4);
+	cr_expect_eq(agent_hdr_decode(m, &h), 0);
+	cr_expect_eq(h.len, 4);
+	free(m);
 
 	m = agent_msg_u32(AGENT_CREDIT, 3, 0xdeadbeef, &len);
 	cr_assert_not_null(m);
