@@ -297,6 +297,8 @@ def start_peer(ctx, peer, node, cid):
 
 
 def peer_exec(peer, client, cid, durations):
+    """The peer's exec tool as a method; its own clock, when it gives
+    one, goes to durations."""
     def call(command=COMMAND):
         r = client.rpc("tools/call", {
             "name": peer.exec_tool,
@@ -454,6 +456,8 @@ def bench_exec(ctx, res, calls, clients, cid, failed):
                                       durations[p.name])
     calls = {n: calls[n] for n in ORDER if n in calls}
     whoami(calls, res, failed)
+    for ds in durations.values():
+        ds.clear()                      # from the warm-up on
     log("peers: exec: %d iteration(s) + %d warm-up, %d methods"
         % (args.iterations, args.warmup,
            len([n for n in calls if n not in failed])))
