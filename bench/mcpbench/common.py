@@ -1,6 +1,7 @@
 """What every part of the benchmark shares: the Docker Engine API over the
-unix socket, the docker CLI, the server spoken to over stdio and over
-Streamable HTTP, /proc, cleanup and small statistics.
+unix socket, the docker CLI, MCP servers spoken to over stdio (ours or
+another's) and ours over Streamable HTTP, /proc, cleanup and small
+statistics.
 
 Python 3 standard library only.
 """
@@ -25,6 +26,10 @@ DEFAULT_BINARY = os.path.join(ROOT, "build", "mcp-sandboxd")
 DEFAULT_IMAGE = "mcp-sandboxd-test/python:bookworm"
 BENCH_LABEL_KEY = "mcp-sandboxd-bench"
 BENCH_LABEL = BENCH_LABEL_KEY + "=1"
+# The name of every container a peer (another MCP server) makes for the
+# bench, then this process's pid and "-": removed by name too, should the
+# peer drop the label.
+PEER_NAME_PREFIX = "mcp-sandboxd-bench-peer-"
 API = "/v1.41"
 SOCKET = "/var/run/docker.sock"
 
@@ -43,12 +48,21 @@ TMP_MB = 64
 NOFILE = 1024
 FSIZE_MB = 128
 
-PROTOCOL_VERSION = "2025-06-18"
+PROTOCOL_VERSION = "2025-06-18"     # asked for in initialize
+# What the client accepts as the server's choice: ours and the revisions
+# around it (a peer's older SDK answers 2024-11-05).
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 RPC_TIMEOUT = 120.0
 
 
 class BenchError(Exception):
     pass
+
+
+def peer_name_prefix():
+    """The start of the names of this run's peer-made containers (another
+    run's are not ours to remove)."""
+    return "%s%d-" % (PEER_NAME_PREFIX, os.getpid())
 
 
 def log(msg):
@@ -319,34 +333,37 @@ class McpTools:
 
 
 # --------------------------------------------------------------------------
-# MCP over the server's stdio
+# MCP over stdio: any server (ours or a peer), then ours
 
 
-class McpServer(McpTools):
-    """The server, started here and spoken to over its stdin and stdout.
-    Its stderr is appended to stderr_path."""
+class StdioMcp:
+    """An MCP server started here from any argv and spoken to over its
+    stdin and stdout (JSON-RPC 2.0, one message a line): ours, or a peer.
+    Its stderr is appended to stderr_path.  After handshake(),
+    protocol_version is the revision the server chose and server_info its
+    serverInfo."""
 
-    def __init__(self, binary, image, log_level, tracker, stderr_path,
-                 extra_args=(), title="server"):
-        self.tracker = tracker
+    def __init__(self, argv, stderr_path, title="server", env=None,
+                 cwd=None):
         self.title = title
         self.next_id = 0
-        self.exec_durations = []
         self.lines = queue.Queue()
+        self.protocol_version = None
+        self.server_info = {}
         self.stderr_path = stderr_path
         self.stderr_file = open(stderr_path, "ab")
         self.stderr_file.write(("==== bench: %s\n" % title).encode())
         self.stderr_file.flush()
         self.stderr_start = self.stderr_file.tell()
-        self.argv = [binary, "--image", image, "--label", BENCH_LABEL,
-                     "--log-level", log_level] + list(extra_args)
+        self.argv = list(argv)
         self.closed = False
         # Its own session: a Ctrl-C here must not reach it; we close its
-        # stdin instead, and it removes its sandboxes.
+        # stdin instead, and it (ours) removes its sandboxes.
         self.started = time.time()
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr_file, start_new_session=True)
+            stderr=self.stderr_file, start_new_session=True, env=env,
+            cwd=cwd)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -360,8 +377,9 @@ class McpServer(McpTools):
             self.proc.stdin.write((json.dumps(msg) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
-            raise BenchError("the server's stdin is closed (exit %s)%s"
-                             % (self.proc.poll(), self.stderr_tail()))
+            raise BenchError("the %s server's stdin is closed (exit %s)%s"
+                             % (self.title, self.proc.poll(),
+                                self.stderr_tail()))
 
     def rpc(self, method, params=None):
         self.next_id += 1
@@ -381,21 +399,36 @@ class McpServer(McpTools):
             except queue.Empty:
                 continue
             if line is None:
-                raise BenchError("the server closed its stdout (exit %s)%s"
-                                 % (self.proc.poll(), self.stderr_tail()))
+                raise BenchError("the %s server closed its stdout (exit "
+                                 "%s)%s" % (self.title, self.proc.poll(),
+                                            self.stderr_tail()))
             try:
                 r = json.loads(line)
             except ValueError:
-                raise BenchError("not JSON from the server: %r" % line[:200])
-            if r.get("id") != rid:
+                raise BenchError("not JSON from the %s server: %r"
+                                 % (self.title, line[:200]))
+            if not isinstance(r, dict) or r.get("id") != rid:
                 continue    # a notification (log, progress) or stray
             if "error" in r:
                 raise BenchError("%s: %s" % (method, r["error"]))
             return r["result"]
 
     def handshake(self):
-        self.rpc("initialize", initialize_params())
+        """initialize and notifications/initialized.  The server may
+        choose another revision than ours (older SDKs do); any of
+        PROTOCOL_VERSIONS will do, as nothing used here differs between
+        them over stdio."""
+        r = self.rpc("initialize", initialize_params())
+        version = r.get("protocolVersion")
+        if version not in PROTOCOL_VERSIONS:
+            raise BenchError("the %s server chose protocol version %r; this "
+                             "client speaks %s" % (
+                                 self.title, version,
+                                 ", ".join(PROTOCOL_VERSIONS)))
+        self.protocol_version = version
+        self.server_info = r.get("serverInfo") or {}
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r
 
     def stderr_tail(self, n=2000):
         """The end of what this server wrote to stderr."""
@@ -410,7 +443,8 @@ class McpServer(McpTools):
             return ""
         if not data:
             return ""
-        return "\nserver stderr (tail):\n" + data.decode(errors="replace")
+        return "\n%s server stderr (tail):\n%s" % (
+            self.title, data.decode(errors="replace"))
 
     def close(self, timeout=30):
         """Close stdin; the server removes its sandboxes and exits.
@@ -426,12 +460,25 @@ class McpServer(McpTools):
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                log("server did not exit %ds after stdin closed; killing "
-                    "pid %d" % (timeout, self.proc.pid))
+                log("the %s server did not exit %ds after stdin closed; "
+                    "killing pid %d" % (self.title, timeout, self.proc.pid))
                 self.proc.kill()
                 self.proc.wait()
         self.stderr_file.close()
         return self.proc.returncode
+
+
+class McpServer(McpTools, StdioMcp):
+    """Our server, started here with the bench's label and spoken to over
+    its stdin and stdout."""
+
+    def __init__(self, binary, image, log_level, tracker, stderr_path,
+                 extra_args=(), title="server"):
+        self.tracker = tracker
+        self.exec_durations = []
+        argv = [binary, "--image", image, "--label", BENCH_LABEL,
+                "--log-level", log_level] + list(extra_args)
+        StdioMcp.__init__(self, argv, stderr_path, title)
 
 
 # --------------------------------------------------------------------------
@@ -722,10 +769,11 @@ def server_containers(pid, since):
 
 def cleanup(tracker, servers=()):
     ids = tracker.snapshot()
-    p = run(["docker", "ps", "-aq", "--no-trunc", "--filter",
-             "label=" + BENCH_LABEL], check=False)
-    if p.returncode == 0:
-        ids.update(p.stdout.decode().split())
+    for flt in ("label=" + BENCH_LABEL, "name=^/" + peer_name_prefix()):
+        p = run(["docker", "ps", "-aq", "--no-trunc", "--filter", flt],
+                check=False)
+        if p.returncode == 0:
+            ids.update(p.stdout.decode().split())
     for server in servers:
         ids.update(server_containers(server.proc.pid, server.started))
     ids = sorted(i for i in ids if i)
@@ -766,6 +814,13 @@ class Context:
         s = McpServer(self.args.binary, image or self.args.image,
                       self.args.log_level, self.tracker,
                       self.args.server_log, extra_args, title)
+        self.servers.append(s)
+        return s
+
+    def start_peer(self, title, argv, env=None, cwd=None):
+        """Another MCP server over stdio, from any argv; closed and its
+        stderr kept like ours."""
+        s = StdioMcp(argv, self.args.server_log, title, env, cwd)
         self.servers.append(s)
         return s
 
