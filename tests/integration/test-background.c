@@ -384,6 +384,15 @@ Test(background, arguments_are_checked, .timeout = 90)
 	cr_expect(
 	    h_contains(h_text(r), "--max-background-seconds"), "%s", h_text(r));
 	json_object_put(r);
+	/* ... and is never a foreground command's. */
+	r = call(s, "sandbox_exec", H_TIMEOUT_MS,
+	    "{\"container_id\":\"%s\",\"commands\":\"true\","
+	    "\"timeout_seconds\":0}",
+	    cid);
+	cr_expect(h_is_error(r));
+	cr_expect(h_contains(h_text(r), "0 only with background"), "%s",
+	    h_text(r));
+	json_object_put(r);
 	r = call(s, "sandbox_exec", H_TIMEOUT_MS,
 	    "{\"container_id\":\"%s\",\"commands\":[\"true\",\"true\"],"
 	    "\"background\":true}",

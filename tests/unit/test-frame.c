@@ -380,7 +380,7 @@ Test(frame, write_json_refuses_oversize_object)
 
 Test(frame, rejects_unknown_type)
 {
-	static const uint16_t bad[] = {0, 4, 99, 103, 199, 202, 299, 0xffff};
+	static const uint16_t bad[] = {0, 4, 99, 104, 199, 202, 299, 0xffff};
 	struct proto_frame f;
 	size_t i;
 
