@@ -390,8 +390,8 @@ Test(background, arguments_are_checked, .timeout = 90)
 	    "\"timeout_seconds\":0}",
 	    cid);
 	cr_expect(h_is_error(r));
-	cr_expect(h_contains(h_text(r), "0 only with background"), "%s",
-	    h_text(r));
+	cr_expect(
+	    h_contains(h_text(r), "0 only with background"), "%s", h_text(r));
 	json_object_put(r);
 	r = call(s, "sandbox_exec", H_TIMEOUT_MS,
 	    "{\"container_id\":\"%s\",\"commands\":[\"true\",\"true\"],"
