@@ -30,6 +30,20 @@ be32(const unsigned char *p)
 	       (uint32_t)p[2] << 8 | p[3];
 }
 
+/* A picture found: 0, *s filled; -1 for sides nobody draws. */
+static int
+found(struct imgsig *s, enum imgsig_kind kind, const char *mime,
+    uint32_t w, uint32_t h)
+{
+	if (w == 0 || h == 0 || w > IMGSIG_MAX_SIDE || h > IMGSIG_MAX_SIDE)
+		return -1;
+	s->kind = kind;
+	s->mime = mime;
+	s->width = w;
+	s->height = h;
+	return 0;
+}
+
 static int
 png_probe(const unsigned char *p, size_t len, struct imgsig *s)
 {
@@ -43,13 +57,7 @@ png_probe(const unsigned char *p, size_t len, struct imgsig *s)
 		return -1;
 	w = be32(p + 16);
 	h = be32(p + 20);
-	if (w == 0 || h == 0 || w > IMGSIG_MAX_SIDE || h > IMGSIG_MAX_SIDE)
-		return -1;
-	s->kind = IMGSIG_PNG;
-	s->mime = "image/png";
-	s->width = w;
-	s->height = h;
-	return 0;
+	return found(s, IMGSIG_PNG, "image/png", w, h);
 }
 
 /* A start-of-frame marker (C0-CF but DHT C4, JPG C8 and DAC CC). */
@@ -93,13 +101,7 @@ jpeg_probe(const unsigned char *p, size_t len, struct imgsig *s)
 				return -1;
 			h = be16(p + i + 3);
 			w = be16(p + i + 5);
-			if (w == 0 || h == 0)
-				return -1;
-			s->kind = IMGSIG_JPEG;
-			s->mime = "image/jpeg";
-			s->width = w;
-			s->height = h;
-			return 0;
+			return found(s, IMGSIG_JPEG, "image/jpeg", w, h);
 		}
 		i += seg;
 	}
@@ -115,13 +117,7 @@ gif_probe(const unsigned char *p, size_t len, struct imgsig *s)
 		return -1;
 	w = le16(p + 6);
 	h = le16(p + 8);
-	if (w == 0 || h == 0)
-		return -1;
-	s->kind = IMGSIG_GIF;
-	s->mime = "image/gif";
-	s->width = w;
-	s->height = h;
-	return 0;
+	return found(s, IMGSIG_GIF, "image/gif", w, h);
 }
 
 /* RIFF size WEBP, then the first chunk: "VP8 ", "VP8L" or "VP8X". */
@@ -156,13 +152,7 @@ webp_probe(const unsigned char *p, size_t len, struct imgsig *s)
 		h = le16(c + 16) & 0x3fff;
 	} else
 		return -1;
-	if (w == 0 || h == 0 || w > IMGSIG_MAX_SIDE || h > IMGSIG_MAX_SIDE)
-		return -1;
-	s->kind = IMGSIG_WEBP;
-	s->mime = "image/webp";
-	s->width = w;
-	s->height = h;
-	return 0;
+	return found(s, IMGSIG_WEBP, "image/webp", w, h);
 }
 
 /*
