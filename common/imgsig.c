@@ -32,8 +32,8 @@ be32(const unsigned char *p)
 
 /* A picture found: 0, *s filled; -1 for sides nobody draws. */
 static int
-found(struct imgsig *s, enum imgsig_kind kind, const char *mime,
-    uint32_t w, uint32_t h)
+found(struct imgsig *s, enum imgsig_kind kind, const char *mime, uint32_t w,
+    uint32_t h)
 {
 	if (w == 0 || h == 0 || w > IMGSIG_MAX_SIDE || h > IMGSIG_MAX_SIDE)
 		return -1;
