@@ -392,11 +392,12 @@ interp_scan(struct interp *ip, int s)
 				    __func__, ip->lang, ip->line_max);
 				interp_stray(ip, s, len);
 				evbuffer_drain(b, len);
-				ip->broke = "the session wrote an end marker "
-				            "(or picture) line longer than a "
-				            "status or a picture within the cap "
-				            "(not the interpreter's own): it was "
-				            "killed and its state is gone";
+				ip->broke =
+				    "the session wrote an end marker "
+				    "(or picture) line longer than a "
+				    "status or a picture within the cap "
+				    "(not the interpreter's own): it was "
+				    "killed and its state is gone";
 				interp_die(
 				    ip, "end marker line over the limit");
 			}
