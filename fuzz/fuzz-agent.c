@@ -75,8 +75,10 @@ f_sent(size_t n, void *arg)
 {
 	struct fcmd *c = arg;
 
+	/* Input is given back as soon as the agent has room for it
+	 * (agent_cmd_ack()), before the command has started too. */
 	(void)n;
-	fuzz_check(!c->done && c->started, "input sent before start");
+	fuzz_check(!c->done, "input given back after the command's end");
 }
 
 static void
