@@ -16,7 +16,9 @@
  * each is held to the cap, its base64 must be canonical, its bytes must
  * begin with a PNG or JPEG header that checks (imgsig.c), and at most
  * INTERP_MAX_IMAGES of a call are taken; what passes goes to the
- * supervisor as PROTO_F_IMAGE data, and the result lists them all.
+ * supervisor as PROTO_F_IMAGE data, and the result lists them all.  A
+ * picture with a file (one of the output folder, or an over-cap figure
+ * the driver saved there) names it, for a resource link (interp_path()).
  */
 #include <sys/queue.h>
 
@@ -36,6 +38,7 @@
 #include "log.h"
 #include "proto.h"
 #include "random.h"
+#include "utf8.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -54,6 +57,7 @@
 #define INTERP_MAX_IMAGES 8 /* pictures a call may give; more are counted */
 #define INTERP_IMAGE_HEAD 8192 /* of a picture over the cap, at most */
 #define INTERP_WHERE_MAX 64
+#define INTERP_PATH_MAX 4096
 
 /*
  * The session drivers, engine/scripts/session.{py,js}, embedded: argv is
@@ -255,6 +259,33 @@ interp_where(json_object *o)
 	return json_object_new_string_len(w, (int)n);
 }
 
+/*
+ * The file of a picture record (o's "path"), when it has a sane one: an
+ * absolute path of at most INTERP_PATH_MAX bytes of UTF-8, no control
+ * characters.  It only names a file of the sandbox for a resource link,
+ * which reads it as read_file would; nothing on the host opens it.
+ */
+static void
+interp_path(json_object *im, json_object *o)
+{
+	json_object *v;
+	const char *p;
+	size_t i, n;
+
+	if (!json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "path", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return;
+	p = json_object_get_string(v);
+	n = (size_t)json_object_get_string_len(v);
+	if (n < 2 || n > INTERP_PATH_MAX || p[0] != '/' || !utf8_valid(p, n))
+		return;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return;
+	json_object_object_add(im, "path", json_object_new_string_len(p, (int)n));
+}
+
 /* The checked facts of a picture's header into im; -1 if they fail. */
 static int
 interp_image_facts(json_object *im, const void *p, size_t len)
@@ -296,6 +327,7 @@ interp_image(struct interp *ip, const char *line, size_t len)
 	json_tokener_free(tok);
 	im = json_object_new_object();
 	json_object_object_add(im, "where", interp_where(o));
+	interp_path(im, o);
 	if (!json_object_is_type(o, json_type_object))
 		err = "not a picture record";
 	else if (json_object_object_get_ex(o, "data", &v)) {

@@ -13,7 +13,12 @@
  * (or Uint8Array) beginning with a PNG or JPEG signature is a picture: a
  * line "\x1eMCPEND:" NONCE "IMG" JSON on stdout before the marker, {where,
  * data (base64)}, or for one over IMAGE_MAX bytes {where, bytes, head (its
- * first 4 KiB)}; the worker checks it.
+ * first 4 KiB), path}: such a value is saved in the output folder,
+ * $MCP_OUTPUT_DIR (/tmp/mcp-output unless set), as value-K.png (or .jpg).
+ * PNG and JPEG files the call wrote in that folder (new or changed, by
+ * name) come after it, each with its path: code that draws to a file
+ * (canvas, sharp, a chart library) shows it by saving it there.  At most
+ * IMG_COUNT a call; the worker checks every one.
  */
 (function () {
 const vm = require('vm'), fs = require('fs'), M = require('module');
@@ -32,6 +37,24 @@ function strip(code) {
   /* An import may come again in a later call of the session. */
   return js.replace(/^(\s*)(?:const|let) (\w+) = require\(/gm, '$1var $2 = require(');
 }
+const IMG_COUNT = 8;
+const outDir = process.env.MCP_OUTPUT_DIR || '/tmp/mcp-output';
+process.env.MCP_OUTPUT_DIR = outDir;
+try { fs.mkdirSync(outDir, {recursive: true}); } catch (e) {}
+let saved = 0;
+const savedNow = new Set(); /* names of the call's values saved, not files it wrote */
+function outState() {
+  const st = new Map();
+  let names = [];
+  try { names = fs.readdirSync(outDir); } catch (e) { return st; }
+  for (const n of names) {
+    try {
+      const s = fs.lstatSync(outDir + '/' + n, {bigint: true});
+      if (s.isFile()) st.set(n, s.mtimeNs + ':' + s.size);
+    } catch (e) {}
+  }
+  return st;
+}
 let buf = Buffer.alloc(0);
 function end(st) {
   fs.writeSync(2, '\x1eMCPEND:' + nonce + '\n');
@@ -48,23 +71,59 @@ function isPicture(v) {
   return (v[0] === 0x89 && v[1] === 0x50 && v[2] === 0x4e && v[3] === 0x47) ||
     (v[0] === 0xff && v[1] === 0xd8 && v[2] === 0xff);
 }
-function picture(where, v) {
-  const b = Buffer.from(v.buffer, v.byteOffset, v.length);
-  const rec = b.length <= parseInt(imgMax, 10)
+function picture(where, b, path, size) {
+  const max = parseInt(imgMax, 10);
+  if (path === null && b.length > max) {
+    const name = 'value-' + (++saved) + (b[0] === 0xff ? '.jpg' : '.png');
+    path = outDir + '/' + name;
+    try { fs.writeFileSync(path, b); savedNow.add(name); } catch (e) { path = null; }
+  }
+  const rec = size <= max
     ? {where: where, data: b.toString('base64')}
-    : {where: where, bytes: b.length, head: b.subarray(0, 4096).toString('base64')};
+    : {where: where, bytes: size, head: b.subarray(0, 4096).toString('base64')};
+  if (path !== null) rec.path = path;
   const line = Buffer.from('\x1eMCPEND:' + nonce + 'IMG' + JSON.stringify(rec) + '\n');
   for (let off = 0; off < line.length;) off += fs.writeSync(1, line, off);
 }
+/* Pictures the call wrote in the output folder, by name. */
+function outTake(before, n) {
+  const max = parseInt(imgMax, 10);
+  for (const [name, st] of [...outState()].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
+    if (before.get(name) === st || savedNow.has(name)) continue;
+    if (n >= IMG_COUNT) {
+      try { fs.writeSync(2, '(more pictures not shown: at most ' + IMG_COUNT + ' a call)\n'); } catch (e) {}
+      return;
+    }
+    const path = outDir + '/' + name;
+    let b;
+    try {
+      const fd = fs.openSync(path, 'r');
+      try {
+        b = Buffer.alloc(max + 1);
+        b = b.subarray(0, fs.readSync(fd, b, 0, max + 1, 0));
+      } finally { fs.closeSync(fd); }
+    } catch (e) { continue; }
+    if (!isPicture(b)) continue;
+    const size = b.length <= max ? b.length : Math.max(Number(st.split(':')[1]), b.length);
+    picture('file ' + name, b, path, size);
+    n++;
+  }
+}
 function run(code) {
-  let st = {ok: true};
+  let st = {ok: true}, n = 0;
+  const before = outState();
+  savedNow.clear();
   try {
     const v = vm.runInThisContext(strip(code), {filename: '<code>'});
-    if (isPicture(v)) picture('last value', v);
-    else if (v !== undefined && typeof v !== 'function') console.log(v);
+    if (isPicture(v)) {
+      const b = Buffer.from(v.buffer, v.byteOffset, v.length);
+      picture('last value', b, null, b.length);
+      n++;
+    } else if (v !== undefined && typeof v !== 'function') console.log(v);
   } catch (e) {
     st = {ok: false, error: cut((e && e.stack) ? String(e.stack) : String(e))};
   }
+  try { outTake(before, n); } catch (e) {}
   end(st);
 }
 process.on('unhandledRejection', (e) => console.error('Unhandled rejection:', (e && e.stack) ? e.stack : e));

@@ -11,8 +11,11 @@
 # or still open when the call ends, and a PIL image or a figure that is
 # the last expression's value, each as PNG on stdout before the marker,
 # one line "\x1eMCPEND:" NONCE "IMG" JSON: {where, data (base64)}, or for
-# one over IMAGE_MAX bytes {where, bytes, head (its first 4 KiB)}.  The
-# worker checks every one; at most IMG_COUNT a call.
+# one over IMAGE_MAX bytes {where, bytes, head (its first 4 KiB), path}:
+# such a figure is saved in the output folder, $MCP_OUTPUT_DIR
+# (/tmp/mcp-output unless set), as figure-K.png.  PNG and JPEG files the
+# call wrote in that folder (new or changed, by name) come after, each with
+# its path.  The worker checks every one; at most IMG_COUNT a call.
 import ast, base64, importlib, io, json, os, site, sys, traceback, warnings
 nonce = sys.argv[1]
 err_max = int(sys.argv[2])
@@ -21,16 +24,62 @@ IMG_COUNT = 8
 os.environ['MPLBACKEND'] = 'Agg'
 warnings.filterwarnings('ignore', '(Matplotlib is currently using agg|FigureCanvasAgg is non-interactive)')
 imgs = []
+out_dir = os.environ.get('MCP_OUTPUT_DIR') or '/tmp/mcp-output'
+os.environ['MCP_OUTPUT_DIR'] = out_dir
+try:
+    os.makedirs(out_dir, exist_ok=True)
+except OSError:
+    pass
+saved = [0]
+
+def out_state():
+    st = {}
+    try:
+        with os.scandir(out_dir) as it:
+            for e in it:
+                try:
+                    if e.is_file(follow_symlinks=False):
+                        s = e.stat(follow_symlinks=False)
+                        st[e.name] = (s.st_mtime_ns, s.st_size)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return st
+
+def out_take(before):
+    for name, st in sorted(out_state().items()):
+        if before.get(name) == st or len(imgs) > IMG_COUNT:
+            continue
+        path = os.path.join(out_dir, name)
+        try:
+            with open(path, 'rb') as f:
+                data = f.read(img_max + 1)
+        except OSError:
+            continue
+        size = len(data) if len(data) <= img_max else max(st[1], len(data))
+        if data[:8] == b'\x89PNG\r\n\x1a\n' or data[:3] == b'\xff\xd8\xff':
+            imgs.append(('file ' + name, data, path, size))
 
 def wall(fd, b):
     while b:
         b = b[os.write(fd, b):]
 
-def img_send(where, data):
-    if len(data) <= img_max:
+def img_send(where, data, path, size):
+    if path is None and len(data) > img_max:
+        saved[0] += 1
+        path = os.path.join(out_dir, 'figure-%d.png' % saved[0])
+        try:
+            with open(path, 'wb') as f:
+                f.write(data)
+        except OSError:
+            path = None
+    if size <= img_max:
         rec = {'where': where, 'data': base64.b64encode(data).decode()}
     else:
-        rec = {'where': where, 'bytes': len(data), 'head': base64.b64encode(data[:4096]).decode()}
+        rec = {'where': where, 'bytes': size, 'head': base64.b64encode(data[:4096]).decode()}
+    if path is not None:
+        rec['path'] = path
     wall(1, ('\x1eMCPEND:' + nonce + 'IMG' + json.dumps(rec) + '\n').encode())
 
 def fig_png(fig):
@@ -43,7 +92,8 @@ def figs_take():
     if plt is None:
         return
     for n in plt.get_fignums():
-        imgs.append(('figure %d' % n, fig_png(plt.figure(n))))
+        data = fig_png(plt.figure(n))
+        imgs.append(('figure %d' % n, data, None, len(data)))
     plt.close('all')
 
 def show_patch():
@@ -73,19 +123,20 @@ def value_png(v):
         return data
     return None
 
-def imgs_flush():
+def imgs_flush(before):
     try:
         figs_take()
     except Exception as e:
         sys.stderr.write('(figures could not be drawn: %r)\n' % e)
+    out_take(before)
     try:
         sys.stdout.flush()
     except Exception:
         pass
-    for where, data in imgs[:IMG_COUNT]:
-        img_send(where, data)
+    for where, data, path, size in imgs[:IMG_COUNT]:
+        img_send(where, data, path, size)
     if len(imgs) > IMG_COUNT:
-        sys.stderr.write('(%d more pictures not shown: at most %d a call)\n' % (len(imgs) - IMG_COUNT, IMG_COUNT))
+        sys.stderr.write('(more pictures not shown: at most %d a call)\n' % IMG_COUNT)
     del imgs[:]
 ns = {'__name__': '__main__', '__builtins__': __builtins__}
 inp = sys.stdin.buffer
@@ -97,6 +148,7 @@ while True:
         break
     code = inp.read(int(hdr)).decode('utf-8', 'replace')
     st = {'ok': True}
+    before = out_state()
     try:
         show_patch()
     except Exception:
@@ -123,7 +175,7 @@ while True:
                 except Exception as e:
                     sys.stderr.write('(the value could not be drawn: %r)\n' % e)
             if png is not None:
-                imgs.append(('last value', png))
+                imgs.append(('last value', png, None, len(png)))
             elif v is not None:
                 print(repr(v))
     except SystemExit as e:
@@ -142,7 +194,7 @@ while True:
         st = {'ok': False, 'error': err}
     try:
         show_patch()
-        imgs_flush()
+        imgs_flush(before)
     except BaseException:
         del imgs[:]
     try:

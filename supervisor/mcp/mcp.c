@@ -562,7 +562,11 @@ mcp_tools_call(struct session *sess, json_object *id, json_object *params,
 	return created;
 }
 
-/* A request answered later with mcp_call_reply(); name is for the logs. */
+/*
+ * A request answered later with mcp_call_reply(); name is the tool's, or
+ * the method's for another request (resources/read), for the logs and
+ * for fitting the answer to the session's revision.
+ */
 struct call *
 mcp_call_new(struct session *sess, json_object *id, const char *name)
 {
@@ -628,10 +632,27 @@ mcp_call_reply(struct call *c, json_object *result)
 	if (c->task != NULL)
 		tasks_call_done(c, result);
 	else if (!c->cancelled) {
-		rev_fit(c->sess, "tools/call", result);
+		/* Tool names have no slash; methods do. */
+		rev_fit(c->sess, strchr(c->tool, '/') != NULL ? c->tool
+		                                              : "tools/call",
+		    result);
 		mcp_send(c->sess, rpc_result(c->id, result));
 	} else
 		json_object_put(result);
+	call_free(c);
+}
+
+/* Answer a call (not a task's) with a JSON-RPC error instead. */
+void
+mcp_call_fail(struct call *c, int code, const char *msg)
+{
+	if (c->answered) {
+		log_warnx("%s: call %s answered twice", __func__, c->tool);
+		return;
+	}
+	progress_end(c);
+	if (!c->cancelled)
+		mcp_send(c->sess, rpc_error(c->id, code, msg));
 	call_free(c);
 }
 

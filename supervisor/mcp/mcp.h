@@ -115,6 +115,7 @@ void mcp_log(struct session *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct call *mcp_call_new(struct session *, json_object *, const char *);
 void mcp_call_reply(struct call *, json_object *);
+void mcp_call_fail(struct call *, int, const char *);
 void mcp_call_cancel(struct call *);
 void mcp_shutdown_calls(void);
 
@@ -207,6 +208,8 @@ const struct tool *tool_find(const char *);
 const struct tool *tool_nth(size_t);
 json_object *tool_result(json_object *, const char *, int);
 void tool_result_add_content(json_object *, json_object *);
+json_object *tool_resource_link(
+    const char *, const char *, const char *, long long);
 json_object *tool_error(const char *, ...)
     __attribute__((format(printf, 1, 2)));
 const char *tool_arg_string(struct call *, const char *);

@@ -171,6 +171,23 @@ tool_result_add_content(json_object *result, json_object *items)
 		    json_object_get(json_object_array_get_idx(items, i)));
 }
 
+/* A resource_link content block; size < 0: not said. */
+json_object *
+tool_resource_link(
+    const char *uri, const char *name, const char *mime, long long size)
+{
+	json_object *l;
+
+	l = json_object_new_object();
+	json_object_object_add(l, "type", json_object_new_string("resource_link"));
+	json_object_object_add(l, "uri", json_object_new_string(uri));
+	json_object_object_add(l, "name", json_object_new_string(name));
+	json_object_object_add(l, "mimeType", json_object_new_string(mime));
+	if (size >= 0)
+		json_object_object_add(l, "size", json_object_new_int64(size));
+	return l;
+}
+
 /* A failure the model can act on: isError with a message, no structure. */
 json_object *
 tool_error(const char *fmt, ...)

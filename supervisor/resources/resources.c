@@ -2,7 +2,9 @@
  * MCP resources: each sandbox's activity log (containers://{id}/logs,
  * subscribable), the full outputs of its execs
  * (sandbox://{id}/exec/{n}/stdout and .../stderr, read in pages with
- * ?offset=&length=), and the server's statistics (sandbox://stats).
+ * ?offset=&length=), its files (sandbox://{id}/files/{path}, read in
+ * the sandbox by the run layer), and the server's statistics
+ * (sandbox://stats).
  * Modules outside the server proper (the conformance fixtures) may add
  * resources of their own URI prefix with resources_register(); the real
  * server registers none.
@@ -16,10 +18,12 @@
 
 #include "base64.h"
 #include "core.h"
+#include "imgsig.h"
 #include "log.h"
 #include "mcp.h"
 #include "proto.h"
 #include "resources.h"
+#include "run.h"
 #include "sandbox.h"
 #include "spool.h"
 #include "utf8.h"
@@ -97,6 +101,14 @@ resources_templates(struct session *sess, json_object *id, json_object *params,
 	           "?offset=N&length=M (default 65536, at most 1048576).",
 	           "text/plain"));
 	json_object_array_add(
+	    a, resource_template("sandbox://{id}/files/{path}",
+	           "a file of a sandbox",
+	           "Its absolute path, percent-encoded; read as read_file "
+	           "reads, in pages: ?offset=N&length=M (default and most "
+	           "4194304). A picture is a blob of its type; other binary "
+	           "data application/octet-stream.",
+	           "application/octet-stream"));
+	json_object_array_add(
 	    a, resource_template("sandbox://{id}/exec/{exec_id}/stderr",
 	           "full standard error of an exec",
 	           "Read in pages: "
@@ -156,10 +168,14 @@ resources_list(struct session *sess, json_object *id, json_object *params,
 	return r;
 }
 
-/* One item of a read result: text when the bytes are UTF-8, else blob. */
+/*
+ * One item of a read result: text of mime (text/plain if NULL) when the
+ * bytes are UTF-8 and blob is 0, else a blob of mime (or
+ * application/octet-stream).
+ */
 static json_object *
-resource_contents(const char *uri, const char *mime, const char *p, size_t len,
-    json_object *meta)
+resource_item(const char *uri, const char *mime, const char *p, size_t len,
+    int blob, json_object *meta)
 {
 	json_object *r, *a, *c;
 	size_t n;
@@ -167,14 +183,15 @@ resource_contents(const char *uri, const char *mime, const char *p, size_t len,
 
 	c = json_object_new_object();
 	json_object_object_add(c, "uri", json_object_new_string(uri));
-	if (utf8_valid(p, len)) {
+	if (!blob && utf8_valid(p, len)) {
 		json_object_object_add(c, "mimeType",
 		    json_object_new_string(mime != NULL ? mime : "text/plain"));
 		json_object_object_add(
 		    c, "text", json_object_new_string_len(p, (int)len));
 	} else {
 		json_object_object_add(c, "mimeType",
-		    json_object_new_string("application/octet-stream"));
+		    json_object_new_string(
+		        blob && mime != NULL ? mime : "application/octet-stream"));
 		b = base64_encode(p, len, &n);
 		json_object_object_add(
 		    c, "blob", json_object_new_string_len(b, (int)n));
@@ -189,15 +206,39 @@ resource_contents(const char *uri, const char *mime, const char *p, size_t len,
 	return r;
 }
 
-/* Parse "?offset=N&length=M" (either, both, none). */
+static json_object *
+resource_contents(const char *uri, const char *mime, const char *p, size_t len,
+    json_object *meta)
+{
+	return resource_item(uri, mime, p, len, 0, meta);
+}
+
+/* A page's place in the whole, for a read result's _meta. */
+static json_object *
+page_meta(long long offset, long long got, long long size)
+{
+	json_object *meta;
+
+	meta = json_object_new_object();
+	json_object_object_add(meta, "offset", json_object_new_int64(offset));
+	json_object_object_add(meta, "length", json_object_new_int64(got));
+	json_object_object_add(meta, "size", json_object_new_int64(size));
+	if (offset + got < size)
+		json_object_object_add(
+		    meta, "next_offset", json_object_new_int64(offset + got));
+	return meta;
+}
+
+/* Parse "?offset=N&length=M" (either, both, none); length <= max. */
 static int
-page_args(const char *q, long long *offset, long long *length)
+page_args(const char *q, long long *offset, long long *length, long long def,
+    long long max)
 {
 	char *dup, *p, *tok, *end;
 	long long v;
 
 	*offset = 0;
-	*length = PAGE_DEFAULT;
+	*length = def;
 	if (q == NULL || *q == '\0')
 		return 0;
 	if (*q++ != '?')
@@ -219,7 +260,7 @@ page_args(const char *q, long long *offset, long long *length)
 		if (tok[-7] == 'o')
 			*offset = v;
 		else
-			*length = v > PAGE_MAX ? PAGE_MAX : v;
+			*length = v > max ? max : v;
 	}
 	free(dup);
 	return 0;
@@ -246,7 +287,7 @@ read_exec(struct session *sess, const char *uri, int *code, const char **why)
 		return NULL;
 	}
 	q = (char *)uri + used;
-	if (page_args(q, &offset, &length) == -1) {
+	if (page_args(q, &offset, &length, PAGE_DEFAULT, PAGE_MAX) == -1) {
 		*code = RPC_INVALID_PARAMS;
 		*why = "page with ?offset=N&length=M (non-negative integers)";
 		return NULL;
@@ -265,16 +306,89 @@ read_exec(struct session *sess, const char *uri, int *code, const char **why)
 		*why = errno == ENOENT ? "no such exec output" : "unreadable";
 		return NULL;
 	}
-	meta = json_object_new_object();
-	json_object_object_add(meta, "offset", json_object_new_int64(offset));
-	json_object_object_add(meta, "length", json_object_new_int64(got));
-	json_object_object_add(meta, "size", json_object_new_int64(size));
-	if (offset + got < size)
-		json_object_object_add(
-		    meta, "next_offset", json_object_new_int64(offset + got));
+	meta = page_meta(offset, got, size);
 	r = resource_contents(uri, NULL, buf, (size_t)got, meta);
 	free(buf);
 	return r;
+}
+
+struct fileres {
+	struct call *call;
+	char *uri;
+};
+
+static void
+file_done(const struct fileread *f, void *arg)
+{
+	struct fileres *fr = arg;
+	struct imgsig sig;
+	char *msg;
+	int picture;
+
+	if (f->error != NULL) {
+		xasprintf(&msg, "cannot read %s: %s", f->path, f->error);
+		mcp_call_fail(fr->call, RESOURCE_NOT_FOUND, msg);
+		free(msg);
+	} else {
+		picture = f->offset == 0 &&
+		          imgsig_probe(f->data, f->len, &sig) == 0;
+		mcp_call_reply(fr->call,
+		    resource_item(fr->uri, picture ? sig.mime : NULL, f->data,
+		        f->len, picture,
+		        page_meta(f->offset, (long long)f->len, f->size)));
+	}
+	free(fr->uri);
+	free(fr);
+}
+
+/*
+ * sandbox://{id}/files/{path}[?offset=&length=]: a file of the sandbox,
+ * read in it as read_file reads (by default the first FILEREAD_MAX
+ * bytes); a picture is a blob of its type.
+ */
+static json_object *
+read_file_res(struct session *sess, json_object *id, const char *uri,
+    int *code, const char **why)
+{
+	char idbuf[80], *path;
+	const char *q;
+	long long offset, length;
+	struct sandbox *sb;
+	struct fileres *fr;
+
+	if (fileread_uri_parse(uri, idbuf, sizeof idbuf, &path, &q) == -1) {
+		*code = RESOURCE_NOT_FOUND;
+		*why = "resource not found (a file is "
+		       "sandbox://{id}/files/{absolute path, percent-encoded})";
+		return NULL;
+	}
+	if (page_args(q, &offset, &length, FILEREAD_MAX, FILEREAD_MAX) ==
+	    -1) {
+		free(path);
+		*code = RPC_INVALID_PARAMS;
+		*why = "page with ?offset=N&length=M (non-negative integers)";
+		return NULL;
+	}
+	if ((sb = sandbox_find(sess, idbuf)) == NULL ||
+	    sb->state != SB_READY || sb->worker == NULL) {
+		free(path);
+		*code = RESOURCE_NOT_FOUND;
+		*why = sb == NULL ? "no such sandbox (stopped or expired?)"
+		                  : "the sandbox is not ready (starting, being "
+		                    "removed, or getting a new worker); try "
+		                    "again later";
+		return NULL;
+	}
+	sandbox_touch(sb);
+	if (sb->paused)
+		sandbox_resume(sb);
+	fr = xcalloc(1, sizeof *fr);
+	fr->call = mcp_call_new(sess, id, "resources/read");
+	fr->uri = xstrdup(uri);
+	fileread_start(fr->call, sb, path, offset, length, file_done, fr);
+	free(path);
+	*code = 0;
+	return NULL;
 }
 
 struct logread {
@@ -389,6 +503,10 @@ resources_read(struct session *sess, json_object *id, json_object *params,
 		json_object_put(stats);
 		return r;
 	}
+	if (strncmp(uri, "sandbox://", 10) == 0 &&
+	    strstr(uri + 10, "/files/") != NULL &&
+	    strstr(uri + 10, "/files/") == strchr(uri + 10, '/'))
+		return read_file_res(sess, id, uri, code, why);
 	if (strncmp(uri, "sandbox://", 10) == 0)
 		return read_exec(sess, uri, code, why);
 	if (strncmp(uri, "containers://", 13) == 0)

@@ -1,6 +1,6 @@
 /*
  * The run layer: commands and code in a sandbox (xrun.c, coderun.c),
- * files up into it (upload.c), what its helper scripts print (sbout.c)
+ * files up into it (upload.c) and read from it (fileread.c), what its helper scripts print (sbout.c)
  * and dependency detection (deps.c).  Above the sandbox layer.
  */
 #ifndef RUN_H
@@ -102,6 +102,22 @@ json_object *bgproc_list(struct sandbox *);
 json_object *bgproc_output(const struct bgproc *, const struct bg_ask *);
 void bgproc_wait(struct bgproc *, struct call *, const struct bg_ask *,
     long long, bg_answer_cb);
+
+/* fileread.c: a file of a sandbox read, for read_file and resources */
+#define FILEREAD_MAX (4 * 1024 * 1024) /* bytes of one read */
+struct fileread {
+	const char *path; /* absolute */
+	long long offset, size;
+	const char *data; /* len bytes from offset, when error is NULL */
+	size_t len;
+	const char *error; /* why nothing was read */
+};
+typedef void (*fileread_cb)(const struct fileread *, void *);
+void fileread_start(struct call *, struct sandbox *, const char *, long long,
+    long long, fileread_cb, void *);
+char *fileread_uri(const char *, const char *);
+int fileread_uri_parse(
+    const char *, char *, size_t, char **, const char **);
 
 /* upload.c */
 struct upload;

@@ -137,15 +137,16 @@ xrun_credit_cb(long bytes, void *arg)
 }
 
 /*
- * One picture the worker listed: its known members, and its bytes (taken
- * from the front of x->images) as "data" in base64 when they are there
- * and their header says what the worker said.
+ * One picture the worker listed: its known members, the resource URI of
+ * its file when it is one, and its bytes (taken from the front of
+ * x->images) as "data" in base64 when they are there and their header
+ * says what the worker said.
  */
 static json_object *
 xrun_image(struct xrun *x, json_object *in)
 {
 	static const char *const keys[] = {"where", "mime_type", "bytes",
-	    "width", "height", "over_cap", "error"};
+	    "width", "height", "over_cap", "path", "error"};
 	json_object *o, *v;
 	struct imgsig sig;
 	long long n;
@@ -159,6 +160,12 @@ xrun_image(struct xrun *x, json_object *in)
 		    !json_object_is_type(v, json_type_object) &&
 		    !json_object_is_type(v, json_type_array))
 			json_object_object_add(o, keys[i], json_object_get(v));
+	if (json_object_object_get_ex(o, "path", &v)) {
+		/* A file in the sandbox (the worker checked its form). */
+		enc = fileread_uri(x->short_id, json_object_get_string(v));
+		json_object_object_add(o, "uri", json_object_new_string(enc));
+		free(enc);
+	}
 	if (json_object_object_get_ex(o, "over_cap", NULL) ||
 	    json_object_object_get_ex(o, "error", NULL))
 		return o;
@@ -446,22 +453,15 @@ void
 xrun_links(json_object *result, json_object *content)
 {
 	static const char *const keys[] = {"stdout_uri", "stderr_uri"};
-	json_object *v, *l;
+	json_object *v;
 	int i;
 
-	for (i = 0; i < 2; i++) {
-		if (!json_object_object_get_ex(result, keys[i], &v))
-			continue;
-		l = json_object_new_object();
-		json_object_object_add(
-		    l, "type", json_object_new_string("resource_link"));
-		json_object_object_add(l, "uri", json_object_get(v));
-		json_object_object_add(l, "name",
-		    json_object_new_string(i ? "full stderr" : "full stdout"));
-		json_object_object_add(
-		    l, "mimeType", json_object_new_string("text/plain"));
-		json_object_array_add(content, l);
-	}
+	for (i = 0; i < 2; i++)
+		if (json_object_object_get_ex(result, keys[i], &v))
+			json_object_array_add(content,
+			    tool_resource_link(json_object_get_string(v),
+			        i ? "full stderr" : "full stdout", "text/plain",
+			        -1));
 }
 
 /*

@@ -61,11 +61,18 @@ const char tool_execute_code_schema[] =
     "\"images\":{\"type\":\"array\",\"description\":\"pictures the "
     "code made (Python: matplotlib figures shown or still open at the "
     "end, a PIL image or figure as the last value; JavaScript: a PNG or "
-    "JPEG Buffer as the last value), in order; those shown are image "
-    "blocks of the content, in the same order\",\"items\":{"
+    "JPEG Buffer as the last value; both: PNG and JPEG files the call "
+    "wrote in $MCP_OUTPUT_DIR), in order; those shown are image "
+    "blocks of the content, in the same order, and those over the cap "
+    "resource links\",\"items\":{"
     "\"type\":\"object\",\"properties\":{"
     "\"where\":{\"type\":\"string\",\"description\":\"figure N, "
-    "last value\"},"
+    "last value, file NAME\"},"
+    "\"path\":{\"type\":\"string\",\"description\":\"the "
+    "picture's file in the sandbox (one of the output folder, or one an "
+    "over-cap figure was saved to)\"},"
+    "\"uri\":{\"type\":\"string\",\"description\":\"that file "
+    "as a resource (sandbox://{id}/files/{path})\"},"
     "\"mime_type\":{\"type\":\"string\"},"
     "\"bytes\":{\"type\":\"integer\"},"
     "\"width\":{\"type\":\"integer\"},"
@@ -73,8 +80,8 @@ const char tool_execute_code_schema[] =
     "\"shown\":{\"type\":\"boolean\",\"description\":\"it is an "
     "image block of the content\"},"
     "\"over_cap\":{\"type\":\"boolean\",\"description\":\"larger "
-    "than the server's --max-image-kb: not shown (bytes as the sandbox "
-    "said)\"},"
+    "than the server's --max-image-kb: not shown, but linked as its "
+    "resource when it has a file (bytes as the sandbox said)\"},"
     "\"error\":{\"type\":\"string\",\"description\":\"why it was "
     "refused\"}}}}},"
     "\"required\":[\"language\",\"stdout\",\"stderr\",\"exit_code\"]}";
@@ -96,7 +103,7 @@ member_int64(json_object *o, const char *key)
 static void
 code_images(json_object *r, json_object *blocks, struct evbuffer *t)
 {
-	json_object *list, *im, *v, *b;
+	json_object *list, *im, *v, *b, *m;
 	size_t i;
 
 	if (!json_object_object_get_ex(r, "images", &list) ||
@@ -119,10 +126,25 @@ code_images(json_object *r, json_object *blocks, struct evbuffer *t)
 		if (json_object_object_get_ex(im, "error", &v))
 			evbuffer_add_printf(
 			    t, " refused: %s", json_object_get_string(v));
-		else if (json_object_object_get_ex(im, "over_cap", NULL))
+		else if (json_object_object_get_ex(im, "over_cap", NULL) &&
+		         json_object_object_get_ex(im, "uri", &v)) {
+			evbuffer_add_printf(t,
+			    ", over the image cap of %ld KiB: not shown; it is "
+			    "the resource %s",
+			    sup.conf->max_image_kb, json_object_get_string(v));
+			json_object_array_add(blocks,
+			    tool_resource_link(json_object_get_string(v),
+			        json_object_object_get_ex(im, "where", &m)
+			            ? json_object_get_string(m)
+			            : "picture",
+			        json_object_object_get_ex(im, "mime_type", &m)
+			            ? json_object_get_string(m)
+			            : "application/octet-stream",
+			        member_int64(im, "bytes")));
+		} else if (json_object_object_get_ex(im, "over_cap", NULL))
 			evbuffer_add_printf(t,
 			    ", over the image cap of %ld KiB: not shown "
-			    "(save it to a file and copy it out)",
+			    "(it could not be kept in the output folder)",
 			    sup.conf->max_image_kb);
 		evbuffer_add_printf(t, "\n");
 		if (!json_object_object_get_ex(im, "data", &v)) {

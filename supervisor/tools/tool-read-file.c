@@ -2,13 +2,13 @@
  * read_file: a file of a sandbox, or a slice of it (offset, length), as
  * text or base64.  Read by the sandbox user inside the container.  A
  * picture (PNG, JPEG, GIF or WebP by its first bytes, whatever its name)
- * read whole is also given as an image block, within --max-image-kb.
+ * read whole is also given as an image block, within --max-image-kb;
+ * a larger one as a link to its resource (sandbox://{id}/files/{path}).
+ * The reading itself is the run layer's (fileread.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/buffer.h>
 
 #include "base64.h"
 #include "config.h"
@@ -17,12 +17,9 @@
 #include "mcp.h"
 #include "run.h"
 #include "sandbox.h"
-#include "sbout.h"
 #include "tools.h"
 #include "utf8.h"
 #include "xmalloc.h"
-
-#define READ_MAX (4 * 1024 * 1024)
 
 static const char input_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -55,31 +52,11 @@ static const char output_schema[] =
     "\"note\":{\"type\":\"string\"}}}},"
     "\"required\":[\"path\",\"content\",\"size\",\"truncated\"]}";
 
-/* The reading: engine/scripts/read-file.sh, embedded. */
-extern const char read_file_sh[];
-
 struct rfile {
 	struct call *call;
-	struct evbuffer *buf;
-	char *path;
-	long long offset, length;
-	char nonce[SBOUT_NONCE_LEN + 1];
-	int base64, over;
+	char *short_id; /* the sandbox's, for the file's resource URI */
+	int base64;
 };
-
-static int
-rfile_sink(struct xrun *run, const char *p, size_t len, void *arg)
-{
-	struct rfile *r = arg;
-
-	(void)run;
-	/* The reader stops at length; room for the size lines. */
-	if (evbuffer_get_length(r->buf) + len <= (size_t)r->length + 128)
-		evbuffer_add(r->buf, p, len);
-	else
-		r->over = 1;
-	return 0;
-}
 
 /*
  * A picture read from its start: its facts in o's "image", and the image
@@ -128,56 +105,35 @@ rfile_image(json_object *o, const struct imgsig *sig, const char *data,
 }
 
 static void
-rfile_done(struct xrun *run, json_object *res, void *arg)
+rfile_done(const struct fileread *f, void *arg)
 {
 	struct rfile *r = arg;
-	struct sbout_read rd;
 	struct imgsig sig;
-	json_object *v, *o, *img = NULL, *tr, *items;
-	long long size;
+	json_object *o, *img = NULL, *tr, *items, *link;
 	size_t len, n;
-	const char *all, *data, *note = NULL;
-	char err[256], *text, *t2;
+	const char *data, *note = NULL;
+	char *text, *t2, *uri = NULL;
 	int picture;
 
-	(void)run;
-	if (!json_object_object_get_ex(res, "exit_code", &v) ||
-	    json_object_get_int(v) != 0) {
-		mcp_call_reply(
-		    r->call, tool_error("cannot read %s: %s", r->path,
-		                 xrun_failure(res, "failed")));
-		goto out;
-	}
-	if (r->over) {
+	if (f->error != NULL) {
 		mcp_call_reply(r->call,
-		    tool_error("cannot read %s: the reader wrote more than "
-		               "asked for (something in the sandbox wrote into "
-		               "its output); nothing read",
-		        r->path));
+		    tool_error("cannot read %s: %s", f->path, f->error));
 		goto out;
 	}
-	all = (const char *)evbuffer_pullup(r->buf, -1);
-	if (sbout_read(all, evbuffer_get_length(r->buf), r->nonce, r->offset,
-	        r->length, &rd, err, sizeof err) == -1) {
-		mcp_call_reply(
-		    r->call, tool_error("cannot read %s: %s", r->path, err));
-		goto out;
-	}
-	size = rd.size;
-	data = all + rd.data_off;
-	len = rd.data_len;
-	picture = r->offset == 0 && imgsig_probe(data, len, &sig) == 0;
+	data = f->data;
+	len = f->len;
+	picture = f->offset == 0 && imgsig_probe(data, len, &sig) == 0;
 	if (!r->base64 && !utf8_valid(data, len) && picture)
 		r->base64 = 1; /* a picture's bytes are not text: base64 */
 	if (!r->base64 && !utf8_valid(data, len)) {
 		mcp_call_reply(
 		    r->call, tool_error("%s is not UTF-8 text; read it "
 		                        "with encoding \"base64\"",
-		                 r->path));
+		                 f->path));
 		goto out;
 	}
 	o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(r->path));
+	json_object_object_add(o, "path", json_object_new_string(f->path));
 	if (r->base64) {
 		text = base64_encode(data, len, &n);
 		json_object_object_add(
@@ -188,54 +144,62 @@ rfile_done(struct xrun *run, json_object *res, void *arg)
 		    o, "content", json_object_new_string_len(data, (int)len));
 	json_object_object_add(o, "encoding",
 	    json_object_new_string(r->base64 ? "base64" : "utf-8"));
-	json_object_object_add(o, "offset", json_object_new_int64(r->offset));
+	json_object_object_add(o, "offset", json_object_new_int64(f->offset));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
-	json_object_object_add(o, "size", json_object_new_int64(size));
+	json_object_object_add(o, "size", json_object_new_int64(f->size));
 	json_object_object_add(o, "truncated",
-	    json_object_new_boolean(r->offset + (long long)len < size));
-	if (picture)
-		img = rfile_image(o, &sig, data, len, size, &note);
+	    json_object_new_boolean(f->offset + (long long)len < f->size));
+	if (picture) {
+		img = rfile_image(o, &sig, data, len, f->size, &note);
+		if (img == NULL)
+			uri = fileread_uri(r->short_id, f->path);
+	}
 	if (r->base64)
 		xasprintf(&text,
 		    "%s: %zu bytes (base64) of %lld from offset "
 		    "%lld.",
-		    r->path, len, size, r->offset);
+		    f->path, len, f->size, f->offset);
 	else
 		xasprintf(&text,
-		    "%s (%zu of %lld bytes from offset %lld):\n%.*s", r->path,
-		    len, size, r->offset, (int)len, data);
+		    "%s (%zu of %lld bytes from offset %lld):\n%.*s", f->path,
+		    len, f->size, f->offset, (int)len, data);
 	if (picture) {
-		xasprintf(&t2, "%s\n%s, %ux%u%s%s", text, sig.mime, sig.width,
-		    sig.height, note != NULL ? ": " : "",
-		    note != NULL ? note : "");
+		xasprintf(&t2, "%s\n%s, %ux%u%s%s%s%s", text, sig.mime,
+		    sig.width, sig.height, note != NULL ? ": " : "",
+		    note != NULL ? note : "",
+		    uri != NULL ? "; the whole picture is the resource " : "",
+		    uri != NULL ? uri : "");
 		free(text);
 		text = t2;
 	}
 	tr = tool_result(o, text, 0);
-	if (img != NULL) {
-		items = json_object_new_array();
+	items = json_object_new_array();
+	if (img != NULL)
 		json_object_array_add(items, img);
-		tool_result_add_content(tr, items);
-		json_object_put(items);
+	if (uri != NULL) {
+		link = tool_resource_link(uri, f->path, sig.mime, f->size);
+		json_object_array_add(items, link);
+		json_object_object_add(json_object_object_get(o, "image"),
+		    "uri", json_object_new_string(uri));
 	}
+	tool_result_add_content(tr, items);
+	json_object_put(items);
 	mcp_call_reply(r->call, tr);
 	free(text);
+	free(uri);
 out:
-	evbuffer_free(r->buf);
-	free(r->path);
+	free(r->short_id);
 	free(r);
 }
 
 static void
 read_file(struct call *c)
 {
-	const char *path, *enc, *args[5];
+	const char *path, *enc;
 	json_object *v;
-	struct xrun_opts o;
-	char *line;
 	struct sandbox *sb;
 	struct rfile *r;
-	char off[32], len[32];
+	long long offset = 0, length = FILEREAD_MAX;
 
 	if (!tool_arg_type_ok(c, "file_path", json_type_string, NULL) ||
 	    (path = tool_arg_string(c, "file_path")) == NULL || *path == '\0' ||
@@ -252,48 +216,24 @@ read_file(struct call *c)
 		    c, tool_error("encoding must be utf-8 or base64"));
 		return;
 	}
-	r = xcalloc(1, sizeof *r);
-	r->length = READ_MAX;
 	if (!tool_arg_type_ok(c, "offset", json_type_int, &v) ||
-	    (v != NULL && (r->offset = json_object_get_int64(v)) < 0) ||
+	    (v != NULL && (offset = json_object_get_int64(v)) < 0) ||
 	    !tool_arg_type_ok(c, "length", json_type_int, &v) ||
-	    (v != NULL && ((r->length = json_object_get_int64(v)) < 0 ||
-	                      r->length > READ_MAX))) {
-		free(r);
+	    (v != NULL && ((length = json_object_get_int64(v)) < 0 ||
+	                      length > FILEREAD_MAX))) {
 		mcp_call_reply(
 		    c, tool_error("offset must be a non-negative integer "
 		                  "and length one from 0 to %d",
-		           READ_MAX));
+		           FILEREAD_MAX));
 		return;
 	}
-	if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
-		free(r);
+	if ((sb = sandbox_lookup(c, "container_id")) == NULL)
 		return;
-	}
+	r = xcalloc(1, sizeof *r);
 	r->call = c;
+	r->short_id = xstrndup(sb->id, 12);
 	r->base64 = enc != NULL && strcmp(enc, "base64") == 0;
-	r->buf = evbuffer_new();
-	if (path[0] == '/')
-		r->path = xstrdup(path);
-	else
-		xasprintf(&r->path, "%s/%s", sb->workdir, path);
-	snprintf(off, sizeof off, "%lld", r->offset);
-	snprintf(len, sizeof len, "%lld", r->length);
-	args[0] = r->path;
-	args[1] = off;
-	args[2] = len;
-	sbout_nonce(r->nonce, sizeof r->nonce);
-	args[3] = r->nonce;
-	args[4] = NULL;
-	memset(&o, 0, sizeof o);
-	o.command = read_file_sh;
-	o.args = args;
-	xasprintf(&line, "read_file %s", r->path);
-	o.log_as = line;
-	o.timeout_ms = sup.conf->exec_timeout * 1000;
-	o.stdout_sink = rfile_sink;
-	xrun_start(c, sb, &o, rfile_done, r);
-	free(line);
+	fileread_start(c, sb, path, offset, length, rfile_done, r);
 }
 
 const struct tool tool_read_file = {

@@ -100,44 +100,102 @@ be32(const unsigned char *p)
 	       (uint32_t)p[2] << 8 | p[3];
 }
 
-/*
- * The image blocks of a result's content, in order; assert that block n
- * is a PNG of w x h: base64 that decodes, the signature, IHDR first.
- */
+/* Assert that b64 is a PNG of w x h: base64, the signature, IHDR first. */
+static void
+expect_png_data(const char *b64, unsigned int w, unsigned int h)
+{
+	unsigned char *png;
+	size_t len;
+
+	cr_assert_not_null(b64);
+	png = base64_decode(b64, strlen(b64), &len);
+	cr_assert_not_null(png, "the image's data is not base64");
+	cr_assert_geq(len, 24);
+	cr_assert(memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0,
+	    "not a PNG signature");
+	cr_assert(memcmp(png + 12, "IHDR", 4) == 0);
+	cr_expect_eq(be32(png + 16), w, "width %u, want %u", be32(png + 16), w);
+	cr_expect_eq(
+	    be32(png + 20), h, "height %u, want %u", be32(png + 20), h);
+	free(png);
+}
+
+/* The n-th content block of type type, or NULL. */
+static json_object *
+block_of(json_object *r, const char *type, int n)
+{
+	json_object *content, *b, *v;
+	size_t i;
+	int seen = 0;
+
+	if (!json_object_object_get_ex(r, "content", &content))
+		return NULL;
+	for (i = 0; i < json_object_array_length(content); i++) {
+		b = json_object_array_get_idx(content, i);
+		if (json_object_object_get_ex(b, "type", &v) &&
+		    strcmp(json_object_get_string(v), type) == 0 &&
+		    seen++ == n)
+			return b;
+	}
+	return NULL;
+}
+
+/* Assert that the n-th image block of a result is a PNG of w x h. */
 static void
 expect_png_block(json_object *r, int n, unsigned int w, unsigned int h)
 {
-	json_object *content, *b, *v;
-	unsigned char *png;
-	size_t i, len;
-	int seen = 0;
+	json_object *b;
 
-	cr_assert(json_object_object_get_ex(r, "content", &content));
-	for (i = 0; i < json_object_array_length(content); i++) {
-		b = json_object_array_get_idx(content, i);
-		if (!json_object_object_get_ex(b, "type", &v) ||
-		    strcmp(json_object_get_string(v), "image") != 0)
-			continue;
-		if (seen++ != n)
-			continue;
-		cr_assert_str_eq(h_str(b, "mimeType"), "image/png");
-		cr_assert(json_object_object_get_ex(b, "data", &v));
-		png = base64_decode(json_object_get_string(v),
-		    (size_t)json_object_get_string_len(v), &len);
-		cr_assert_not_null(png, "the image's data is not base64");
-		cr_assert_geq(len, 24);
-		cr_assert(memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0,
-		    "not a PNG signature");
-		cr_assert(memcmp(png + 12, "IHDR", 4) == 0);
-		cr_expect_eq(
-		    be32(png + 16), w, "width %u, want %u", be32(png + 16), w);
-		cr_expect_eq(
-		    be32(png + 20), h, "height %u, want %u", be32(png + 20), h);
-		free(png);
-		return;
-	}
-	cr_assert_fail(
-	    "no image block %d in %.3000s", n, json_object_to_json_string(r));
+	b = block_of(r, "image", n);
+	cr_assert_not_null(
+	    b, "no image block %d in %.3000s", n, json_object_to_json_string(r));
+	cr_assert_str_eq(h_str(b, "mimeType"), "image/png");
+	expect_png_data(h_str(b, "data"), w, h);
+}
+
+/*
+ * resources/read of a sandbox file's URI: the response's one item,
+ * whose whole response *m the caller frees.
+ */
+static json_object *
+read_resource(struct h_server *s, const char *uri, json_object **m)
+{
+	json_object *p;
+	long id;
+
+	p = json_object_new_object();
+	json_object_object_add(p, "uri", json_object_new_string(uri));
+	id = h_send_request_obj(s, "resources/read", p); /* p is taken */
+	*m = h_wait_id(s, id, 60000);
+	cr_assert_not_null(*m, "no answer to resources/read %s", uri);
+	return h_get(*m, "result.contents.0");
+}
+
+/*
+ * The resource link of the n-th picture: a resource_link block with the
+ * structured list's uri, whose resource is the whole PNG of w x h and
+ * size bytes.
+ */
+static void
+expect_png_link(struct h_server *s, json_object *r, const char *uri,
+    unsigned int w, unsigned int h, long long size)
+{
+	json_object *b, *m, *item;
+
+	b = block_of(r, "resource_link", 0);
+	cr_assert_not_null(b, "no resource_link in %.3000s",
+	    json_object_to_json_string(r));
+	cr_assert_str_eq(h_str(b, "uri"), uri);
+	cr_expect_str_eq(h_str(b, "mimeType"), "image/png");
+	cr_expect_eq(h_int(b, "size"), size);
+	item = read_resource(s, uri, &m);
+	cr_assert_not_null(item, "%s", json_object_to_json_string(m));
+	cr_expect_str_eq(h_str(item, "uri"), uri);
+	cr_expect_str_eq(h_str(item, "mimeType"), "image/png");
+	cr_expect_eq(h_int(item, "_meta.size"), size);
+	cr_expect_eq(h_int(item, "_meta.length"), size);
+	expect_png_data(h_str(item, "blob"), w, h);
+	json_object_put(m);
 }
 
 static int
@@ -202,17 +260,18 @@ Test(images, read_file_png_gives_an_image_block, .timeout = 180,
 	h_finish(s);
 }
 
-Test(images, read_file_png_over_the_cap_is_a_note, .timeout = 180,
+Test(images, read_file_png_over_the_cap_is_a_link, .timeout = 180,
     .fini = images_fini)
 {
 	struct h_server *s;
 	json_object *r;
-	char *cid;
+	char *cid, uri[128];
 
 	s = start("--max-image-kb", "4");
 	cid = create(s, PY_IMAGE);
-	make_png(s, cid, "/app/big.png", 64, 64); /* 12 KiB of noise */
-	r = read_file(s, cid, "/app/big.png");
+	/* 12 KiB of noise; the name needs escaping in the URI. */
+	make_png(s, cid, "'/app/big plot%.png'", 64, 64);
+	r = read_file(s, cid, "/app/big plot%.png");
 	cr_assert(!h_is_error(r), "%s", h_text(r));
 	cr_expect_eq(count_images(r), 0);
 	cr_expect(!h_bool(r, "structuredContent.image.shown"));
@@ -220,6 +279,11 @@ Test(images, read_file_png_over_the_cap_is_a_note, .timeout = 180,
 	              "--max-image-kb"),
 	    "%s", json_object_to_json_string(r));
 	cr_expect(h_contains(h_text(r), "image/png, 64x64"), "%s", h_text(r));
+	snprintf(uri, sizeof uri, "sandbox://%.12s/files/app/big%%20plot%%25.png",
+	    cid);
+	cr_expect_str_eq(h_str(r, "structuredContent.image.uri"), uri);
+	expect_png_link(
+	    s, r, uri, 64, 64, h_int(r, "structuredContent.size"));
 	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
@@ -349,11 +413,11 @@ Test(images, pil_image_as_last_value, .timeout = 240, .fini = images_fini)
 	h_finish(s);
 }
 
-Test(images, figure_over_the_cap_is_a_note, .timeout = 240, .fini = images_fini)
+Test(images, figure_over_the_cap_is_a_link, .timeout = 240, .fini = images_fini)
 {
 	struct h_server *s;
 	json_object *r;
-	char *cid;
+	char *cid, uri[128];
 
 	s = start("--max-image-kb", "4");
 	cid = create(s, PY_IMAGE);
@@ -372,6 +436,18 @@ Test(images, figure_over_the_cap_is_a_note, .timeout = 240, .fini = images_fini)
 	cr_expect_eq(image_int(r, 0, "width"), 200);
 	cr_expect(h_contains(h_text(r), "over the image cap of 4 KiB"), "%s",
 	    h_text(r));
+	/* Kept in the output folder, and linked as its resource. */
+	cr_expect_str_eq(
+	    image_str(r, 0, "path"), "/tmp/mcp-output/figure-1.png");
+	snprintf(uri, sizeof uri,
+	    "sandbox://%.12s/files/tmp/mcp-output/figure-1.png", cid);
+	cr_expect_str_eq(image_str(r, 0, "uri"), uri);
+	expect_png_link(s, r, uri, 200, 150, image_int(r, 0, "bytes"));
+	json_object_put(r);
+	/* The saved figure is not shown again by the next call. */
+	r = run_ok(s, cid, "python", "x = 1\n");
+	cr_expect_null(h_get(r, "structuredContent.images"), "%.3000s",
+	    json_object_to_json_string(r));
 	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
@@ -429,6 +505,129 @@ Test(images, js_png_buffer_as_last_value, .timeout = 240, .fini = images_fini)
 	cr_expect_eq(count_images(r), 0);
 	cr_expect(h_contains(h_str(r, "structuredContent.stdout"), "<Buffer"));
 	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+/* Files a call writes in $MCP_OUTPUT_DIR are its pictures, in both. */
+Test(images, output_folder_files, .timeout = 300, .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid, py[2048], uri[128];
+
+	s = start("--max-image-kb", "4");
+	cid = create(s, NODE_IMAGE);
+	/* A small PNG and a text file: only the picture is shown. */
+	r = run_ok(s, cid, "javascript",
+	    "const fs = require('fs');\n"
+	    "const d = process.env.MCP_OUTPUT_DIR;\n"
+	    "fs.writeFileSync(d + '/chart.png', Buffer.from('89504e470d0a1a0a"
+	    "0000000d494844520000000c0000000908060000000000000000', 'hex'));\n"
+	    "fs.writeFileSync(d + '/notes.txt', 'not a picture');\n"
+	    "d\n");
+	cr_expect(h_contains(h_str(r, "structuredContent.stdout"),
+	              "/tmp/mcp-output"),
+	    "%s", h_str(r, "structuredContent.stdout"));
+	cr_assert_eq(
+	    count_images(r), 1, "%.3000s", json_object_to_json_string(r));
+	expect_png_block(r, 0, 12, 9);
+	cr_expect_str_eq(image_str(r, 0, "where"), "file chart.png");
+	cr_expect_str_eq(image_str(r, 0, "path"), "/tmp/mcp-output/chart.png");
+	cr_expect_null(image_member(r, 1, "where"));
+	json_object_put(r);
+	/* Unchanged files are not shown again; a rewritten one is. */
+	r = run_ok(s, cid, "javascript", "1 + 1");
+	cr_expect_eq(count_images(r), 0);
+	json_object_put(r);
+	r = run_ok(s, cid, "javascript",
+	    "fs.writeFileSync(d + '/chart.png', Buffer.from('89504e470d0a1a0a"
+	    "0000000d49484452000000070000000508060000000000000000', 'hex'));\n");
+	cr_assert_eq(
+	    count_images(r), 1, "%.3000s", json_object_to_json_string(r));
+	expect_png_block(r, 0, 7, 5);
+	json_object_put(r);
+	/* A Buffer value over the cap: saved there, and linked. */
+	make_png(s, cid, "/tmp/big.png", 64, 64);
+	r = run_ok(s, cid, "javascript", "fs.readFileSync('/tmp/big.png')");
+	cr_expect_eq(count_images(r), 0);
+	cr_expect(json_object_get_boolean(image_member(r, 0, "over_cap")));
+	cr_expect_str_eq(image_str(r, 0, "where"), "last value");
+	cr_expect_str_eq(
+	    image_str(r, 0, "path"), "/tmp/mcp-output/value-1.png");
+	cr_expect_null(image_member(r, 1, "where"), "shown twice: %.3000s",
+	    json_object_to_json_string(r));
+	snprintf(uri, sizeof uri,
+	    "sandbox://%.12s/files/tmp/mcp-output/value-1.png", cid);
+	expect_png_link(s, r, uri, 64, 64, image_int(r, 0, "bytes"));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+
+	/* Python: a file written there, over the cap, is linked. */
+	cid = create(s, PY_IMAGE);
+	snprintf(py, sizeof py,
+	    "import os, sys\n"
+	    "sys.argv = ['', os.environ['MCP_OUTPUT_DIR'] + '/noise.png', "
+	    "'64', '64']\n%s",
+	    png_py);
+	r = run_ok(s, cid, "python", py);
+	cr_expect_eq(count_images(r), 0);
+	cr_expect_str_eq(image_str(r, 0, "where"), "file noise.png");
+	cr_expect(json_object_get_boolean(image_member(r, 0, "over_cap")));
+	snprintf(uri, sizeof uri,
+	    "sandbox://%.12s/files/tmp/mcp-output/noise.png", cid);
+	expect_png_link(s, r, uri, 64, 64, image_int(r, 0, "bytes"));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
+/* The file resource: text, pages, and clear errors for what is not one. */
+Test(images, file_resource_reads_and_refuses, .timeout = 180,
+    .fini = images_fini)
+{
+	struct h_server *s;
+	json_object *m, *item;
+	char *cid, uri[160];
+	static const char *const bad[] = {"/files/", "/files/tmp/%zz",
+	    "/files/tmp/a%00b", "/files/no/such/file", "/files/tmp"};
+	size_t i;
+
+	s = start(NULL, NULL);
+	cid = create(s, PY_IMAGE);
+	free(h_exec_ok(s, cid, "printf 'hello, world' > /tmp/t.txt"));
+	snprintf(uri, sizeof uri, "sandbox://%.12s/files/tmp/t.txt", cid);
+	item = read_resource(s, uri, &m);
+	cr_assert_not_null(item, "%s", json_object_to_json_string(m));
+	cr_expect_str_eq(h_str(item, "text"), "hello, world");
+	cr_expect_str_eq(h_str(item, "mimeType"), "text/plain");
+	json_object_put(m);
+	snprintf(uri, sizeof uri,
+	    "sandbox://%.12s/files/tmp/t.txt?offset=7&length=3", cid);
+	item = read_resource(s, uri, &m);
+	cr_assert_not_null(item, "%s", json_object_to_json_string(m));
+	cr_expect_str_eq(h_str(item, "text"), "wor");
+	cr_expect_eq(h_int(item, "_meta.size"), 12);
+	cr_expect_eq(h_int(item, "_meta.next_offset"), 10);
+	json_object_put(m);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(uri, sizeof uri, "sandbox://%.12s%s", cid, bad[i]);
+		item = read_resource(s, uri, &m);
+		cr_expect_null(item, "%s read: %s", uri,
+		    json_object_to_json_string(m));
+		cr_expect_eq(h_int(m, "error.code"), -32002, "%s: %s", uri,
+		    json_object_to_json_string(m));
+		json_object_put(m);
+	}
+	/* Another sandbox's id is no sandbox. */
+	item = read_resource(
+	    s, "sandbox://000000000000/files/tmp/t.txt", &m);
+	cr_expect_null(item);
+	cr_expect(h_contains(h_str(m, "error.message"), "no such sandbox"));
+	json_object_put(m);
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);
