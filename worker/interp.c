@@ -283,7 +283,8 @@ interp_path(json_object *im, json_object *o)
 	for (i = 0; i < n; i++)
 		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
 			return;
-	json_object_object_add(im, "path", json_object_new_string_len(p, (int)n));
+	json_object_object_add(
+	    im, "path", json_object_new_string_len(p, (int)n));
 }
 
 /* The checked facts of a picture's header into im; -1 if they fail. */

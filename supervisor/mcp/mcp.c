@@ -633,8 +633,8 @@ mcp_call_reply(struct call *c, json_object *result)
 		tasks_call_done(c, result);
 	else if (!c->cancelled) {
 		/* Tool names have no slash; methods do. */
-		rev_fit(c->sess, strchr(c->tool, '/') != NULL ? c->tool
-		                                              : "tools/call",
+		rev_fit(c->sess,
+		    strchr(c->tool, '/') != NULL ? c->tool : "tools/call",
 		    result);
 		mcp_send(c->sess, rpc_result(c->id, result));
 	} else

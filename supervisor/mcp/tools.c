@@ -179,7 +179,8 @@ tool_resource_link(
 	json_object *l;
 
 	l = json_object_new_object();
-	json_object_object_add(l, "type", json_object_new_string("resource_link"));
+	json_object_object_add(
+	    l, "type", json_object_new_string("resource_link"));
 	json_object_object_add(l, "uri", json_object_new_string(uri));
 	json_object_object_add(l, "name", json_object_new_string(name));
 	json_object_object_add(l, "mimeType", json_object_new_string(mime));

@@ -190,8 +190,9 @@ resource_item(const char *uri, const char *mime, const char *p, size_t len,
 		    c, "text", json_object_new_string_len(p, (int)len));
 	} else {
 		json_object_object_add(c, "mimeType",
-		    json_object_new_string(
-		        blob && mime != NULL ? mime : "application/octet-stream"));
+		    json_object_new_string(blob && mime != NULL
+		                               ? mime
+		                               : "application/octet-stream"));
 		b = base64_encode(p, len, &n);
 		json_object_object_add(
 		    c, "blob", json_object_new_string_len(b, (int)n));
@@ -330,8 +331,8 @@ file_done(const struct fileread *f, void *arg)
 		mcp_call_fail(fr->call, RESOURCE_NOT_FOUND, msg);
 		free(msg);
 	} else {
-		picture = f->offset == 0 &&
-		          imgsig_probe(f->data, f->len, &sig) == 0;
+		picture =
+		    f->offset == 0 && imgsig_probe(f->data, f->len, &sig) == 0;
 		mcp_call_reply(fr->call,
 		    resource_item(fr->uri, picture ? sig.mime : NULL, f->data,
 		        f->len, picture,
@@ -347,8 +348,8 @@ file_done(const struct fileread *f, void *arg)
  * bytes); a picture is a blob of its type.
  */
 static json_object *
-read_file_res(struct session *sess, json_object *id, const char *uri,
-    int *code, const char **why)
+read_file_res(struct session *sess, json_object *id, const char *uri, int *code,
+    const char **why)
 {
 	char idbuf[80], *path;
 	const char *q;
@@ -362,15 +363,14 @@ read_file_res(struct session *sess, json_object *id, const char *uri,
 		       "sandbox://{id}/files/{absolute path, percent-encoded})";
 		return NULL;
 	}
-	if (page_args(q, &offset, &length, FILEREAD_MAX, FILEREAD_MAX) ==
-	    -1) {
+	if (page_args(q, &offset, &length, FILEREAD_MAX, FILEREAD_MAX) == -1) {
 		free(path);
 		*code = RPC_INVALID_PARAMS;
 		*why = "page with ?offset=N&length=M (non-negative integers)";
 		return NULL;
 	}
-	if ((sb = sandbox_find(sess, idbuf)) == NULL ||
-	    sb->state != SB_READY || sb->worker == NULL) {
+	if ((sb = sandbox_find(sess, idbuf)) == NULL || sb->state != SB_READY ||
+	    sb->worker == NULL) {
 		free(path);
 		*code = RESOURCE_NOT_FOUND;
 		*why = sb == NULL ? "no such sandbox (stopped or expired?)"

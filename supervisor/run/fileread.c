@@ -155,8 +155,8 @@ fileread_uri(const char *short_id, const char *path)
 		if (uri_plain(*p))
 			evbuffer_add(b, p, 1);
 		else
-			evbuffer_add_printf(b, "%%%c%c", hex[*p >> 4],
-			    hex[*p & 15]);
+			evbuffer_add_printf(
+			    b, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
 	}
 	n = evbuffer_get_length(b);
 	s = xmalloc(n + 1);
@@ -186,8 +186,8 @@ hexval(char ch)
  * over 4096 bytes.
  */
 int
-fileread_uri_parse(const char *uri, char *id, size_t idlen, char **path,
-    const char **query)
+fileread_uri_parse(
+    const char *uri, char *id, size_t idlen, char **path, const char **query)
 {
 	const char *p, *slash, *end;
 	char *out;

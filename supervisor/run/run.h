@@ -1,7 +1,8 @@
 /*
  * The run layer: commands and code in a sandbox (xrun.c, coderun.c),
- * files up into it (upload.c) and read from it (fileread.c), what its helper scripts print (sbout.c)
- * and dependency detection (deps.c).  Above the sandbox layer.
+ * files up into it (upload.c) and read from it (fileread.c), what its helper
+ * scripts print (sbout.c) and dependency detection (deps.c).  Above the sandbox
+ * layer.
  */
 #ifndef RUN_H
 #define RUN_H
@@ -116,8 +117,7 @@ typedef void (*fileread_cb)(const struct fileread *, void *);
 void fileread_start(struct call *, struct sandbox *, const char *, long long,
     long long, fileread_cb, void *);
 char *fileread_uri(const char *, const char *);
-int fileread_uri_parse(
-    const char *, char *, size_t, char **, const char **);
+int fileread_uri_parse(const char *, char *, size_t, char **, const char **);
 
 /* upload.c */
 struct upload;

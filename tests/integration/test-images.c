@@ -111,8 +111,8 @@ expect_png_data(const char *b64, unsigned int w, unsigned int h)
 	png = base64_decode(b64, strlen(b64), &len);
 	cr_assert_not_null(png, "the image's data is not base64");
 	cr_assert_geq(len, 24);
-	cr_assert(memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0,
-	    "not a PNG signature");
+	cr_assert(
+	    memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0, "not a PNG signature");
 	cr_assert(memcmp(png + 12, "IHDR", 4) == 0);
 	cr_expect_eq(be32(png + 16), w, "width %u, want %u", be32(png + 16), w);
 	cr_expect_eq(
@@ -133,8 +133,7 @@ block_of(json_object *r, const char *type, int n)
 	for (i = 0; i < json_object_array_length(content); i++) {
 		b = json_object_array_get_idx(content, i);
 		if (json_object_object_get_ex(b, "type", &v) &&
-		    strcmp(json_object_get_string(v), type) == 0 &&
-		    seen++ == n)
+		    strcmp(json_object_get_string(v), type) == 0 && seen++ == n)
 			return b;
 	}
 	return NULL;
@@ -147,8 +146,8 @@ expect_png_block(json_object *r, int n, unsigned int w, unsigned int h)
 	json_object *b;
 
 	b = block_of(r, "image", n);
-	cr_assert_not_null(
-	    b, "no image block %d in %.3000s", n, json_object_to_json_string(r));
+	cr_assert_not_null(b, "no image block %d in %.3000s", n,
+	    json_object_to_json_string(r));
 	cr_assert_str_eq(h_str(b, "mimeType"), "image/png");
 	expect_png_data(h_str(b, "data"), w, h);
 }
@@ -183,8 +182,8 @@ expect_png_link(struct h_server *s, json_object *r, const char *uri,
 	json_object *b, *m, *item;
 
 	b = block_of(r, "resource_link", 0);
-	cr_assert_not_null(b, "no resource_link in %.3000s",
-	    json_object_to_json_string(r));
+	cr_assert_not_null(
+	    b, "no resource_link in %.3000s", json_object_to_json_string(r));
 	cr_assert_str_eq(h_str(b, "uri"), uri);
 	cr_expect_str_eq(h_str(b, "mimeType"), "image/png");
 	cr_expect_eq(h_int(b, "size"), size);
@@ -279,11 +278,10 @@ Test(images, read_file_png_over_the_cap_is_a_link, .timeout = 180,
 	              "--max-image-kb"),
 	    "%s", json_object_to_json_string(r));
 	cr_expect(h_contains(h_text(r), "image/png, 64x64"), "%s", h_text(r));
-	snprintf(uri, sizeof uri, "sandbox://%.12s/files/app/big%%20plot%%25.png",
-	    cid);
+	snprintf(uri, sizeof uri,
+	    "sandbox://%.12s/files/app/big%%20plot%%25.png", cid);
 	cr_expect_str_eq(h_str(r, "structuredContent.image.uri"), uri);
-	expect_png_link(
-	    s, r, uri, 64, 64, h_int(r, "structuredContent.size"));
+	expect_png_link(s, r, uri, 64, 64, h_int(r, "structuredContent.size"));
 	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
@@ -471,12 +469,23 @@ Test(images, forged_picture_lines_refused, .timeout = 240, .fini = images_fini)
 	    "os.write(1, m + b'{\"where\": \"b\", \"data\": \"aGVsbG8=\"}\\n')\n"
 	    "os.write(1, m + b'[[[[[[[[[[[[1]]]]]]]]]]]]\\n')\n"
 	    "os.write(1, m + b'{\"where\": \"c\", \"bytes\": 5}\\n')\n"
+	    "os.write(1, m + b'{\"where\": \"d\", \"bytes\": 99999999, "
+	    "\"path\": \"rel/x.png\"}\\n')\n"
+	    "os.write(1, m + b'{\"where\": \"e\", \"bytes\": 99999999, "
+	    "\"path\": \"/a\\\\nb\"}\\n')\n"
 	    "print('still here')\n");
 	cr_expect_eq(count_images(r), 0);
 	cr_expect(h_contains(image_str(r, 0, "error"), "base64"));
 	cr_expect(h_contains(image_str(r, 1, "error"), "PNG or JPEG"));
 	cr_expect(h_contains(image_str(r, 2, "error"), "not a picture"));
 	cr_expect(h_contains(image_str(r, 3, "error"), "not a picture"));
+	/* A path that is not absolute, or has a control character: none. */
+	cr_expect(json_object_get_boolean(image_member(r, 4, "over_cap")));
+	cr_expect_null(image_member(r, 4, "uri"));
+	cr_expect_null(image_member(r, 5, "path"));
+	cr_expect_null(image_member(r, 5, "uri"));
+	cr_expect_str_eq(image_str(r, 5, "where"), "e");
+	cr_expect_null(block_of(r, "resource_link", 0));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "still here\n");
 	json_object_put(r);
 	h_stop(s, cid);
@@ -527,8 +536,8 @@ Test(images, output_folder_files, .timeout = 300, .fini = images_fini)
 	    "0000000d494844520000000c0000000908060000000000000000', 'hex'));\n"
 	    "fs.writeFileSync(d + '/notes.txt', 'not a picture');\n"
 	    "d\n");
-	cr_expect(h_contains(h_str(r, "structuredContent.stdout"),
-	              "/tmp/mcp-output"),
+	cr_expect(
+	    h_contains(h_str(r, "structuredContent.stdout"), "/tmp/mcp-output"),
 	    "%s", h_str(r, "structuredContent.stdout"));
 	cr_assert_eq(
 	    count_images(r), 1, "%.3000s", json_object_to_json_string(r));
@@ -616,15 +625,14 @@ Test(images, file_resource_reads_and_refuses, .timeout = 180,
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		snprintf(uri, sizeof uri, "sandbox://%.12s%s", cid, bad[i]);
 		item = read_resource(s, uri, &m);
-		cr_expect_null(item, "%s read: %s", uri,
-		    json_object_to_json_string(m));
+		cr_expect_null(
+		    item, "%s read: %s", uri, json_object_to_json_string(m));
 		cr_expect_eq(h_int(m, "error.code"), -32002, "%s: %s", uri,
 		    json_object_to_json_string(m));
 		json_object_put(m);
 	}
 	/* Another sandbox's id is no sandbox. */
-	item = read_resource(
-	    s, "sandbox://000000000000/files/tmp/t.txt", &m);
+	item = read_resource(s, "sandbox://000000000000/files/tmp/t.txt", &m);
 	cr_expect_null(item);
 	cr_expect(h_contains(h_str(m, "error.message"), "no such sandbox"));
 	json_object_put(m);

@@ -2,8 +2,9 @@
 // execute_code arrives as an image content block (the SDK checks the result
 // against its schema and the tool's outputSchema), a valid PNG of the size
 // asked for; a PIL image as the last value; a figure over --max-image-kb is a
-// note, not a block; read_file of a PNG gives an image block. Over stdio, and
-// one figure over Streamable HTTP.
+// resource link the SDK reads back with resources/read; a file the code saves
+// in $MCP_OUTPUT_DIR is shown; read_file of a PNG gives an image block. Over
+// stdio, and one figure over Streamable HTTP.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
@@ -70,6 +71,30 @@ describe('pictures over stdio', { timeout: 300_000 }, () => {
     assert.equal(im.shown, false);
     assert.ok(im.bytes > 8192);
     assert.match(textOf(r), /over the image cap of 8 KiB/);
+    const [link] = r.content.filter((c) => c.type === 'resource_link');
+    assert.equal(link.uri, im.uri);
+    assert.equal(link.mimeType, 'image/png');
+    assert.equal(link.size, im.bytes);
+    assert.match(im.uri, /^sandbox:\/\/[0-9a-f]{12}\/files\/tmp\/mcp-output\/figure-\d+\.png$/);
+    const rr = await h.client.readResource({ uri: link.uri });
+    const [item] = rr.contents;
+    assert.equal(item.mimeType, 'image/png');
+    const b = Buffer.from(item.blob, 'base64');
+    assert.equal(b.length, im.bytes);
+    assert.equal(b.readUInt32BE(16), 200);
+    assert.equal(b.readUInt32BE(20), 150);
+  });
+
+  it('shows a picture the code saved in the output folder', async () => {
+    const r = await runCode(
+      h.client,
+      sb,
+      "import os\nfrom PIL import Image\nImage.new('RGB', (9, 4), 'green').save(os.environ['MCP_OUTPUT_DIR'] + '/green.png')\n",
+    );
+    assert.deepEqual(pngs(r), [{ width: 9, height: 4 }]);
+    const [im] = r.structuredContent.images;
+    assert.equal(im.where, 'file green.png');
+    assert.equal(im.path, '/tmp/mcp-output/green.png');
   });
 
   it('reads a PNG file as an image block', async () => {
