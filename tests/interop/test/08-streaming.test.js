@@ -292,7 +292,7 @@ describe('live output, cancellation, logs and bounded results', { timeout: 600_0
     expectOk(await call(client, 'sandbox_stop', { container_id: small.container_id }));
   });
 
-  it('resources/list has the logs resource; three templates; sandbox://stats is JSON', async () => {
+  it('resources/list has the logs resource; four templates; sandbox://stats is JSON', async () => {
     const { resources } = await client.listResources();
     const logs = resources.find((r) => r.uri === `containers://${sb.container_id}/logs`);
     assert.ok(logs, `resources: ${JSON.stringify(resources)}`);
@@ -303,6 +303,7 @@ describe('live output, cancellation, logs and bounded results', { timeout: 600_0
       'containers://{id}/logs',
       'sandbox://{id}/exec/{exec_id}/stderr',
       'sandbox://{id}/exec/{exec_id}/stdout',
+      'sandbox://{id}/files/{path}',
     ]);
     for (const t of resourceTemplates) assert.equal(typeof t.name, 'string');
 
