@@ -59,6 +59,15 @@ start(const char *a, const char *b)
 	return s;
 }
 
+/* A test's end: its sandbox stopped (cid freed), the server finished. */
+static void
+finish(struct h_server *s, char *cid)
+{
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
+
 static char *
 create(struct h_server *s, const char *image)
 {
@@ -254,9 +263,7 @@ Test(images, read_file_png_gives_an_image_block, .timeout = 180,
 	cr_expect_eq(count_images(r), 0);
 	cr_expect_null(h_get(r, "structuredContent.image"));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 Test(images, read_file_png_over_the_cap_is_a_link, .timeout = 180,
@@ -283,9 +290,7 @@ Test(images, read_file_png_over_the_cap_is_a_link, .timeout = 180,
 	cr_expect_str_eq(h_str(r, "structuredContent.image.uri"), uri);
 	expect_png_link(s, r, uri, 64, 64, h_int(r, "structuredContent.size"));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 /* --- execute_code --- */
@@ -384,9 +389,7 @@ Test(images, matplotlib_figures_shown_and_open, .timeout = 240,
 	cr_expect_eq(count_images(r), 0);
 	cr_expect_null(h_get(r, "structuredContent.images"));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 Test(images, pil_image_as_last_value, .timeout = 240, .fini = images_fini)
@@ -406,9 +409,7 @@ Test(images, pil_image_as_last_value, .timeout = 240, .fini = images_fini)
 	/* Shown, not printed. */
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "");
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 Test(images, figure_over_the_cap_is_a_link, .timeout = 240, .fini = images_fini)
@@ -447,9 +448,7 @@ Test(images, figure_over_the_cap_is_a_link, .timeout = 240, .fini = images_fini)
 	cr_expect_null(h_get(r, "structuredContent.images"), "%.3000s",
 	    json_object_to_json_string(r));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 /* Code that forges the driver's picture lines gets refusals, no crash. */
@@ -488,9 +487,7 @@ Test(images, forged_picture_lines_refused, .timeout = 240, .fini = images_fini)
 	cr_expect_null(block_of(r, "resource_link", 0));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "still here\n");
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 Test(images, js_png_buffer_as_last_value, .timeout = 240, .fini = images_fini)
@@ -514,9 +511,7 @@ Test(images, js_png_buffer_as_last_value, .timeout = 240, .fini = images_fini)
 	cr_expect_eq(count_images(r), 0);
 	cr_expect(h_contains(h_str(r, "structuredContent.stdout"), "<Buffer"));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 /* Files a call writes in $MCP_OUTPUT_DIR are its pictures, in both. */
@@ -589,9 +584,7 @@ Test(images, output_folder_files, .timeout = 300, .fini = images_fini)
 	    "sandbox://%.12s/files/tmp/mcp-output/noise.png", cid);
 	expect_png_link(s, r, uri, 64, 64, image_int(r, 0, "bytes"));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
 
 /* The file resource: text, pages, and clear errors for what is not one. */
@@ -636,7 +629,5 @@ Test(images, file_resource_reads_and_refuses, .timeout = 180,
 	cr_expect_null(item);
 	cr_expect(h_contains(h_str(m, "error.message"), "no such sandbox"));
 	json_object_put(m);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	finish(s, cid);
 }
