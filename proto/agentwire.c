@@ -42,6 +42,14 @@ type_known(unsigned int type)
 	case AGENT_SENT:
 	case AGENT_EXIT:
 	case AGENT_SWEPT:
+	case AGENT_LISTEN:
+	case AGENT_DIAL:
+	case AGENT_DATA:
+	case AGENT_ACK:
+	case AGENT_CLOSE:
+	case AGENT_LISTENING:
+	case AGENT_ACCEPT:
+	case AGENT_OPENED:
 		return 1;
 	}
 	return 0;
@@ -52,6 +60,7 @@ flags_valid(unsigned int type, unsigned int flags)
 {
 	switch (type) {
 	case AGENT_INPUT:
+	case AGENT_DATA:
 		return (flags & ~(unsigned int)AGENT_F_EOF) == 0;
 	case AGENT_OUT:
 		return flags == AGENT_F_STDOUT || flags == AGENT_F_STDERR;
@@ -68,7 +77,18 @@ agent_type_max(unsigned int type)
 		return AGENT_MAX_PAYLOAD;
 	case AGENT_INPUT:
 	case AGENT_OUT:
+	case AGENT_DATA:
 		return AGENT_DATA_CHUNK;
+	case AGENT_CLOSE:
+		return AGENT_MAX_ERROR;
+	case AGENT_LISTENING:
+		return 4 + AGENT_MAX_ERROR;
+	case AGENT_OPENED:
+		return 0;
+	case AGENT_LISTEN:
+	case AGENT_DIAL:
+	case AGENT_ACK:
+	case AGENT_ACCEPT:
 	case AGENT_CREDIT:
 	case AGENT_STARTED:
 	case AGENT_SENT:
@@ -515,6 +535,76 @@ agent_hello_decode(const unsigned char *p, size_t len, struct agent_hello *h)
 	h->uid = get32(p + 8);
 	h->gid = get32(p + 12);
 	return 0;
+}
+
+/* A why of at most AGENT_MAX_ERROR bytes after skip bytes. */
+static unsigned char *
+why_encode(uint16_t type, uint32_t id, const unsigned char *pre, size_t skip,
+    const char *why, size_t *lenp)
+{
+	size_t wlen = why != NULL ? strnlen(why, AGENT_MAX_ERROR + 1) : 0;
+	unsigned char *m;
+
+	if (wlen > AGENT_MAX_ERROR)
+		wlen = AGENT_MAX_ERROR; /* cut, as a why may be */
+	if ((m = msg_alloc(type, 0, id, skip + wlen, lenp)) == NULL)
+		return NULL;
+	if (skip > 0)
+		memcpy(m + AGENT_HDR_LEN, pre, skip);
+	if (wlen > 0)
+		memcpy(m + AGENT_HDR_LEN + skip, why, wlen);
+	return m;
+}
+
+static int
+why_decode(const unsigned char *p, size_t len, char *why)
+{
+	if (len > AGENT_MAX_ERROR || memchr(p, '\0', len) != NULL) {
+		errno = EPROTO;
+		return -1;
+	}
+	if (len > 0)
+		memcpy(why, p, len);
+	why[len] = '\0';
+	return 0;
+}
+
+unsigned char *
+agent_listening_encode(uint32_t port, const char *why, size_t *lenp)
+{
+	unsigned char pre[4];
+
+	if (port > 65535) {
+		errno = EINVAL;
+		return NULL;
+	}
+	put32(pre, port);
+	return why_encode(
+	    AGENT_LISTENING, 0, pre, sizeof pre, port == 0 ? why : NULL, lenp);
+}
+
+int
+agent_listening_decode(
+    const unsigned char *p, size_t len, uint32_t *port, char *why)
+{
+	if (len < 4 || (*port = get32(p)) > 65535 ||
+	    (*port != 0 && len != 4)) {
+		errno = EPROTO;
+		return -1;
+	}
+	return why_decode(p + 4, len - 4, why);
+}
+
+unsigned char *
+agent_close_encode(uint32_t conn, const char *why, size_t *lenp)
+{
+	return why_encode(AGENT_CLOSE, conn, NULL, 0, why, lenp);
+}
+
+int
+agent_close_decode(const unsigned char *p, size_t len, char *why)
+{
+	return why_decode(p, len, why);
 }
 
 unsigned char *

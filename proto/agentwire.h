@@ -37,6 +37,31 @@
  *		there is the empty KILL).  Any other length is refused.
  *	SWEEP	(id) fields: TOKEN, one or more: kill every process that
  *		carries one of them.  Answered with SWEPT.
+ *	LISTEN	(0) uint32 port: listen on 127.0.0.1:port (0: any free port;
+ *		a port taken already: any free one) for the egress proxy,
+ *		closing the one listened on before, if any.  Answered with
+ *		LISTENING.  Each connection accepted there is an ACCEPT.
+ *	DIAL	(conn) uint32 port: connect to 127.0.0.1:port in the sandbox
+ *		(an exposed port).  Answered with OPENED, or CLOSE with why.
+ *
+ * Both ways, about a connection (conn: an id of the connections' own
+ * space; DIAL's are chosen by the worker, below AGENT_CONN_AGENT, and
+ * ACCEPT's by the agent, with AGENT_CONN_AGENT set):
+ *	DATA	(conn) bytes read from the sender's socket, at most
+ *		AGENT_DATA_CHUNK; flag AGENT_F_EOF (the payload may be
+ *		empty): the sender's socket reached its end, nothing more
+ *		comes (the receiver shuts its socket's writing down once
+ *		what it holds is written).  Never more, in all, than the
+ *		window the receiver gave: AGENT_CONN_WINDOW at the start,
+ *		plus every ACK.
+ *	ACK	(conn) uint32: that many DATA bytes were written to the
+ *		receiver's socket; the sender may send that many more.
+ *	CLOSE	(conn) the connection is gone (an error, a reset, a
+ *		refusal), then its why, at most AGENT_MAX_ERROR bytes,
+ *		maybe empty.  No answer; the receiver closes its socket.
+ *		A connection whose both directions have sent EOF, and whose
+ *		bytes are all written, is gone on both ends without one.
+ * A message about a connection that is gone is late, not wrong: dropped.
  *
  * Agent to worker:
  *	HELLO	(0) uint32 version, pid, uid, gid; the first message.
@@ -50,6 +75,12 @@
  *		from wait4), then the error text, if it never ran (at most
  *		AGENT_MAX_ERROR bytes).  The command's last message.
  *	SWEPT	(id) uint32: how many processes were killed.
+ *	LISTENING (0) uint32 port listened on, then (when 0: it could not)
+ *		why, at most AGENT_MAX_ERROR bytes.
+ *	ACCEPT	(conn) uint32 the peer's port: a new connection to the
+ *		proxy's port.  The agent refuses (closes) one past
+ *		AGENT_MAX_CONNS at once.
+ *	OPENED	(conn) empty: a DIAL connected.
  *
  * Fields (RUN, SWEEP): uint16 tag, uint32 len, len bytes, one after the
  * other, filling the payload exactly; no field holds a NUL byte.
@@ -67,7 +98,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_VERSION 1
+#define AGENT_VERSION 2
 #define AGENT_HDR_LEN 12
 /* The largest payload of any type (a RUN: the command and its env). */
 #define AGENT_MAX_PAYLOAD (1024 * 1024 + 64 * 1024)
@@ -78,6 +109,9 @@
 #define AGENT_MAX_FIELDS 8192 /* ARG and ENV of a RUN together */
 #define AGENT_MAX_TOKENS 64 /* of a SWEEP */
 #define AGENT_TOKEN_MAX 39
+#define AGENT_CONN_WINDOW (256 * 1024) /* DATA in flight, each way */
+#define AGENT_MAX_CONNS 128 /* open at once, both kinds together */
+#define AGENT_CONN_AGENT 0x80000000u /* set in the ids of ACCEPTs */
 /* Where the agent is in every sandbox (a read-only bind mount). */
 #define AGENT_PATH "/.mcp-sandboxd-agent"
 
@@ -87,6 +121,12 @@ enum agent_type {
 	AGENT_CREDIT = 3,
 	AGENT_KILL = 4,
 	AGENT_SWEEP = 5,
+	AGENT_LISTEN = 6,
+	AGENT_DIAL = 7,
+
+	AGENT_DATA = 32,
+	AGENT_ACK = 33,
+	AGENT_CLOSE = 34,
 
 	AGENT_HELLO = 64,
 	AGENT_STARTED = 65,
@@ -94,6 +134,9 @@ enum agent_type {
 	AGENT_SENT = 67,
 	AGENT_EXIT = 68,
 	AGENT_SWEPT = 69,
+	AGENT_LISTENING = 70,
+	AGENT_ACCEPT = 71,
+	AGENT_OPENED = 72,
 };
 
 #define AGENT_F_STDOUT 0x1
@@ -182,6 +225,16 @@ struct agent_hello {
 };
 unsigned char *agent_hello_encode(const struct agent_hello *, size_t *);
 int agent_hello_decode(const unsigned char *, size_t, struct agent_hello *);
+
+/* LISTENING: *port, and why (NUL-terminated, AGENT_MAX_ERROR + 1) when
+ * it is 0.  -1 unless a port (0-65535) and a why without a NUL byte. */
+unsigned char *agent_listening_encode(uint32_t, const char *, size_t *);
+int agent_listening_decode(
+    const unsigned char *, size_t, uint32_t *, char *why);
+/* CLOSE: the why is NUL-terminated (AGENT_MAX_ERROR + 1); -1 if it holds
+ * a NUL byte. */
+unsigned char *agent_close_encode(uint32_t, const char *, size_t *);
+int agent_close_decode(const unsigned char *, size_t, char *why);
 
 /* EXIT. */
 struct agent_exit {

@@ -119,6 +119,17 @@ enum proto_type {
  *		height when its head says) for one over the cap, whose bytes
  *		are not sent; {where, error} for one that did not check.
  *		The worker's --max-image-kb is image_cap.
+ *	"expose" port (int, 1-65535: in the sandbox), bind (string, an IP
+ *		address of the host; default 127.0.0.1), auth (string: a
+ *		bearer token each connection's first request must carry in
+ *		Authorization, taken out before it goes on; none: no check),
+ *		host_port (int: listen on that port, as before a worker
+ *		restart; default: a free one):
+ *		listen on a free port of bind and relay each connection
+ *		through the agent to 127.0.0.1:port in the sandbox.  Result:
+ *		{port, host_port, address} or {error}.
+ *	"unexpose" port (int): stop listening for it; its open connections
+ *		are closed.  Result: {} or {error}.
  *
  * Sizes: a call the supervisor cannot fit in a frame is never sent; it is
  * answered on its side with an error naming the limit (large standard
@@ -130,6 +141,8 @@ enum proto_type {
 #define PROTO_OP_KILL "kill"
 #define PROTO_OP_LOGS "logs"
 #define PROTO_OP_CODE "code"
+#define PROTO_OP_EXPOSE "expose"
+#define PROTO_OP_UNEXPOSE "unexpose"
 
 /* run.c: the "exec" and "code" calls, and their results, as structs. */
 enum proto_run_kind { PROTO_RUN_EXEC, PROTO_RUN_CODE };
