@@ -3,7 +3,8 @@
  * in a sandbox writes, which sandbox code running as the same user can
  * shape.  The codec under it has its own harness (fuzz-agentwire.c); this
  * one holds the checks on top: a message for a command that is not
- * running, output past its credit, a second EXIT, anything before HELLO.
+ * running, output past its credit, a second EXIT, anything before HELLO,
+ * and the connections' messages (worker/relay.c) with none open.
  *
  * Input: byte 0 chooses whether a right HELLO comes first (bit 0), how
  * many commands are started once the agent is ready (bits 1-3), and
@@ -148,6 +149,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	LIST_INIT(&w.killers);
 	fw = &w;
 	acct_stop(); /* no cgroup here: runs are never measured */
+	relay_start(&w);
 	agent_start(&w);
 	flags = data[0];
 	ncmds = (flags >> 1) & 7;
@@ -170,6 +172,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= n;
 		step = step * 7 % 253 + 1;
 	}
+	relay_stop(&w);
 	agent_stop(&w);
 	return 0;
 }

@@ -129,6 +129,21 @@ agent_send(struct agent *a, unsigned char *msg, size_t len)
 	free(msg);
 }
 
+/* A message made by the codec (NULL: it did not fit), sent and freed;
+ * -1 if the agent is not up to take it. */
+int
+agent_send_msg(struct worker *w, unsigned char *msg, size_t len)
+{
+	struct agent *a = w->agent;
+
+	if (msg == NULL || a == NULL || a->state != A_READY) {
+		free(msg);
+		return -1;
+	}
+	agent_send(a, msg, len);
+	return 0;
+}
+
 static void
 agent_send_u32(struct agent *a, uint16_t type, uint32_t id, uint32_t v)
 {
@@ -288,6 +303,7 @@ agent_message(
 {
 	struct agent_cmd *c;
 	struct agent_exit ae;
+	char why[128];
 	uint32_t v;
 	int stream;
 
@@ -296,6 +312,19 @@ agent_message(
 	if (a->state != A_READY) {
 		agent_bad(a, "message %u before its HELLO", h->type);
 		return -1;
+	}
+	switch (h->type) {
+	case AGENT_DATA:
+	case AGENT_ACK:
+	case AGENT_CLOSE:
+	case AGENT_OPENED:
+	case AGENT_ACCEPT:
+	case AGENT_LISTENING:
+		if (relay_message(a->w, h, p, why, sizeof why) == -1) {
+			agent_bad(a, "%s", why);
+			return -1;
+		}
+		return 0;
 	}
 	if ((c = agent_cmd_find(a, h->id)) == NULL) {
 		agent_bad(a, "message %u for command %u, which is not running",
@@ -498,6 +527,7 @@ agent_lost(struct agent *a, const char *why)
 	if (a->state == A_READY)
 		agent_notify(a, 0);
 	a->state = A_WAIT;
+	relay_agent_lost(a->w);
 	a->restarts++;
 	snprintf(a->why, sizeof a->why, "the agent is restarting: %s", why);
 	snprintf(err, sizeof err,

@@ -120,6 +120,7 @@ worker_quit(struct worker *w)
 	w->quitting = 1;
 	exec_abort_all(w);
 	interp_abort_all();
+	relay_stop(w);
 	agent_stop(w);
 	killer_abort_all(w);
 	logs_stop();
@@ -154,6 +155,10 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 			logs_read(w, f->hdr.reqid);
 		else if (strcmp(op, PROTO_OP_CODE) == 0)
 			interp_call(w, f->hdr.reqid, obj);
+		else if (strcmp(op, PROTO_OP_EXPOSE) == 0)
+			relay_expose(w, f->hdr.reqid, obj);
+		else if (strcmp(op, PROTO_OP_UNEXPOSE) == 0)
+			relay_unexpose(w, f->hdr.reqid, obj);
 		else {
 			json_object_put(obj);
 			return -1;
@@ -262,11 +267,13 @@ worker_main(const struct config *conf)
 	events_start(&w);
 	acct_start(&w);
 	logs_start(&w, (size_t)conf->log_buffer_kb * 1024);
+	relay_start(&w);
 	agent_start(&w);
 
 	event_base_dispatch(w.base);
 
 	exec_abort_all(&w);
+	relay_stop(&w);
 	agent_stop(&w);
 	events_stop(&w);
 	acct_stop();

@@ -106,6 +106,18 @@ void agent_cmd_cancel(struct agent_cmd *);
 int agent_sweep(struct worker *, const char *const *, size_t,
     void (*)(void *, const char *), void *);
 
+int agent_send_msg(struct worker *, unsigned char *, size_t);
+
+/* relay.c: connections through the agent (exposed ports). */
+struct agent_hdr;
+void relay_start(struct worker *);
+void relay_stop(struct worker *);
+void relay_expose(struct worker *, uint32_t, json_object *);
+void relay_unexpose(struct worker *, uint32_t, json_object *);
+int relay_message(struct worker *, const struct agent_hdr *,
+    const unsigned char *, char *, size_t);
+void relay_agent_lost(struct worker *);
+
 /* interp.c */
 void interp_call(struct worker *, uint32_t, json_object *);
 int interp_cancel(struct worker *, uint32_t);

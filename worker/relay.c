@@ -1,0 +1,621 @@
+/*
+ * Connections relayed through the sandbox's agent (agentwire.h's DIAL,
+ * ACCEPT, DATA, ACK, CLOSE): a host socket on one end, a socket in the
+ * sandbox on the other, with no network given to the container.
+ *
+ * Exposed ports: the supervisor asks for one ("expose"); the worker
+ * listens on the host (loopback unless the operator says otherwise) and
+ * DIALs 127.0.0.1:port in the sandbox for each connection it accepts.
+ *
+ * Each direction of a connection is under a window: the agent may send
+ * AGENT_CONN_WINDOW bytes more than the worker has written to the host
+ * socket and acknowledged, and the worker sends the agent no more than
+ * its own window allows, reading the host socket only while it may.  So a
+ * connection holds at most two windows in the worker, whatever either
+ * end does, and there are at most RELAY_MAX_CONNS of them.  An agent
+ * that sends past its window, or a DATA for a connection it was never
+ * given, broke the protocol and is stopped (agent.c).
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "agentwire.h"
+#include "config.h"
+#include "log.h"
+#include "proto.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define RELAY_MAX_CONNS 64 /* of a sandbox, open at once */
+#define RELAY_MAX_EXPOSED 64 /* the supervisor's own bound is lower */
+#define RELAY_ACK_MIN (32 * 1024) /* or once the host socket is drained */
+
+struct expose {
+	struct relay *r;
+	struct evconnlistener *lev;
+	int port; /* in the sandbox */
+	int host_port;
+	char address[INET6_ADDRSTRLEN];
+	char *auth; /* the bearer token a first request must carry, or NULL */
+	unsigned long conns; /* accepted, in all */
+	LIST_ENTRY(expose) entry;
+};
+
+struct rconn {
+	struct relay *r;
+	struct expose *ex; /* its exposed port (NULL once unexposed) */
+	uint32_t id;
+	struct bufferevent *bev; /* the host's socket */
+	struct evbuffer_cb_entry *drain; /* on its output */
+	long long credit; /* DATA the agent still takes */
+	long long window; /* DATA the agent may still send */
+	long long unacked; /* written to the host socket, not yet ACKed */
+	long long bytes_in, bytes_out; /* from the sandbox, into it */
+	int opened; /* the agent's end is connected */
+	int eof_host; /* the host socket's end was read: EOF sent */
+	int eof_agent; /* the agent's EOF came: shut down once written */
+	int shut; /* the host socket's writing is shut down */
+	LIST_ENTRY(rconn) entry;
+};
+
+struct relay {
+	struct worker *w;
+	LIST_HEAD(, expose) exposed;
+	LIST_HEAD(, rconn) conns;
+	size_t nconns;
+	uint32_t next_id;
+};
+
+static struct relay *relay;
+
+static void rconn_free(struct rconn *, const char *);
+static void rconn_pump(struct rconn *);
+
+static struct rconn *
+rconn_find(uint32_t id)
+{
+	struct rconn *c;
+
+	LIST_FOREACH(c, &relay->conns, entry)
+	if (c->id == id)
+		return c;
+	return NULL;
+}
+
+static void
+rconn_send_close(struct rconn *c, const char *why)
+{
+	unsigned char *m;
+	size_t len = 0;
+
+	m = agent_close_encode(c->id, why, &len);
+	(void)agent_send_msg(relay->w, m, len);
+}
+
+/*
+ * The connection is gone on this end: its host socket closed; the agent
+ * is told unless it said so itself (why is NULL then).
+ */
+static void
+rconn_free(struct rconn *c, const char *why)
+{
+	if (why != NULL)
+		rconn_send_close(c, why);
+	logs_addf("port", "%d: a connection closed (%lld bytes in, %lld out)%s%s",
+	    c->ex != NULL ? c->ex->port : 0, c->bytes_out, c->bytes_in,
+	    why != NULL && *why != '\0' ? ": " : "", why != NULL ? why : "");
+	LIST_REMOVE(c, entry);
+	relay->nconns--;
+	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->drain);
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+/* Both ends are done and everything is written: gone without a CLOSE. */
+static int
+rconn_done(struct rconn *c)
+{
+	if (!c->eof_host || !c->shut)
+		return 0;
+	rconn_free(c, NULL);
+	return 1;
+}
+
+/* ACK what the host socket took, in batches. */
+static void
+rconn_ack(struct rconn *c, int all)
+{
+	unsigned char *m;
+	size_t len = 0;
+
+	if (c->unacked == 0 || (!all && c->unacked < RELAY_ACK_MIN))
+		return;
+	m = agent_msg_u32(AGENT_ACK, c->id, (uint32_t)c->unacked, &len);
+	if (agent_send_msg(relay->w, m, len) == 0)
+		c->window += c->unacked;
+	c->unacked = 0;
+}
+
+/* Sends the host socket's bytes as the agent's window allows. */
+static void
+rconn_pump(struct rconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	unsigned char buf[AGENT_DATA_CHUNK];
+	unsigned char *m;
+	size_t n, len = 0;
+
+	if (!c->opened)
+		return;
+	while (c->credit > 0 && (n = evbuffer_get_length(in)) > 0) {
+		if (n > sizeof buf)
+			n = sizeof buf;
+		if ((long long)n > c->credit)
+			n = (size_t)c->credit;
+		n = (size_t)evbuffer_remove(in, buf, n);
+		m = agent_msg_new(AGENT_DATA, 0, c->id, buf, n, &len);
+		if (agent_send_msg(relay->w, m, len) == -1)
+			return;
+		c->credit -= (long long)n;
+		c->bytes_out += (long long)n;
+	}
+	if (c->credit > 0)
+		bufferevent_enable(c->bev, EV_READ);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+	if (c->eof_host == 1 && evbuffer_get_length(in) == 0) {
+		c->eof_host = 2; /* sent */
+		m = agent_msg_new(AGENT_DATA, AGENT_F_EOF, c->id, NULL, 0, &len);
+		(void)agent_send_msg(relay->w, m, len);
+	}
+}
+
+static void
+rconn_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	rconn_pump(arg);
+}
+
+/* The host socket took bytes: ACK them; at the agent's EOF, shut down. */
+static void
+rconn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct rconn *c = arg;
+
+	rconn_ack(c, 1);
+	if (c->eof_agent && !c->shut &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		c->shut = 1;
+		shutdown(bufferevent_getfd(bev), SHUT_WR);
+		(void)rconn_done(c);
+	}
+}
+
+static void
+rconn_drained(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct rconn *c = arg;
+
+	(void)b;
+	if (info->n_deleted == 0)
+		return;
+	c->unacked += (long long)info->n_deleted;
+	rconn_ack(c, 0);
+}
+
+static void
+rconn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct rconn *c = arg;
+	char why[128];
+
+	(void)bev;
+	if (what & BEV_EVENT_EOF) {
+		if (c->eof_host == 0)
+			c->eof_host = 1;
+		bufferevent_disable(c->bev, EV_READ);
+		rconn_pump(c);
+		if (c->eof_host == 2)
+			(void)rconn_done(c);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		snprintf(why, sizeof why, "the host's end: %s",
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		rconn_free(c, why);
+	}
+}
+
+static struct rconn *
+rconn_new(struct expose *ex, evutil_socket_t fd)
+{
+	struct rconn *c;
+
+	c = xcalloc(1, sizeof *c);
+	c->r = relay;
+	c->ex = ex;
+	do
+		c->id = relay->next_id++ & ~AGENT_CONN_AGENT;
+	while (c->id == 0 || rconn_find(c->id) != NULL);
+	c->credit = AGENT_CONN_WINDOW;
+	c->window = AGENT_CONN_WINDOW;
+	c->bev = bufferevent_socket_new(relay->w->base, fd,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (c->bev == NULL) {
+		evutil_closesocket(fd);
+		free(c);
+		return NULL;
+	}
+	/* The host's bytes wait in the kernel while the agent's window is
+	 * shut: at most one chunk is read ahead of it. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_DATA_CHUNK);
+	bufferevent_setcb(c->bev, rconn_read_cb, rconn_write_cb,
+	    rconn_event_cb, c);
+	c->drain =
+	    evbuffer_add_cb(bufferevent_get_output(c->bev), rconn_drained, c);
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_enable(c->bev, EV_WRITE);
+	LIST_INSERT_HEAD(&relay->conns, c, entry);
+	relay->nconns++;
+	return c;
+}
+
+static void
+expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct expose *ex = arg;
+	unsigned char *m;
+	struct rconn *c;
+	const char *why;
+	size_t len = 0;
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	if ((why = agent_unusable(relay->w, relay->w->exec_user)) != NULL ||
+	    relay->nconns >= RELAY_MAX_CONNS) {
+		logs_addf("port", "%d: a connection refused: %s", ex->port,
+		    why != NULL ? why : "too many connections");
+		evutil_closesocket(fd);
+		return;
+	}
+	if ((c = rconn_new(ex, fd)) == NULL)
+		return;
+	ex->conns++;
+	m = agent_msg_u32(AGENT_DIAL, c->id, (uint32_t)ex->port, &len);
+	if (agent_send_msg(relay->w, m, len) == -1)
+		rconn_free(c, NULL);
+}
+
+/* A message of the agent about a connection; -1: it broke the protocol. */
+int
+relay_message(struct worker *w, const struct agent_hdr *h,
+    const unsigned char *p, char *why, size_t whylen)
+{
+	char text[AGENT_MAX_ERROR + 1];
+	struct rconn *c;
+	uint32_t v;
+
+	(void)w;
+	if (relay == NULL || h->id == 0) {
+		snprintf(why, whylen, "message %u for connection 0", h->type);
+		return -1;
+	}
+	if (h->type == AGENT_ACCEPT || h->type == AGENT_LISTENING) {
+		if (h->type == AGENT_LISTENING || !(h->id & AGENT_CONN_AGENT) ||
+		    rconn_find(h->id) != NULL) {
+			snprintf(why, whylen, "a %s never asked for",
+			    h->type == AGENT_ACCEPT ? "connection" : "listener");
+			return -1;
+		}
+		/* No egress proxy asked it to listen: nothing to relay to. */
+		c = &(struct rconn){.id = h->id};
+		rconn_send_close(c, "this sandbox has no egress");
+		return 0;
+	}
+	if ((c = rconn_find(h->id)) == NULL) {
+		/* Late (closed here meanwhile), unless it cannot be. */
+		if (h->type == AGENT_OPENED && (h->id & AGENT_CONN_AGENT)) {
+			snprintf(why, whylen, "OPENED of a connection it made");
+			return -1;
+		}
+		return 0;
+	}
+	switch (h->type) {
+	case AGENT_OPENED:
+		if (c->opened)
+			break;
+		c->opened = 1;
+		logs_addf("port", "%d: a connection opened", c->ex->port);
+		rconn_pump(c);
+		return 0;
+	case AGENT_DATA:
+		if (!c->opened || c->eof_agent || (long long)h->len > c->window)
+			break;
+		c->window -= h->len;
+		c->bytes_in += h->len;
+		if (h->len > 0)
+			bufferevent_write(c->bev, p, h->len);
+		if (h->flags & AGENT_F_EOF) {
+			c->eof_agent = 1;
+			rconn_write_cb(c->bev, c);
+		}
+		return 0;
+	case AGENT_ACK:
+		if (agent_u32_decode(p, h->len, &v) == -1)
+			break;
+		if (c->credit + v > AGENT_CONN_WINDOW)
+			break; /* more than was sent */
+		c->credit += v;
+		rconn_pump(c);
+		return 0;
+	case AGENT_CLOSE:
+		if (agent_close_decode(p, h->len, text) == -1)
+			break;
+		rconn_free(c, NULL);
+		return 0;
+	}
+	snprintf(why, whylen, "a bad message %u for connection %u", h->type,
+	    (unsigned)h->id);
+	return -1;
+}
+
+/* The agent is gone: every connection through it is closed. */
+void
+relay_agent_lost(struct worker *w)
+{
+	struct rconn *c;
+
+	(void)w;
+	if (relay == NULL)
+		return;
+	while ((c = LIST_FIRST(&relay->conns)) != NULL)
+		rconn_free(c, NULL);
+}
+
+static struct expose *
+expose_find(int port)
+{
+	struct expose *ex;
+
+	LIST_FOREACH(ex, &relay->exposed, entry)
+	if (ex->port == port)
+		return ex;
+	return NULL;
+}
+
+static void
+expose_free(struct expose *ex)
+{
+	struct rconn *c, *next;
+
+	for (c = LIST_FIRST(&relay->conns); c != NULL; c = next) {
+		next = LIST_NEXT(c, entry);
+		if (c->ex == ex)
+			rconn_free(c, "the port is no longer exposed");
+	}
+	LIST_REMOVE(ex, entry);
+	evconnlistener_free(ex->lev);
+	if (ex->auth != NULL)
+		explicit_bzero(ex->auth, strlen(ex->auth));
+	free(ex->auth);
+	free(ex);
+}
+
+static void
+relay_answer(struct worker *w, uint32_t reqid, json_object *res)
+{
+	worker_send_json(w, PROTO_RESULT, reqid, res);
+	json_object_put(res);
+}
+
+static void
+relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void
+relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
+{
+	json_object *res;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	res = json_object_new_object();
+	json_object_object_add(res, "error", json_object_new_string(msg));
+	relay_answer(w, reqid, res);
+}
+
+static int
+int_member(json_object *o, const char *name, int lo, int hi, int *v)
+{
+	json_object *m;
+	int64_t n;
+
+	if (!json_object_object_get_ex(o, name, &m))
+		return 0;
+	if (!json_object_is_type(m, json_type_int))
+		return -1;
+	n = json_object_get_int64(m);
+	if (n < lo || n > hi)
+		return -1;
+	*v = (int)n;
+	return 1;
+}
+
+static const char *
+str_member(json_object *o, const char *name)
+{
+	json_object *m;
+
+	if (!json_object_object_get_ex(o, name, &m) ||
+	    !json_object_is_type(m, json_type_string))
+		return NULL;
+	return json_object_get_string(m);
+}
+
+/* Listens on bind:host_port (0: a free one); the port, or -1 and errno. */
+static struct evconnlistener *
+expose_listen(struct expose *ex, const char *bind, int host_port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	struct evconnlistener *lev;
+	socklen_t sl;
+
+	memset(&ss, 0, sizeof ss);
+	if (inet_pton(AF_INET, bind, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)host_port);
+		sl = sizeof *sin;
+	} else if (inet_pton(AF_INET6, bind, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)host_port);
+		sl = sizeof *sin6;
+	} else {
+		errno = EINVAL;
+		return NULL;
+	}
+	lev = evconnlistener_new_bind(relay->w->base, expose_accept, ex,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+	    16, (struct sockaddr *)&ss, (int)sl);
+	if (lev == NULL)
+		return NULL;
+	sl = sizeof ss;
+	if (getsockname(evconnlistener_get_fd(lev), (struct sockaddr *)&ss,
+	        &sl) == -1) {
+		evconnlistener_free(lev);
+		return NULL;
+	}
+	ex->host_port = ntohs(ss.ss_family == AF_INET ? sin->sin_port
+	                                              : sin6->sin6_port);
+	return lev;
+}
+
+static json_object *
+expose_json(const struct expose *ex)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "port", json_object_new_int(ex->port));
+	json_object_object_add(
+	    o, "host_port", json_object_new_int(ex->host_port));
+	json_object_object_add(
+	    o, "address", json_object_new_string(ex->address));
+	return o;
+}
+
+/* "expose": listen on the host for a port of the sandbox (proto.h). */
+void
+relay_expose(struct worker *w, uint32_t reqid, json_object *call)
+{
+	const char *bind, *auth;
+	struct expose *ex;
+	int port = 0, host_port = 0;
+
+	if (int_member(call, "port", 1, 65535, &port) != 1 ||
+	    int_member(call, "host_port", 1, 65535, &host_port) == -1) {
+		relay_error(w, reqid, "expose: a bad port");
+		return;
+	}
+	if ((bind = str_member(call, "bind")) == NULL)
+		bind = "127.0.0.1";
+	auth = str_member(call, "auth");
+	if (!w->conf->agent) {
+		relay_error(w, reqid,
+		    "an exposed port is relayed by the sandbox's agent, which "
+		    "is off on this server (--agent off)");
+		return;
+	}
+	if ((ex = expose_find(port)) != NULL) {
+		relay_answer(w, reqid, expose_json(ex));
+		return;
+	}
+	if (auth != NULL) {
+		/* Not yet: the first request's token is not checked. */
+		relay_error(w, reqid, "expose: auth is not supported yet");
+		return;
+	}
+	ex = xcalloc(1, sizeof *ex);
+	ex->r = relay;
+	ex->port = port;
+	if ((ex->lev = expose_listen(ex, bind, host_port)) == NULL) {
+		relay_error(w, reqid, "cannot listen on %s port %d: %s", bind,
+		    host_port, strerror(errno));
+		free(ex);
+		return;
+	}
+	snprintf(ex->address, sizeof ex->address, "%s", bind);
+	LIST_INSERT_HEAD(&relay->exposed, ex, entry);
+	logs_addf("port", "%d: exposed on %s port %d", port, bind,
+	    ex->host_port);
+	relay_answer(w, reqid, expose_json(ex));
+}
+
+/* "unexpose": stop listening; its connections are closed. */
+void
+relay_unexpose(struct worker *w, uint32_t reqid, json_object *call)
+{
+	struct expose *ex;
+	int port = 0;
+
+	if (int_member(call, "port", 1, 65535, &port) != 1) {
+		relay_error(w, reqid, "unexpose: a bad port");
+		return;
+	}
+	if ((ex = expose_find(port)) == NULL) {
+		relay_error(w, reqid, "port %d is not exposed", port);
+		return;
+	}
+	logs_addf("port", "%d: no longer exposed (port %d closed)", port,
+	    ex->host_port);
+	expose_free(ex);
+	relay_answer(w, reqid, json_object_new_object());
+}
+
+void
+relay_start(struct worker *w)
+{
+	relay = xcalloc(1, sizeof *relay);
+	relay->w = w;
+	relay->next_id = 1;
+	LIST_INIT(&relay->exposed);
+	LIST_INIT(&relay->conns);
+}
+
+void
+relay_stop(struct worker *w)
+{
+	struct expose *ex;
+	struct rconn *c;
+
+	(void)w;
+	if (relay == NULL)
+		return;
+	while ((c = LIST_FIRST(&relay->conns)) != NULL)
+		rconn_free(c, NULL);
+	while ((ex = LIST_FIRST(&relay->exposed)) != NULL)
+		expose_free(ex);
+	free(relay);
+	relay = NULL;
+}
