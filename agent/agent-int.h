@@ -1,9 +1,10 @@
-/* What the agent's files share (agent.c, spawn.c, sweep.c). */
+/* What the agent's files share (agent.c, spawn.c, sweep.c, relay.c). */
 #ifndef AGENT_INT_H
 #define AGENT_INT_H
 
 #include <sys/types.h>
 
+#include <poll.h>
 #include <stddef.h>
 
 #include "agentwire.h"
@@ -42,5 +43,26 @@ int sweep_signal(pid_t, const char *const *, size_t, int);
 
 /* A line on standard error, which the worker may log. */
 void agent_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A blocking write of all of p to the worker (standard output); the
+ * agent ends if it is gone.
+ */
+void agent_send(const void *, size_t);
+/* Sends a message made by the codec (NULL: the agent ends) and frees it. */
+void agent_send_msg(unsigned char *, size_t);
+
+/* The most descriptors relay_poll() adds: the listener and each connection. */
+#define RELAY_MAX_FDS (AGENT_MAX_CONNS + 1)
+/*
+ * A LISTEN, DIAL, DATA, ACK or CLOSE of the worker's; -1 if the protocol
+ * does not allow it (the agent ends).
+ */
+int relay_dispatch(const struct agent_hdr *, const unsigned char *);
+/* Fills pfd (room for RELAY_MAX_FDS) for poll(); how many it filled. */
+int relay_poll(struct pollfd *);
+/* Acts on what poll() said of the n descriptors of relay_poll(). */
+void relay_ready(const struct pollfd *, int);
+/* Closes the listener and every connection. */
+void relay_close_all(void);
 
 #endif

@@ -1,15 +1,21 @@
 /*
  * The agent in each sandbox (agentwire.h).  A worker starts it once, as
  * the sandbox user, through one long-lived exec: the worker's messages
- * arrive on standard input (RUN, INPUT, CREDIT, KILL, SWEEP), the
- * agent's leave on standard output (HELLO, STARTED, OUT, SENT, EXIT,
- * SWEPT).  One thread, one poll() loop; SIGCHLD through a signalfd; the
- * agent is the subreaper of everything it starts, so that it reaps the
- * orphans too.  Every buffer is capped: a command that floods, closes
- * its descriptors or never exits costs the agent no more memory.
+ * arrive on standard input (RUN, INPUT, CREDIT, KILL, SWEEP; LISTEN,
+ * DIAL, and DATA, ACK, CLOSE of connections), the agent's leave on
+ * standard output (HELLO, STARTED, OUT, SENT, EXIT, SWEPT; LISTENING,
+ * ACCEPT, OPENED, DATA, ACK, CLOSE).  Commands are this file's (with
+ * spawn.c and sweep.c); connections, the egress proxy's listener and
+ * the ports the worker dials, are relay.c's.  One thread, one poll()
+ * loop over both; SIGCHLD through a signalfd; the agent is the
+ * subreaper of everything it starts, so that it reaps the orphans too.
+ * Every buffer is capped: a command that floods, closes its descriptors
+ * or never exits, or a connection whose peer never reads, costs the
+ * agent no more memory.
  *
  * A worker that goes away (EOF) or sends what the protocol does not
- * allow is gone: every command is killed and the agent exits.
+ * allow is gone: every command is killed, every connection closed, and
+ * the agent exits.
  */
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -122,6 +128,18 @@ send_msg(unsigned char *m, size_t len)
 	}
 	send_all(m, len);
 	free(m);
+}
+
+void
+agent_send(const void *p, size_t len)
+{
+	send_all(p, len);
+}
+
+void
+agent_send_msg(unsigned char *m, size_t len)
+{
+	send_msg(m, len);
 }
 
 static void
@@ -437,6 +455,7 @@ static void
 quit(int code)
 {
 	kill_all();
+	relay_close_all();
 	exit(code);
 }
 
@@ -530,6 +549,12 @@ dispatch(const struct agent_hdr *h, const unsigned char *p)
 		return 0;
 	case AGENT_SWEEP:
 		return msg_sweep(h->id, p, h->len);
+	case AGENT_LISTEN:
+	case AGENT_DIAL:
+	case AGENT_DATA:
+	case AGENT_ACK:
+	case AGENT_CLOSE:
+		return relay_dispatch(h, p);
 	}
 	return -1;
 }
@@ -655,8 +680,11 @@ setup(void)
 int
 main(void)
 {
-	/* Worker, signals, then per command two output pipes and stdin. */
-	struct pollfd pfd[2 + 3 * MAX_CMDS];
+	/*
+	 * Worker, signals, then per command two output pipes and stdin,
+	 * then the connections' (relay.c's, last).
+	 */
+	struct pollfd pfd[2 + 3 * MAX_CMDS + RELAY_MAX_FDS];
 	struct {
 		struct cmd *c;
 		uint32_t id;
@@ -665,7 +693,7 @@ main(void)
 	struct agent_reader rd;
 	struct cmd *c;
 	int64_t now;
-	int i, k, n, timeout;
+	int i, k, n, nc, timeout;
 
 	setup();
 	agent_reader_init(&rd);
@@ -703,6 +731,8 @@ main(void)
 					    c->linger < 0 ? 0 : (int)c->linger;
 			}
 		}
+		nc = n;
+		n += relay_poll(pfd + nc);
 		if (poll(pfd, (nfds_t)n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
@@ -716,7 +746,7 @@ main(void)
 		if (pfd[1].revents != 0)
 			reap();
 		/* A command may have ended meanwhile: its id and fd tell. */
-		for (i = 2; i < n; i++) {
+		for (i = 2; i < nc; i++) {
 			c = ref[i].c;
 			if (pfd[i].revents == 0 || c->id != ref[i].id)
 				continue;
@@ -734,7 +764,8 @@ main(void)
 			    !cmd_waiting(c))
 				cmd_expire(c);
 		}
-		/* Last: a RUN may take a slot that ended above. */
+		relay_ready(pfd + nc, n - nc);
+		/* Last: a RUN (or DIAL) may take a slot that ended above. */
 		if (pfd[0].revents != 0)
 			read_worker(&rd);
 	}

@@ -12,7 +12,9 @@
  * the size of the reads the rest is fed in (1 to 256 bytes, varied).
  * Contracts: each command's callbacks come in order (started, output,
  * done) and done once; no output past the credit given; nothing after
- * done; no crash, no leak.
+ * done; no crash, no leak.  The seeds carry the connections' messages
+ * too (LISTENING, ACCEPT, OPENED, DATA, ACK, CLOSE: make-corpus), which
+ * this end of the agent does not take yet: they must end it cleanly.
  */
 #include <sys/queue.h>
 

@@ -7,7 +7,9 @@
  * is read in pieces and whole, and both readings must give the same
  * messages and fail at the same byte.  Every message's header re-encodes
  * to its bytes; every decoder runs on every payload (and on the stream
- * itself), and what decodes re-encodes to what decodes the same.
+ * itself), and what decodes re-encodes to what decodes the same: RUN,
+ * SWEEP, HELLO, EXIT, the uint32 payloads, LISTENING and CLOSE (the
+ * connections' types reach the reader and agent_msg_new as any other).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -167,6 +169,36 @@ check_fixed(const unsigned char *p, size_t len)
 	}
 }
 
+/* LISTENING and CLOSE: a port and a why, or a why alone. */
+static void
+check_whys(const unsigned char *p, size_t len)
+{
+	char why[AGENT_MAX_ERROR + 1];
+	unsigned char *m;
+	uint32_t port;
+	size_t mlen;
+
+	if (agent_listening_decode(p, len, &port, why) == 0) {
+		fuzz_check(port <= 65535, "a LISTENING port above 65535");
+		fuzz_check(port == 0 || (len == 4 && why[0] == '\0'),
+		    "a LISTENING with a port and a why");
+		fuzz_check(strlen(why) == len - 4, "a LISTENING's why cut");
+		m = agent_listening_encode(port, why, &mlen);
+		fuzz_check(m != NULL && mlen == AGENT_HDR_LEN + len &&
+		               memcmp(m + AGENT_HDR_LEN, p, len) == 0,
+		    "a LISTENING re-encoded to other bytes");
+		free(m);
+	}
+	if (agent_close_decode(p, len, why) == 0) {
+		fuzz_check(strlen(why) == len, "a CLOSE's why cut");
+		m = agent_close_encode(AGENT_CONN_AGENT | 1, why, &mlen);
+		fuzz_check(m != NULL && mlen == AGENT_HDR_LEN + len &&
+		               memcmp(m + AGENT_HDR_LEN, p, len) == 0,
+		    "a CLOSE re-encoded to other bytes");
+		free(m);
+	}
+}
+
 /* Every decoder on one payload. */
 static void
 check_payload(const unsigned char *p, size_t len)
@@ -174,6 +206,7 @@ check_payload(const unsigned char *p, size_t len)
 	check_run(p, len);
 	check_sweep(p, len);
 	check_fixed(p, len);
+	check_whys(p, len);
 }
 
 static void

@@ -587,8 +587,7 @@ int
 agent_listening_decode(
     const unsigned char *p, size_t len, uint32_t *port, char *why)
 {
-	if (len < 4 || (*port = get32(p)) > 65535 ||
-	    (*port != 0 && len != 4)) {
+	if (len < 4 || (*port = get32(p)) > 65535 || (*port != 0 && len != 4)) {
 		errno = EPROTO;
 		return -1;
 	}

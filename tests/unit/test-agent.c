@@ -8,9 +8,13 @@
  * one, and the suite's fini kills whatever does, and the agent, even
  * after a failed assertion.
  */
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1371,4 +1375,890 @@ Test(agent, late_messages_for_ended_commands_are_ignored)
 	res_free(&r);
 	ag_stop(&a);
 	expect_no_leftovers();
+}
+
+/*
+ * Connections (relay.c): the test is the worker on the pipes, and a
+ * real TCP client of the agent's listener, or the server it dials, on
+ * 127.0.0.1.
+ */
+
+/* How many descriptors the test has open. */
+static int
+fd_count(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* The next message, which must be a type for id; freed by the caller. */
+static void
+ag_expect(struct ag *a, struct msg *m, uint16_t type, uint32_t id)
+{
+	cr_assert_eq(
+	    ag_next(a, m, 10000), 1, "no message (type %u for %u)", type, id);
+	cr_assert_eq(m->h.type, type, "type %u for %u, not %u for %u",
+	    m->h.type, m->h.id, type, id);
+	cr_assert_eq(m->h.id, id, "type %u for %u, not %u", type, m->h.id, id);
+}
+
+/* LISTEN: the port listened on (nonzero), and no why. */
+static uint32_t
+ag_listen(struct ag *a, uint32_t port)
+{
+	char why[AGENT_MAX_ERROR + 1];
+	struct msg m;
+	uint32_t got;
+
+	ag_u32(a, AGENT_LISTEN, 0, port);
+	ag_expect(a, &m, AGENT_LISTENING, 0);
+	cr_assert_eq(agent_listening_decode(m.p, m.h.len, &got, why), 0);
+	cr_assert_neq(got, 0, "LISTENING 0: %s", why);
+	free(m.p);
+	return got;
+}
+
+static void
+ag_data(struct ag *a, uint32_t conn, const void *p, size_t n, int eof)
+{
+	size_t len, k;
+	unsigned char *m;
+
+	do {
+		k = n < AGENT_DATA_CHUNK ? n : AGENT_DATA_CHUNK;
+		m = agent_msg_new(AGENT_DATA, eof && k == n ? AGENT_F_EOF : 0,
+		    conn, p, k, &len);
+		cr_assert_eq(ag_send(a, m, &len), 0);
+		p = (const char *)p + k;
+		n -= k;
+	} while (n > 0);
+}
+
+static void
+ag_close(struct ag *a, uint32_t conn, const char *why)
+{
+	size_t len;
+	unsigned char *m = agent_close_encode(conn, why, &len);
+
+	cr_assert_eq(ag_send(a, m, &len), 0);
+}
+
+static struct sockaddr_in
+loopback(uint32_t port)
+{
+	struct sockaddr_in sin;
+
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)port);
+	return sin;
+}
+
+static uint32_t
+local_port(int fd)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof sin;
+
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	return ntohs(sin.sin_port);
+}
+
+/* A connected client of 127.0.0.1:port (rcvbuf: its SO_RCVBUF, or 0). */
+static int
+tcp_connect(uint32_t port, int rcvbuf)
+{
+	struct sockaddr_in sin = loopback(port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	if (rcvbuf > 0)
+		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+		                 sizeof rcvbuf),
+		    0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0,
+	    "connect 127.0.0.1:%u: %s", port, strerror(errno));
+	return fd;
+}
+
+/* A listening socket on 127.0.0.1, any port (*port). */
+static int
+tcp_listener(uint32_t *port)
+{
+	struct sockaddr_in sin = loopback(0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	cr_assert_eq(listen(fd, 16), 0);
+	*port = local_port(fd);
+	return fd;
+}
+
+/* A port of 127.0.0.1 that nothing listens on (as far as one can tell). */
+static uint32_t
+closed_port(void)
+{
+	uint32_t port;
+	int fd = tcp_listener(&port);
+
+	close(fd);
+	return port;
+}
+
+static int
+tcp_accept(int lfd)
+{
+	struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+	int fd;
+
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "no connection to accept");
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+/* A read of fd within ms: its bytes, 0 at EOF, -1 (errno) on error. */
+static ssize_t
+read_within(int fd, void *buf, size_t n, int ms)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	if (poll(&pfd, 1, ms) != 1) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return read(fd, buf, n);
+}
+
+/* Exactly n bytes from fd. */
+static void
+read_exact(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t k;
+
+	while (got < n) {
+		k = read_within(fd, (char *)buf + got, n - got, 10000);
+		cr_assert_gt(k, 0, "%zu of %zu bytes, then %s", got, n,
+		    k == 0 ? "EOF" : strerror(errno));
+		got += (size_t)k;
+	}
+}
+
+static void
+write_all(int fd, const void *p, size_t n)
+{
+	ssize_t k;
+
+	while (n > 0) {
+		k = write(fd, p, n);
+		cr_assert_gt(k, 0, "write: %s", strerror(errno));
+		p = (const char *)p + k;
+		n -= (size_t)k;
+	}
+}
+
+/* Whether the peer closed fd: EOF, or a reset, within ms. */
+static int
+closed_within(int fd, int ms)
+{
+	char c;
+	ssize_t k = read_within(fd, &c, 1, ms);
+
+	return k == 0 || (k == -1 && errno == ECONNRESET);
+}
+
+/* A client of the agent's proxy port, and its ACCEPT: the conn's id. */
+static uint32_t
+ag_accept(struct ag *a, uint32_t port, int *client, int rcvbuf)
+{
+	struct msg m;
+	uint32_t id, peer;
+
+	*client = tcp_connect(port, rcvbuf);
+	cr_assert_eq(ag_next(a, &m, 10000), 1, "no ACCEPT");
+	cr_assert_eq(m.h.type, AGENT_ACCEPT, "type %u", m.h.type);
+	id = m.h.id;
+	cr_assert(id & AGENT_CONN_AGENT, "ACCEPT of id %#x", id);
+	cr_assert_eq(agent_u32_decode(m.p, m.h.len, &peer), 0);
+	cr_expect_eq(peer, local_port(*client));
+	free(m.p);
+	return id;
+}
+
+/* DATA for conn until n bytes came into buf, each ACKed at once if ack. */
+static void
+recv_data(struct ag *a, uint32_t conn, char *buf, size_t n, int ack)
+{
+	size_t got = 0;
+	struct msg m;
+
+	while (got < n) {
+		ag_expect(a, &m, AGENT_DATA, conn);
+		cr_assert_eq(m.h.flags, 0, "DATA EOF after %zu of %zu bytes",
+		    got + m.h.len, n);
+		cr_assert_leq(got + m.h.len, n, "more DATA than sent");
+		memcpy(buf + got, m.p, m.h.len);
+		got += m.h.len;
+		if (ack)
+			ag_u32(a, AGENT_ACK, conn, m.h.len);
+		free(m.p);
+	}
+}
+
+/* The next message is conn's DATA EOF (empty). */
+static void
+recv_eof(struct ag *a, uint32_t conn)
+{
+	struct msg m;
+
+	ag_expect(a, &m, AGENT_DATA, conn);
+	cr_expect_eq(m.h.flags, AGENT_F_EOF, "DATA, not its EOF");
+	cr_expect_eq(m.h.len, 0, "a DATA EOF with bytes");
+	free(m.p);
+}
+
+/* ACKs for conn until n bytes in all. */
+static void
+recv_acks(struct ag *a, uint32_t conn, size_t n)
+{
+	size_t got = 0;
+	struct msg m;
+	uint32_t v;
+
+	while (got < n) {
+		ag_expect(a, &m, AGENT_ACK, conn);
+		cr_assert_eq(agent_u32_decode(m.p, m.h.len, &v), 0);
+		got += v;
+		free(m.p);
+	}
+	cr_assert_eq(got, n, "ACKs for %zu of %zu bytes", got, n);
+}
+
+/* No message at all within ms. */
+static void
+expect_quiet(struct ag *a, int ms, const char *what)
+{
+	struct msg m;
+	int got = ag_next(a, &m, ms);
+
+	if (got == 1)
+		free(m.p);
+	cr_expect_eq(got, 0, "%s: type %u for %u", what,
+	    got == 1 ? m.h.type : 0, got == 1 ? m.h.id : 0);
+}
+
+/* The agent still answers (a LISTEN of port). */
+static void
+expect_alive(struct ag *a, uint32_t port)
+{
+	cr_expect_eq(ag_listen(a, port), port);
+}
+
+Test(agent, listen_answers_with_a_port_and_a_taken_one_gives_another)
+{
+	uint32_t p0, p1, taken, free_port;
+	int fds = fd_count(), hold;
+	struct ag a;
+
+	ag_start(&a);
+	p0 = ag_listen(&a, 0);
+	cr_expect_gt(p0, 0);
+	/* A port taken already: any free one. */
+	hold = tcp_listener(&taken);
+	p1 = ag_listen(&a, taken);
+	cr_expect_neq(p1, taken);
+	close(hold);
+	/* A free one: that one. */
+	free_port = closed_port();
+	cr_expect_eq(ag_listen(&a, free_port), free_port);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, a_second_listen_replaces_the_first_and_connections_stay)
+{
+	uint32_t p0, p1, id;
+	struct sockaddr_in sin;
+	int fds = fd_count(), c, probe;
+	char buf[16];
+	struct ag a;
+
+	ag_start(&a);
+	p0 = ag_listen(&a, 0);
+	id = ag_accept(&a, p0, &c, 0);
+	p1 = ag_listen(&a, 0);
+	/* The first port is no longer listened on. */
+	sin = loopback(p0);
+	probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(probe, 0);
+	cr_expect_eq(connect(probe, (struct sockaddr *)&sin, sizeof sin), -1);
+	cr_expect_eq(errno, ECONNREFUSED);
+	close(probe);
+	/* Its connection goes on. */
+	write_all(c, "still", 5);
+	recv_data(&a, id, buf, 5, 1);
+	cr_expect_arr_eq(buf, "still", 5);
+	ag_data(&a, id, "here", 4, 0);
+	read_exact(c, buf, 4);
+	cr_expect_arr_eq(buf, "here", 4);
+	recv_acks(&a, id, 4);
+	close(c);
+	recv_eof(&a, id);
+	ag_close(&a, id, NULL);
+	/* The new one takes connections. */
+	cr_expect_neq(ag_accept(&a, p1, &c, 0), id);
+	close(c);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, an_accepted_connection_relays_bytes_both_ways)
+{
+	static const char big[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+	static char buf[AGENT_CONN_WINDOW + 1000];
+	size_t n = sizeof buf, i;
+	char *out = malloc(n);
+	int fds = fd_count(), c;
+	uint32_t port, id;
+	struct ag a;
+
+	cr_assert_not_null(out);
+	for (i = 0; i < n; i++)
+		out[i] = big[i % (sizeof big - 1)];
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	id = ag_accept(&a, port, &c, 0);
+	write_all(c, "hello", 5);
+	recv_data(&a, id, buf, 5, 1);
+	cr_expect_arr_eq(buf, "hello", 5);
+	ag_data(&a, id, "world", 5, 0);
+	read_exact(c, buf, 5);
+	cr_expect_arr_eq(buf, "world", 5);
+	recv_acks(&a, id, 5);
+	/* More than a chunk and a window's worth, the worker's way. */
+	ag_data(&a, id, out, AGENT_CONN_WINDOW, 0);
+	read_exact(c, buf, AGENT_CONN_WINDOW);
+	cr_expect_arr_eq(buf, out, AGENT_CONN_WINDOW);
+	recv_acks(&a, id, AGENT_CONN_WINDOW);
+	/* And the client's. */
+	write_all(c, out, n);
+	recv_data(&a, id, buf, n, 1);
+	cr_expect_arr_eq(buf, out, n);
+	close(c);
+	free(out);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, never_more_data_than_the_window)
+{
+	size_t total = 1024 * 1024, pushed = 0, got = 0, maxchunk = 0, i;
+	char *out = malloc(total), *in = malloc(total);
+	int fds = fd_count(), c, r;
+	uint32_t port, id;
+	struct msg m;
+	ssize_t k;
+	struct ag a;
+
+	cr_assert(out != NULL && in != NULL);
+	for (i = 0; i < total; i++)
+		out[i] = (char)(i * 7 + i / 4096);
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	id = ag_accept(&a, port, &c, 0);
+	cr_assert_eq(fcntl(c, F_SETFL, O_NONBLOCK), 0);
+	/* The client writes what it can; the worker ACKs nothing yet. */
+	for (;;) {
+		if (pushed < total &&
+		    (k = write(c, out + pushed, total - pushed)) > 0)
+			pushed += (size_t)k;
+		if ((r = ag_next(&a, &m, got < AGENT_CONN_WINDOW ? 50 : 500)) ==
+		    0) {
+			if (got >= AGENT_CONN_WINDOW)
+				break;
+			continue;
+		}
+		cr_assert_eq(r, 1);
+		cr_assert_eq(m.h.type, AGENT_DATA, "type %u", m.h.type);
+		cr_assert_eq(m.h.id, id);
+		cr_assert_eq(m.h.flags, 0);
+		cr_assert_leq(got + m.h.len, total);
+		memcpy(in + got, m.p, m.h.len);
+		got += m.h.len;
+		if (m.h.len > maxchunk)
+			maxchunk = m.h.len;
+		free(m.p);
+	}
+	cr_expect_eq(got, AGENT_CONN_WINDOW, "%zu bytes without an ACK", got);
+	cr_expect_leq(maxchunk, AGENT_DATA_CHUNK);
+	/* An ACK of 100000: exactly that much more. */
+	ag_u32(&a, AGENT_ACK, id, 100000);
+	while (got < AGENT_CONN_WINDOW + 100000) {
+		if (pushed < total &&
+		    (k = write(c, out + pushed, total - pushed)) > 0)
+			pushed += (size_t)k;
+		if ((r = ag_next(&a, &m, 50)) == 0)
+			continue;
+		cr_assert_eq(r, 1);
+		cr_assert_eq(m.h.type, AGENT_DATA);
+		cr_assert_leq(got + m.h.len, AGENT_CONN_WINDOW + 100000,
+		    "DATA past the ACK");
+		memcpy(in + got, m.p, m.h.len);
+		got += m.h.len;
+		free(m.p);
+	}
+	expect_quiet(&a, 400, "DATA past the ACK");
+	/* The rest, ACKed as it comes (and what came, now). */
+	ag_u32(&a, AGENT_ACK, id, AGENT_CONN_WINDOW);
+	while (got < total) {
+		if (pushed < total &&
+		    (k = write(c, out + pushed, total - pushed)) > 0)
+			pushed += (size_t)k;
+		if ((r = ag_next(&a, &m, 50)) == 0)
+			continue;
+		cr_assert_eq(r, 1);
+		cr_assert_eq(m.h.type, AGENT_DATA);
+		cr_assert_leq(got + m.h.len, total);
+		memcpy(in + got, m.p, m.h.len);
+		got += m.h.len;
+		ag_u32(&a, AGENT_ACK, id, m.h.len);
+		free(m.p);
+	}
+	cr_expect_arr_eq(in, out, total);
+	close(c);
+	free(in);
+	free(out);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, eof_each_way_half_closes_and_the_connection_ends_quietly)
+{
+	int fds = fd_count(), c;
+	uint32_t port, id;
+	char buf[64];
+	struct ag a;
+
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	/* The client's end first. */
+	id = ag_accept(&a, port, &c, 0);
+	write_all(c, "ask", 3);
+	cr_assert_eq(shutdown(c, SHUT_WR), 0);
+	recv_data(&a, id, buf, 3, 1);
+	recv_eof(&a, id);
+	cr_expect_arr_eq(buf, "ask", 3);
+	/* The other way still flows. */
+	ag_data(&a, id, "answer", 6, 0);
+	read_exact(c, buf, 6);
+	cr_expect_arr_eq(buf, "answer", 6);
+	recv_acks(&a, id, 6);
+	ag_data(&a, id, "!", 1, 1);
+	read_exact(c, buf, 1);
+	recv_acks(&a, id, 1);
+	cr_expect(closed_within(c, 5000), "the client got no EOF");
+	/* Both ways ended: gone without a CLOSE. */
+	expect_quiet(&a, 300, "after both EOFs");
+	close(c);
+	expect_quiet(&a, 200, "after the client closed");
+	/* The worker's end first. */
+	id = ag_accept(&a, port, &c, 0);
+	ag_data(&a, id, "", 0, 1);
+	cr_expect(closed_within(c, 5000), "the client got no EOF");
+	write_all(c, "late words", 10);
+	recv_data(&a, id, buf, 10, 1);
+	cr_expect_arr_eq(buf, "late words", 10);
+	cr_assert_eq(shutdown(c, SHUT_WR), 0);
+	recv_eof(&a, id);
+	expect_quiet(&a, 300, "after both EOFs");
+	close(c);
+	/* What comes for it now is late. */
+	ag_data(&a, id, "x", 1, 0);
+	ag_u32(&a, AGENT_ACK, id, 10);
+	ag_close(&a, id, "bye");
+	expect_quiet(&a, 300, "an answer to a late message");
+	expect_alive(&a, port);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, close_from_the_worker_closes_the_client)
+{
+	int fds = fd_count(), c;
+	uint32_t port, id;
+	struct ag a;
+
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	id = ag_accept(&a, port, &c, 0);
+	ag_close(&a, id, "proxy refused");
+	cr_expect(closed_within(c, 5000), "the client is still connected");
+	close(c);
+	expect_quiet(&a, 300, "an answer to CLOSE");
+	/* With bytes held for it, too. */
+	id = ag_accept(&a, port, &c, 0);
+	write_all(c, "unread", 6);
+	recv_data(&a, id, (char[8]){0}, 6, 0);
+	ag_close(&a, id, "");
+	cr_expect(closed_within(c, 5000), "the client is still connected");
+	close(c);
+	expect_quiet(&a, 300, "an answer to CLOSE");
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, a_client_reset_is_a_close)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	char why[AGENT_MAX_ERROR + 1];
+	int fds = fd_count(), c;
+	uint32_t port, id;
+	struct msg m;
+	struct ag a;
+
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	id = ag_accept(&a, port, &c, 0);
+	/* Bytes for it, held, then a reset. */
+	ag_data(&a, id, "pending", 7, 0);
+	recv_acks(&a, id, 7);
+	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+	close(c);
+	ag_expect(&a, &m, AGENT_CLOSE, id);
+	cr_assert_eq(agent_close_decode(m.p, m.h.len, why), 0);
+	cr_expect_neq(why[0], '\0', "a CLOSE without why");
+	cr_expect(strstr(why, "reset") != NULL, "why: %s", why);
+	free(m.p);
+	/* Gone: what comes for it is late. */
+	ag_data(&a, id, "x", 1, 0);
+	expect_quiet(&a, 300, "an answer to a late DATA");
+	expect_alive(&a, port);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, dial_opens_a_connection_and_relays_it)
+{
+	int fds = fd_count(), l, s;
+	uint32_t port;
+	char buf[64];
+	struct msg m;
+	struct ag a;
+
+	ag_start(&a);
+	l = tcp_listener(&port);
+	ag_u32(&a, AGENT_DIAL, 5, port);
+	ag_expect(&a, &m, AGENT_OPENED, 5);
+	cr_expect_eq(m.h.len, 0);
+	free(m.p);
+	s = tcp_accept(l);
+	write_all(s, "banner", 6);
+	recv_data(&a, 5, buf, 6, 1);
+	cr_expect_arr_eq(buf, "banner", 6);
+	ag_data(&a, 5, "request", 7, 1);
+	read_exact(s, buf, 7);
+	cr_expect_arr_eq(buf, "request", 7);
+	recv_acks(&a, 5, 7);
+	cr_expect(closed_within(s, 5000), "no EOF at the server");
+	cr_assert_eq(shutdown(s, SHUT_WR), 0);
+	recv_eof(&a, 5);
+	expect_quiet(&a, 300, "after both EOFs");
+	close(s);
+	/* Gone: its id may be dialled again; a CLOSE ends it. */
+	ag_u32(&a, AGENT_DIAL, 5, port);
+	ag_expect(&a, &m, AGENT_OPENED, 5);
+	free(m.p);
+	s = tcp_accept(l);
+	ag_close(&a, 5, NULL);
+	cr_expect(closed_within(s, 5000), "the server is still connected");
+	close(s);
+	close(l);
+	expect_quiet(&a, 300, "an answer to CLOSE");
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, dial_to_a_closed_port_is_a_close_naming_it)
+{
+	char why[AGENT_MAX_ERROR + 1], want[128];
+	int fds = fd_count();
+	uint32_t port = closed_port();
+	struct msg m;
+	struct ag a;
+
+	ag_start(&a);
+	ag_u32(&a, AGENT_DIAL, 9, port);
+	ag_expect(&a, &m, AGENT_CLOSE, 9);
+	cr_assert_eq(agent_close_decode(m.p, m.h.len, why), 0);
+	free(m.p);
+	snprintf(want, sizeof want, "connect 127.0.0.1:%u: Connection refused",
+	    port);
+	cr_expect_str_eq(why, want);
+	/* Gone: the same id again, and late messages for it. */
+	ag_data(&a, 9, "x", 1, 0);
+	ag_u32(&a, AGENT_ACK, 9, 1);
+	ag_u32(&a, AGENT_DIAL, 9, port);
+	ag_expect(&a, &m, AGENT_CLOSE, 9);
+	free(m.p);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, at_most_128_connections)
+{
+	int fds = fd_count(), c[AGENT_MAX_CONNS + 2], i, j, extra;
+	uint32_t ids[AGENT_MAX_CONNS], port;
+	char why[AGENT_MAX_ERROR + 1];
+	struct msg m;
+	struct ag a;
+
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	for (i = 0; i < AGENT_MAX_CONNS; i++) {
+		ids[i] = ag_accept(&a, port, &c[i], 0);
+		for (j = 0; j < i; j++)
+			cr_assert_neq(ids[i], ids[j], "an id given twice");
+	}
+	/* Past the bound: accepted and closed at once, no ACCEPT. */
+	for (extra = AGENT_MAX_CONNS; extra < AGENT_MAX_CONNS + 2; extra++) {
+		c[extra] = tcp_connect(port, 0);
+		cr_expect(closed_within(c[extra], 5000),
+		    "connection %d is open", extra);
+		close(c[extra]);
+	}
+	expect_quiet(&a, 300, "an ACCEPT past the bound");
+	/* A DIAL too. */
+	ag_u32(&a, AGENT_DIAL, 1, port);
+	ag_expect(&a, &m, AGENT_CLOSE, 1);
+	cr_assert_eq(agent_close_decode(m.p, m.h.len, why), 0);
+	cr_expect_str_eq(why, "too many connections");
+	free(m.p);
+	/* One ends: there is room for one more, with an id not in use. */
+	ag_close(&a, ids[7], "");
+	cr_expect(closed_within(c[7], 5000));
+	close(c[7]);
+	ids[7] = ag_accept(&a, port, &c[7], 0);
+	for (j = 0; j < AGENT_MAX_CONNS; j++)
+		cr_assert(j == 7 || ids[j] != ids[7], "an id in use given");
+	/* They all still work. */
+	write_all(c[AGENT_MAX_CONNS - 1], "z", 1);
+	recv_data(&a, ids[AGENT_MAX_CONNS - 1], why, 1, 1);
+	for (i = 0; i < AGENT_MAX_CONNS; i++)
+		close(c[i]);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+/*
+ * DATA past the window the agent gave: the client never reads, so that
+ * the agent's socket fills and what the worker sends stays held; then
+ * one byte past the window.
+ */
+Test(agent, data_beyond_the_window_makes_the_agent_exit)
+{
+	size_t sent = 0, acked = 0, k, limit = (size_t)64 << 20;
+	static char chunk[AGENT_DATA_CHUNK];
+	int fds = fd_count(), c, r;
+	uint32_t port, id, v;
+	struct msg m;
+	struct ag a;
+
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	id = ag_accept(&a, port, &c, 4096);
+	for (;;) {
+		cr_assert_lt(sent, limit, "the agent's socket never filled");
+		while (sent - acked < AGENT_CONN_WINDOW) {
+			k = AGENT_CONN_WINDOW - (sent - acked);
+			if (k > sizeof chunk)
+				k = sizeof chunk;
+			ag_data(&a, id, chunk, k, 0);
+			sent += k;
+		}
+		if ((r = ag_next(&a, &m, 500)) == 0)
+			break; /* full: nothing is written any more */
+		cr_assert_eq(r, 1);
+		cr_assert_eq(m.h.type, AGENT_ACK, "type %u", m.h.type);
+		cr_assert_eq(agent_u32_decode(m.p, m.h.len, &v), 0);
+		acked += v;
+		free(m.p);
+	}
+	cr_assert_eq(sent - acked, AGENT_CONN_WINDOW);
+	ag_data(&a, id, "x", 1, 0);
+	expect_dropped(&a, "DATA past the window");
+	close(c);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, late_connection_messages_are_dropped)
+{
+	int fds = fd_count();
+	uint32_t port;
+	struct ag a;
+
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	ag_data(&a, 77, "x", 1, 0);
+	ag_data(&a, AGENT_CONN_AGENT | 77, "y", 1, 1);
+	ag_u32(&a, AGENT_ACK, 78, 100);
+	ag_close(&a, 79, "gone");
+	ag_close(&a, AGENT_CONN_AGENT | 1, NULL);
+	expect_quiet(&a, 300, "an answer to a late message");
+	expect_alive(&a, port);
+	ag_stop(&a);
+	cr_expect_eq(fd_count(), fds, "descriptors left");
+}
+
+Test(agent, bad_connection_messages_make_the_agent_exit)
+{
+	unsigned char m[64];
+	struct agent_hdr h;
+	uint32_t port;
+	struct ag a;
+	int l;
+
+#define HDR(ty, fl, ln, ident)                                                 \
+	do {                                                                   \
+		h = (struct agent_hdr){                                        \
+		    .type = (ty), .flags = (fl), .len = (ln), .id = (ident)};  \
+		agent_hdr_encode(&h, m);                                       \
+	} while (0)
+#define U32(v)                                                                 \
+	do {                                                                   \
+		m[AGENT_HDR_LEN] = (unsigned char)((v) >> 24);                 \
+		m[AGENT_HDR_LEN + 1] = (unsigned char)((v) >> 16);             \
+		m[AGENT_HDR_LEN + 2] = (unsigned char)((v) >> 8);              \
+		m[AGENT_HDR_LEN + 3] = (unsigned char)(v);                     \
+	} while (0)
+#define CASE(what, len)                                                        \
+	do {                                                                   \
+		ag_start(&a);                                                  \
+		ag_send_raw(&a, m, (len));                                     \
+		expect_dropped(&a, what);                                      \
+	} while (0)
+	HDR(AGENT_DATA, 0, 1, 0);
+	m[AGENT_HDR_LEN] = 'x';
+	CASE("DATA of id 0", AGENT_HDR_LEN + 1);
+	HDR(AGENT_ACK, 0, 4, 0);
+	U32(1);
+	CASE("ACK of id 0", AGENT_HDR_LEN + 4);
+	HDR(AGENT_CLOSE, 0, 0, 0);
+	CASE("CLOSE of id 0", AGENT_HDR_LEN);
+	HDR(AGENT_ACK, 0, 2, 3);
+	CASE("an ACK of 2 bytes", AGENT_HDR_LEN + 2);
+	HDR(AGENT_CLOSE, 0, 3, 3);
+	memcpy(m + AGENT_HDR_LEN, "a\0b", 3);
+	CASE("a CLOSE with a NUL in its why", AGENT_HDR_LEN + 3);
+	HDR(AGENT_DIAL, 0, 4, 3);
+	U32(0);
+	CASE("a DIAL of port 0", AGENT_HDR_LEN + 4);
+	U32(65536);
+	CASE("a DIAL of port 65536", AGENT_HDR_LEN + 4);
+	HDR(AGENT_DIAL, 0, 4, 0);
+	U32(80);
+	CASE("a DIAL of id 0", AGENT_HDR_LEN + 4);
+	HDR(AGENT_DIAL, 0, 4, AGENT_CONN_AGENT | 3);
+	U32(80);
+	CASE("a DIAL of an agent's id", AGENT_HDR_LEN + 4);
+	HDR(AGENT_DIAL, 0, 0, 3);
+	CASE("an empty DIAL", AGENT_HDR_LEN);
+	HDR(AGENT_LISTEN, 0, 4, 0);
+	U32(65536);
+	CASE("a LISTEN of port 65536", AGENT_HDR_LEN + 4);
+	HDR(AGENT_LISTEN, 0, 4, 1);
+	U32(0);
+	CASE("a LISTEN of id 1", AGENT_HDR_LEN + 4);
+	/* A DIAL of an id in use. */
+	l = tcp_listener(&port);
+	ag_start(&a);
+	ag_u32(&a, AGENT_DIAL, 3, port);
+	{
+		struct msg r;
+
+		ag_expect(&a, &r, AGENT_OPENED, 3);
+		free(r.p);
+	}
+	ag_u32(&a, AGENT_DIAL, 3, port);
+	expect_dropped(&a, "a DIAL of an id in use");
+	/* DATA after the worker's EOF. */
+	ag_start(&a);
+	ag_u32(&a, AGENT_DIAL, 4, port);
+	{
+		struct msg r;
+
+		ag_expect(&a, &r, AGENT_OPENED, 4);
+		free(r.p);
+	}
+	ag_data(&a, 4, "", 0, 1);
+	ag_data(&a, 4, "more", 4, 0);
+	expect_dropped(&a, "DATA after EOF");
+	close(l);
+#undef CASE
+#undef U32
+#undef HDR
+}
+
+/* A command in the sandbox is the proxy's client (as curl would be). */
+Test(agent, a_command_connects_to_the_proxy_port)
+{
+	char script[512], buf[64];
+	struct res r = {0};
+	uint32_t port, id = 0;
+	int fds = fd_count();
+	struct msg m;
+	struct ag a;
+
+	if (access(PYTHON, X_OK) != 0)
+		cr_skip_test("no " PYTHON);
+	ag_start(&a);
+	port = ag_listen(&a, 0);
+	snprintf(script, sizeof script,
+	    "import socket\n"
+	    "s = socket.create_connection(('127.0.0.1', %u))\n"
+	    "s.sendall(b'CONNECT x:443')\n"
+	    "s.shutdown(socket.SHUT_WR)\n"
+	    "print(s.makefile('rb').read().decode())\n",
+	    port);
+	{
+		const char *argv[] = {PYTHON, "-c", script, NULL};
+
+		ag_run(&a, 1, argv, NULL, NULL, tok("proxy"), 0);
+	}
+	/* Messages of both kinds, in whatever order. */
+	while (!r.exited) {
+		cr_assert_eq(ag_next(&a, &m, 20000), 1);
+		if (m.h.type == AGENT_ACCEPT)
+			id = m.h.id;
+		else if (m.h.type == AGENT_DATA && (m.h.flags & AGENT_F_EOF)) {
+			cr_assert_eq(m.h.id, id);
+			ag_data(&a, id, "200 OK", 6, 1);
+		} else if (m.h.type == AGENT_DATA) {
+			cr_assert_eq(m.h.id, id);
+			cr_assert_lt(m.h.len, sizeof buf);
+			memcpy(buf, m.p, m.h.len);
+			buf[m.h.len] = '\0';
+			cr_expect_str_eq(buf, "CONNECT x:443");
+			ag_u32(&a, AGENT_ACK, id, m.h.len);
+		} else if (m.h.type != AGENT_ACK)
+			res_take(&a, &r, 1, &m, 1);
+		free(m.p);
+	}
+	cr_expect_neq(id, 0, "no ACCEPT");
+	cr_expect_eq(r.exit.exit_code, 0, "%s", r.err ? r.err : "");
+	cr_expect_str_eq(r.out, "200 OK\n");
+	res_free(&r);
+	ag_stop(&a);
+	expect_no_leftovers();
+	cr_expect_eq(fd_count(), fds, "descriptors left");
 }

@@ -8,8 +8,9 @@
 #include "agentwire.h"
 
 static const unsigned int all_types[] = {AGENT_RUN, AGENT_INPUT, AGENT_CREDIT,
-    AGENT_KILL, AGENT_SWEEP, AGENT_HELLO, AGENT_STARTED, AGENT_OUT, AGENT_SENT,
-    AGENT_EXIT, AGENT_SWEPT};
+    AGENT_KILL, AGENT_SWEEP, AGENT_LISTEN, AGENT_DIAL, AGENT_DATA, AGENT_ACK,
+    AGENT_CLOSE, AGENT_HELLO, AGENT_STARTED, AGENT_OUT, AGENT_SENT, AGENT_EXIT,
+    AGENT_SWEPT, AGENT_LISTENING, AGENT_ACCEPT, AGENT_OPENED};
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
 /* A flag each type takes (OUT needs one of its two). */
@@ -58,8 +59,17 @@ Test(agentwire, type_maxima)
 	cr_expect_eq(agent_type_max(AGENT_HELLO), 16);
 	cr_expect_eq(agent_type_max(AGENT_KILL), 4);
 	cr_expect_eq(agent_type_max(AGENT_EXIT), 32 + AGENT_MAX_ERROR);
+	cr_expect_eq(agent_type_max(AGENT_LISTEN), 4);
+	cr_expect_eq(agent_type_max(AGENT_DIAL), 4);
+	cr_expect_eq(agent_type_max(AGENT_DATA), AGENT_DATA_CHUNK);
+	cr_expect_eq(agent_type_max(AGENT_ACK), 4);
+	cr_expect_eq(agent_type_max(AGENT_CLOSE), AGENT_MAX_ERROR);
+	cr_expect_eq(agent_type_max(AGENT_LISTENING), 4 + AGENT_MAX_ERROR);
+	cr_expect_eq(agent_type_max(AGENT_ACCEPT), 4);
+	cr_expect_eq(agent_type_max(AGENT_OPENED), 0);
 	cr_expect_eq(agent_type_max(0), 0);
-	cr_expect_eq(agent_type_max(6), 0);
+	cr_expect_eq(agent_type_max(8), 0);
+	cr_expect_eq(agent_type_max(73), 0);
 	cr_expect_eq(agent_type_max(0xffff), 0);
 }
 
@@ -106,7 +116,8 @@ Test(agentwire, header_of_every_type_at_its_maximum)
 
 Test(agentwire, header_refuses_unknown_types)
 {
-	static const unsigned int bad[] = {0, 6, 63, 70, 100, 0x8001, 0xffff};
+	static const unsigned int bad[] = {
+	    0, 8, 31, 35, 63, 73, 100, 0x8001, 0xffff};
 	unsigned char b[AGENT_HDR_LEN];
 	struct agent_hdr h;
 	size_t i;
@@ -130,7 +141,8 @@ Test(agentwire, header_refuses_flags_a_type_does_not_take)
 
 			if (all_types[i] == AGENT_OUT)
 				ok = f == AGENT_F_STDOUT || f == AGENT_F_STDERR;
-			else if (all_types[i] == AGENT_INPUT)
+			else if (all_types[i] == AGENT_INPUT ||
+			         all_types[i] == AGENT_DATA)
 				ok = f == 0 || f == AGENT_F_EOF;
 			else
 				ok = f == 0;
@@ -689,11 +701,199 @@ Test(agentwire, exit_refuses)
 	cr_expect_null(agent_exit_encode(1, &e, &len));
 }
 
+Test(agentwire, listening_round_trip)
+{
+	char why[AGENT_MAX_ERROR + 1], longwhy[AGENT_MAX_ERROR + 100];
+	const unsigned char *p;
+	unsigned char *m;
+	uint32_t port;
+	size_t len;
+
+	m = agent_listening_encode(3128, NULL, &len);
+	cr_assert_not_null(m);
+	cr_assert_eq(len, AGENT_HDR_LEN + 4);
+	p = payload_of(m, len, AGENT_LISTENING, 0);
+	cr_expect_arr_eq(p, "\0\0\x0c\x38", 4);
+	strcpy(why, "stale");
+	cr_assert_eq(agent_listening_decode(p, 4, &port, why), 0);
+	cr_expect_eq(port, 3128);
+	cr_expect_str_eq(why, "");
+	free(m);
+	/* A port listened on carries no why, even if one is given. */
+	m = agent_listening_encode(65535, "ignored", &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN + 4);
+	cr_assert_eq(
+	    agent_listening_decode(m + AGENT_HDR_LEN, 4, &port, why), 0);
+	cr_expect_eq(port, 65535);
+	free(m);
+	/* Port 0 and its why. */
+	m = agent_listening_encode(0, "bind 127.0.0.1:0: Address in use", &len);
+	cr_assert_not_null(m);
+	p = payload_of(m, len, AGENT_LISTENING, 0);
+	cr_assert_eq(
+	    agent_listening_decode(p, len - AGENT_HDR_LEN, &port, why), 0);
+	cr_expect_eq(port, 0);
+	cr_expect_str_eq(why, "bind 127.0.0.1:0: Address in use");
+	free(m);
+	m = agent_listening_encode(0, NULL, &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN + 4);
+	cr_assert_eq(
+	    agent_listening_decode(m + AGENT_HDR_LEN, 4, &port, why), 0);
+	cr_expect_str_eq(why, "");
+	free(m);
+	/* A why too long is cut to the most. */
+	memset(longwhy, 'w', sizeof longwhy - 1);
+	longwhy[sizeof longwhy - 1] = '\0';
+	m = agent_listening_encode(0, longwhy, &len);
+	cr_assert_not_null(m);
+	cr_assert_eq(len, AGENT_HDR_LEN + 4 + AGENT_MAX_ERROR);
+	cr_assert_eq(agent_listening_decode(
+	                 m + AGENT_HDR_LEN, len - AGENT_HDR_LEN, &port, why),
+	    0);
+	cr_expect_eq(strlen(why), AGENT_MAX_ERROR);
+	free(m);
+	cr_expect_null(agent_listening_encode(65536, NULL, &len));
+	cr_expect_null(agent_listening_encode(0xffffffff, "x", &len));
+}
+
+Test(agentwire, listening_refuses)
+{
+	unsigned char p[4 + AGENT_MAX_ERROR + 1];
+	char why[AGENT_MAX_ERROR + 1];
+	uint32_t port;
+
+	memset(p, 'x', sizeof p);
+	memcpy(p, "\0\0\0\0", 4);
+	cr_expect_eq(agent_listening_decode(p, 0, &port, why), -1);
+	cr_expect_eq(agent_listening_decode(p, 3, &port, why), -1);
+	cr_expect_eq(
+	    agent_listening_decode(p, 4 + AGENT_MAX_ERROR, &port, why), 0);
+	cr_expect_eq(
+	    agent_listening_decode(p, 4 + AGENT_MAX_ERROR + 1, &port, why), -1,
+	    "a why too long");
+	p[6] = '\0';
+	cr_expect_eq(
+	    agent_listening_decode(p, 8, &port, why), -1, "a NUL in the why");
+	p[6] = 'x';
+	/* A port above 65535. */
+	memcpy(p, "\0\x01\0\0", 4);
+	cr_expect_eq(agent_listening_decode(p, 4, &port, why), -1);
+	memcpy(p, "\xff\xff\xff\xff", 4);
+	cr_expect_eq(agent_listening_decode(p, 4, &port, why), -1);
+	/* A why with a port listened on. */
+	memcpy(p, "\0\0\x1f\x90", 4);
+	cr_expect_eq(agent_listening_decode(p, 4, &port, why), 0);
+	cr_expect_eq(port, 8080);
+	cr_expect_eq(agent_listening_decode(p, 5, &port, why), -1);
+}
+
+Test(agentwire, close_round_trip)
+{
+	char why[AGENT_MAX_ERROR + 1], longwhy[AGENT_MAX_ERROR + 2];
+	const unsigned char *p;
+	unsigned char *m;
+	size_t len;
+
+	m = agent_close_encode(
+	    7, "connect 127.0.0.1:8000: Connection refused", &len);
+	cr_assert_not_null(m);
+	p = payload_of(m, len, AGENT_CLOSE, 7);
+	cr_assert_eq(agent_close_decode(p, len - AGENT_HDR_LEN, why), 0);
+	cr_expect_str_eq(why, "connect 127.0.0.1:8000: Connection refused");
+	free(m);
+	m = agent_close_encode(AGENT_CONN_AGENT | 5, NULL, &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN);
+	strcpy(why, "stale");
+	cr_assert_eq(
+	    agent_close_decode(
+	        payload_of(m, len, AGENT_CLOSE, AGENT_CONN_AGENT | 5), 0, why),
+	    0);
+	cr_expect_str_eq(why, "");
+	free(m);
+	m = agent_close_encode(1, "", &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN);
+	free(m);
+	memset(longwhy, 'r', sizeof longwhy - 1);
+	longwhy[sizeof longwhy - 1] = '\0';
+	m = agent_close_encode(1, longwhy, &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN + AGENT_MAX_ERROR, "not cut");
+	free(m);
+}
+
+Test(agentwire, close_refuses)
+{
+	unsigned char p[AGENT_MAX_ERROR + 1];
+	char why[AGENT_MAX_ERROR + 1];
+
+	memset(p, 'c', sizeof p);
+	cr_expect_eq(agent_close_decode(p, AGENT_MAX_ERROR, why), 0);
+	cr_expect_eq(strlen(why), AGENT_MAX_ERROR);
+	cr_expect_eq(agent_close_decode(p, AGENT_MAX_ERROR + 1, why), -1);
+	p[3] = '\0';
+	cr_expect_eq(agent_close_decode(p, 10, why), -1, "a NUL in the why");
+	cr_expect_eq(agent_close_decode(p, 3, why), 0);
+	cr_expect_str_eq(why, "ccc");
+}
+
+Test(agentwire, connection_messages_and_their_lengths)
+{
+	unsigned char *m, big[AGENT_DATA_CHUNK + 1], b[AGENT_HDR_LEN];
+	struct agent_hdr h;
+	size_t len;
+	uint32_t v;
+
+	memset(big, 'd', sizeof big);
+	m = agent_msg_new(AGENT_DATA, 0, 3, big, AGENT_DATA_CHUNK, &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN + AGENT_DATA_CHUNK);
+	free(m);
+	cr_expect_null(
+	    agent_msg_new(AGENT_DATA, 0, 3, big, AGENT_DATA_CHUNK + 1, &len));
+	m = agent_msg_new(AGENT_DATA, AGENT_F_EOF, 3, NULL, 0, &len);
+	cr_assert_not_null(m);
+	cr_assert_eq(agent_hdr_decode(m, &h), 0);
+	cr_expect_eq(h.flags, AGENT_F_EOF);
+	cr_expect_eq(h.len, 0);
+	free(m);
+	m = agent_msg_new(AGENT_OPENED, 0, 3, NULL, 0, &len);
+	cr_assert_not_null(m);
+	cr_expect_eq(len, AGENT_HDR_LEN);
+	free(m);
+	cr_expect_null(agent_msg_new(AGENT_OPENED, 0, 3, "x", 1, &len));
+	cr_expect_null(
+	    agent_msg_new(AGENT_CLOSE, 0, 3, big, AGENT_MAX_ERROR + 1, &len));
+	m = agent_msg_u32(AGENT_DIAL, 3, 8000, &len);
+	cr_assert_not_null(m);
+	cr_assert_eq(agent_hdr_decode(m, &h), 0);
+	cr_expect_eq(h.type, AGENT_DIAL);
+	cr_assert_eq(agent_u32_decode(m + AGENT_HDR_LEN, h.len, &v), 0);
+	cr_expect_eq(v, 8000);
+	free(m);
+	/* Headers past a type's maximum, or with flags it does not take. */
+	raw_hdr(b, AGENT_ACK, 0, 5, 3);
+	cr_expect_eq(agent_hdr_decode(b, &h), -1);
+	raw_hdr(b, AGENT_LISTEN, 0, 5, 0);
+	cr_expect_eq(agent_hdr_decode(b, &h), -1);
+	raw_hdr(b, AGENT_OPENED, 0, 1, 3);
+	cr_expect_eq(agent_hdr_decode(b, &h), -1);
+	raw_hdr(b, AGENT_LISTENING, 0, 4 + AGENT_MAX_ERROR + 1, 0);
+	cr_expect_eq(agent_hdr_decode(b, &h), -1);
+	raw_hdr(b, AGENT_DATA, AGENT_F_STDOUT, 1, 3);
+	cr_expect_eq(agent_hdr_decode(b, &h), -1);
+	raw_hdr(b, AGENT_CLOSE, AGENT_F_EOF, 0, 3);
+	cr_expect_eq(agent_hdr_decode(b, &h), -1);
+}
+
 /* A stream of messages of every kind, and each message's size. */
 struct stream {
 	unsigned char *p;
 	size_t len;
-	size_t sizes[16];
+	size_t sizes[32];
 	size_t n;
 };
 
@@ -740,6 +940,22 @@ stream_make(struct stream *s)
 	stream_add(s, agent_exit_encode(1, &ex, &len), &len);
 	stream_add(s, agent_sweep_encode(2, toks, 2, &len), &len);
 	stream_add(s, agent_msg_u32(AGENT_SWEPT, 2, 0, &len), &len);
+	stream_add(s, agent_msg_u32(AGENT_LISTEN, 0, 3128, &len), &len);
+	stream_add(s, agent_listening_encode(3128, NULL, &len), &len);
+	stream_add(s, agent_listening_encode(0, "bind: no", &len), &len);
+	stream_add(s,
+	    agent_msg_u32(AGENT_ACCEPT, AGENT_CONN_AGENT | 1, 40000, &len),
+	    &len);
+	stream_add(s, agent_msg_u32(AGENT_DIAL, 3, 8000, &len), &len);
+	stream_add(s, agent_msg_new(AGENT_OPENED, 0, 3, NULL, 0, &len), &len);
+	stream_add(
+	    s, agent_msg_new(AGENT_DATA, 0, 3, big, sizeof big, &len), &len);
+	stream_add(
+	    s, agent_msg_new(AGENT_DATA, AGENT_F_EOF, 3, NULL, 0, &len), &len);
+	stream_add(s, agent_msg_u32(AGENT_ACK, 3, sizeof big, &len), &len);
+	stream_add(s, agent_close_encode(3, "reset", &len), &len);
+	stream_add(
+	    s, agent_close_encode(AGENT_CONN_AGENT | 1, NULL, &len), &len);
 }
 
 /* Feeds s in pieces of the sizes piece() gives; checks every message. */
