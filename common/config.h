@@ -82,6 +82,13 @@ struct config {
 	long http_min_rate; /* bytes/s */
 	int no_auth; /* HTTP without a token, asked for explicitly */
 
+	/* Ports of sandboxes exposed on the host (run/expose.c). */
+	char *expose_bind; /* an IPv4 or IPv6 literal */
+	int expose_bind_loopback; /* ... of loopback */
+	char *expose_auth_mode; /* --expose-auth: "on" or "off" */
+	int expose_auth; /* ... as a flag: the HTTP token guards them */
+	long max_exposed_ports; /* per sandbox */
+
 	/* Per client session (HTTP session, or the stdio client). */
 	long max_sandboxes_per_session;
 	long max_calls_per_session;
