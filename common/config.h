@@ -83,10 +83,10 @@ struct config {
 	int no_auth; /* HTTP without a token, asked for explicitly */
 
 	/* Ports of sandboxes exposed on the host (run/expose.c). */
+	int expose_bind_loopback; /* --expose-bind is of loopback */
+	int expose_auth; /* --expose-auth on: the HTTP token guards them */
 	char *expose_bind; /* an IPv4 or IPv6 literal */
-	int expose_bind_loopback; /* ... of loopback */
 	char *expose_auth_mode; /* --expose-auth: "on" or "off" */
-	int expose_auth; /* ... as a flag: the HTTP token guards them */
 	long max_exposed_ports; /* per sandbox */
 
 	/* Per client session (HTTP session, or the stdio client). */
