@@ -3,6 +3,11 @@
  * names each option, its variable, its default and its help line, so the
  * three can never disagree.
  */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
@@ -203,6 +208,19 @@ static const struct opt opts[] = {
     {"no-auth", "MCP_SANDBOXD_NO_AUTH", OPT_BOOL, O(no_auth), "0", 0, 0,
         "serve HTTP on loopback without any token (anyone on this host can "
         "use the server)"},
+    {"expose-bind", "MCP_SANDBOXD_EXPOSE_BIND", OPT_STR, O(expose_bind),
+        "127.0.0.1", 0, 0,
+        "host address (an IPv4 or IPv6 literal) where sandbox_expose_port "
+        "listens; beyond loopback only with --expose-auth on"},
+    {"expose-auth", "MCP_SANDBOXD_EXPOSE_AUTH", OPT_STR, O(expose_auth_mode),
+        "off", 0, 0,
+        "on: each connection to an exposed port must send the HTTP "
+        "transport's bearer token (Authorization: Bearer) in its first "
+        "request (needs --transport http or both, and a token); off: "
+        "none asked"},
+    {"max-exposed-ports", "MCP_SANDBOXD_MAX_EXPOSED_PORTS", OPT_LONG,
+        O(max_exposed_ports), "8", 1, 64,
+        "ports one sandbox may have exposed on the host at once"},
     {"allowed-origins", "MCP_SANDBOXD_ALLOWED_ORIGINS", OPT_STR,
         O(allowed_origins), NULL, 0, 0,
         "Origins (scheme://host[:port]) HTTP requests may carry and that "
@@ -496,6 +514,69 @@ allow_network_check(struct config *c, FILE *err)
 }
 
 /*
+ * --expose-bind is an address literal (no name: what it resolves to could
+ * change under the check); beyond loopback, only when the HTTP token
+ * guards the ports (--expose-auth on), which needs the HTTP transport and
+ * a token (a configured one, or the one it makes at start; not
+ * --no-auth).
+ */
+static int
+expose_check(struct config *c, FILE *err)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (strcmp(c->expose_auth_mode, "on") == 0)
+		c->expose_auth = 1;
+	else if (strcmp(c->expose_auth_mode, "off") == 0)
+		c->expose_auth = 0;
+	else {
+		fprintf(err, "--expose-auth: expected on or off, got \"%s\"\n",
+		    c->expose_auth_mode);
+		return -1;
+	}
+	if (inet_pton(AF_INET, c->expose_bind, &a4) == 1)
+		c->expose_bind_loopback = (ntohl(a4.s_addr) >> 24) == 127;
+	else if (inet_pton(AF_INET6, c->expose_bind, &a6) == 1)
+		c->expose_bind_loopback =
+		    IN6_IS_ADDR_LOOPBACK(&a6) ||
+		    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	else {
+		fprintf(err,
+		    "--expose-bind: expected an IPv4 or IPv6 address (e.g. "
+		    "127.0.0.1 or ::1, no brackets, no name), got \"%s\"\n",
+		    c->expose_bind);
+		return -1;
+	}
+	if (c->expose_auth && strcmp(c->transport, "stdio") == 0) {
+		fprintf(err,
+		    "--expose-auth on: exposed ports are guarded by the HTTP "
+		    "transport's bearer token, and --transport is stdio; give "
+		    "--transport http (or both), or --expose-auth off\n");
+		return -1;
+	}
+	if (c->expose_auth && c->no_auth) {
+		fprintf(err,
+		    "--expose-auth on: exposed ports are guarded by the HTTP "
+		    "transport's bearer token, and --no-auth turns it off; "
+		    "give a token (--auth-token-file or "
+		    "MCP_SANDBOXD_AUTH_TOKEN) instead of --no-auth, or "
+		    "--expose-auth off\n");
+		return -1;
+	}
+	if (!c->expose_bind_loopback && !c->expose_auth) {
+		fprintf(err,
+		    "--expose-bind %s is beyond loopback: anyone who reaches "
+		    "that address could use a sandbox's exposed ports; give "
+		    "--expose-auth on too (with --transport http and its token), "
+		    "or a loopback address (127.0.0.1, ::1)\n",
+		    c->expose_bind);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Fill *c from defaults, the environment and argv, in that order.  Returns
  * 0, or -1 after writing what was wrong to err.
  */
@@ -629,7 +710,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		unsetenv("MCP_SANDBOXD_AUTH_TOKEN");
 	}
 	if (uid_range_parse(c, err) == -1 ||
-	    allow_network_check(c, err) == -1 || warm_pool_check(c, err) == -1)
+	    allow_network_check(c, err) == -1 ||
+	    warm_pool_check(c, err) == -1 || expose_check(c, err) == -1)
 		return -1;
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
@@ -674,6 +756,8 @@ config_free(struct config *c)
 	free(c->auth_token);
 	free(c->allowed_origins);
 	free(c->allowed_hosts);
+	free(c->expose_bind);
+	free(c->expose_auth_mode);
 	free(c->runtime_dir);
 	free(c->uid_range);
 	config_list_free(&c->deny_copy_names);

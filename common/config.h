@@ -82,6 +82,13 @@ struct config {
 	long http_min_rate; /* bytes/s */
 	int no_auth; /* HTTP without a token, asked for explicitly */
 
+	/* Ports of sandboxes exposed on the host (run/expose.c). */
+	int expose_bind_loopback; /* --expose-bind is of loopback */
+	int expose_auth; /* --expose-auth on: the HTTP token guards them */
+	char *expose_bind; /* an IPv4 or IPv6 literal */
+	char *expose_auth_mode; /* --expose-auth: "on" or "off" */
+	long max_exposed_ports; /* per sandbox */
+
 	/* Per client session (HTTP session, or the stdio client). */
 	long max_sandboxes_per_session;
 	long max_calls_per_session;

@@ -22,6 +22,7 @@ layers_init(void)
 
 	mcp_hooks_set(&hooks);
 	bgproc_init();
+	expose_init();
 	tools_init();
 	resources_init();
 }

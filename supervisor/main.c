@@ -238,6 +238,9 @@ main(int argc, char **argv)
 #endif
 	if (strcmp(conf.transport, "stdio") != 0 && http_start() == -1)
 		fatalx("cannot start the HTTP transport");
+	if (conf.expose_auth && sup.http_token == NULL)
+		fatalx("--expose-auth on: the HTTP transport has no token to "
+		       "guard exposed ports with");
 	if (strcmp(conf.transport, "http") != 0 &&
 	    stdio_start(supervisor_quit) == -1)
 		fatal("stdin and stdout must be pipes or sockets");

@@ -23,6 +23,9 @@ struct supervisor {
 	char *self_exe; /* this binary's path, for client configurations */
 	int self_fd; /* this binary, opened at start: workers run it */
 	struct hostpolicy hosts; /* host dirs the file tools may use */
+	/* The HTTP transport's bearer token (transport/http.c, which owns
+	 * it), for exposed ports under --expose-auth on; NULL: none. */
+	const char *http_token;
 	int shutting_down;
 	int exit_code;
 };

@@ -168,12 +168,12 @@ bgproc_done(struct xrun *x, json_object *r, void *arg)
 
 /* The sandbox is being destroyed: its processes leave with it. */
 static void
-bgproc_sandbox_destroyed(struct sandbox *sb)
+bgproc_sandbox_event(struct sandbox *sb, enum sandbox_event ev)
 {
 	struct bgprocs *l = sb->bg;
 	struct bgproc *bp;
 
-	if (l == NULL)
+	if (ev != SANDBOX_DESTROYED || l == NULL)
 		return;
 	while ((bp = TAILQ_FIRST(&l->list)) != NULL) {
 		TAILQ_REMOVE(&l->list, bp, entry);
@@ -191,7 +191,7 @@ bgproc_sandbox_destroyed(struct sandbox *sb)
 void
 bgproc_init(void)
 {
-	sandbox_destroyed = bgproc_sandbox_destroyed;
+	sandbox_listen(bgproc_sandbox_event);
 }
 
 /* How many of the sandbox's background processes run. */

@@ -1,8 +1,9 @@
 /*
  * The run layer: commands and code in a sandbox (xrun.c, coderun.c),
- * files up into it (upload.c) and read from it (fileread.c), what its helper
- * scripts print (sbout.c) and dependency detection (deps.c).  Above the sandbox
- * layer.
+ * background processes (bgproc.c), its ports exposed on the host
+ * (expose.c), files up into it (upload.c) and read from it (fileread.c), what
+ * its helper scripts print (sbout.c) and dependency detection (deps.c).  Above
+ * the sandbox layer.
  */
 #ifndef RUN_H
 #define RUN_H
@@ -103,6 +104,23 @@ json_object *bgproc_list(struct sandbox *);
 json_object *bgproc_output(const struct bgproc *, const struct bg_ask *);
 void bgproc_wait(struct bgproc *, struct call *, const struct bg_ask *,
     long long, bg_answer_cb);
+
+/* expose.c: ports of a sandbox exposed on the host (sandbox_expose_port) */
+struct exposed {
+	int port; /* in the sandbox */
+	int host_port; /* 0: not listening yet */
+	char address[46]; /* where it listens (INET6_ADDRSTRLEN) */
+	char url[72]; /* http://ADDRESS:HOST_PORT/ */
+	int auth; /* connections must send the HTTP bearer token */
+	int existing; /* it was exposed before this call */
+};
+typedef void (*expose_cb)(struct call *, const struct exposed *, const char *);
+typedef void (*unexpose_cb)(struct call *, const char *);
+void expose_init(void);
+void expose_port(struct call *, struct sandbox *, int, expose_cb);
+int unexpose_port(
+    struct call *, struct sandbox *, int, unexpose_cb, const char **);
+json_object *expose_list(struct sandbox *);
 
 /* fileread.c: a file of a sandbox read, for read_file and resources */
 #define FILEREAD_MAX (4 * 1024 * 1024) /* bytes of one read */

@@ -70,7 +70,9 @@ sandbox_pause_cb(evutil_socket_t fd, short what, void *arg)
 	if (sb->dead || sb->paused || sb->state != SB_READY ||
 	    sb->worker == NULL)
 		return;
-	if (wproc_busy(sb->worker) || time(NULL) - sb->last_used < after) {
+	/* A connection to an exposed port comes with no call. */
+	if (wproc_busy(sb->worker) || sb->exposed > 0 ||
+	    time(NULL) - sb->last_used < after) {
 		sandbox_pause_arm(sb);
 		return;
 	}

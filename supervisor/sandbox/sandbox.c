@@ -48,7 +48,33 @@
 struct sandboxes sandboxes = TAILQ_HEAD_INITIALIZER(sandboxes);
 void (*sandbox_logs_updated)(struct sandbox *);
 void (*sandbox_output_updated)(struct sandbox *, unsigned int);
-void (*sandbox_destroyed)(struct sandbox *);
+static sandbox_listener listeners[4];
+
+/* Hear of sandbox_event()s (the layers above, at start). */
+void
+sandbox_listen(sandbox_listener l)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof listeners / sizeof listeners[0]; i++)
+		if (listeners[i] == NULL) {
+			listeners[i] = l;
+			return;
+		}
+	fatalx("%s: too many listeners", __func__);
+}
+
+/* Tell every listener, in the order they came. */
+void
+sandbox_event(struct sandbox *sb, enum sandbox_event ev)
+{
+	size_t i;
+
+	for (i = 0;
+	     i < sizeof listeners / sizeof listeners[0] && listeners[i] != NULL;
+	     i++)
+		listeners[i](sb, ev);
+}
 
 static struct sandbox *sandbox_adopt(struct session *, const char *);
 
@@ -337,8 +363,7 @@ sandbox_destroy(
 	}
 	sb->dead = 1;
 	sb->state = SB_STOPPING;
-	if (sandbox_destroyed != NULL)
-		sandbox_destroyed(sb);
+	sandbox_event(sb, SANDBOX_DESTROYED);
 	sandbox_unregister(sb);
 	d = xcalloc(1, sizeof *d);
 	destroys_in_flight++;

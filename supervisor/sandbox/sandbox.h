@@ -86,6 +86,8 @@ struct sandbox {
 	struct event *pause_timer;
 	time_t paused_at;
 	struct bgprocs *bg; /* its background processes (run/bgproc.c) */
+	struct exposes *exposes; /* its exposed ports (run/expose.c) */
+	int exposed; /* how many: it is not paused while it has some */
 	TAILQ_ENTRY(sandbox) entry;
 };
 TAILQ_HEAD(sandboxes, sandbox);
@@ -185,6 +187,9 @@ struct stats {
 	 * it was handed out), and sandboxes paused and resumed. */
 	long long pool_created, pool_taken, pool_failed;
 	long long paused, resumed;
+	/* Ports of sandboxes exposed on the host (run/expose.c): listening
+	 * now, and exposed (sandbox_expose_port) since the start. */
+	long long ports_exposed_now, ports_exposed;
 	struct histogram create_ms, exec_ms;
 	long long started_ms;
 };
@@ -202,9 +207,21 @@ extern void (*sandbox_logs_updated)(struct sandbox *);
 /* Set by the resources layer: the output of one of a sandbox's execs
  * grew (a background process's). */
 extern void (*sandbox_output_updated)(struct sandbox *, unsigned int);
-/* Set by the run layer: the sandbox is being destroyed (its background
- * processes end with it). */
-extern void (*sandbox_destroyed)(struct sandbox *);
+/*
+ * What the run layer hears of a sandbox (sandbox_listen, at start):
+ * destroyed (its background processes and exposed ports end with it);
+ * given a new worker after a crash (sb->worker is the new one, which knows
+ * nothing of what the old one held); its worker's agent takes commands
+ * (again), as its worker told.
+ */
+enum sandbox_event {
+	SANDBOX_DESTROYED,
+	SANDBOX_RESPAWNED,
+	SANDBOX_AGENT_READY
+};
+typedef void (*sandbox_listener)(struct sandbox *, enum sandbox_event);
+void sandbox_listen(sandbox_listener);
+void sandbox_event(struct sandbox *, enum sandbox_event);
 
 /* Docker's error text with host paths cut (sandbox.c). */
 char *sandbox_error_text(const char *);

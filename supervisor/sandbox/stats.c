@@ -99,6 +99,10 @@ stats_json(void)
 	ADD(s, "paused", stats.paused);
 	ADD(s, "resumed", stats.resumed);
 	json_object_object_add(o, "pause", s);
+	s = json_object_new_object();
+	ADD(s, "open", stats.ports_exposed_now);
+	ADD(s, "exposed", stats.ports_exposed);
+	json_object_object_add(o, "exposed_ports", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
 	return o;
@@ -178,6 +182,12 @@ stats_prometheus(struct evbuffer *b)
 	prom_value(b, "mcp_sandboxd_sandboxes_resumed_total", "counter",
 	    "Paused sandboxes resumed by a call.", stats.resumed);
 	json_object_put(pj);
+	prom_value(b, "mcp_sandboxd_exposed_ports_open", "gauge",
+	    "Sandbox ports exposed on the host and listening now.",
+	    stats.ports_exposed_now);
+	prom_value(b, "mcp_sandboxd_exposed_ports_total", "counter",
+	    "Sandbox ports exposed on the host (sandbox_expose_port).",
+	    stats.ports_exposed);
 	prom_value(b, "mcp_sandboxd_engine_errors_total", "counter",
 	    "Docker Engine API errors.", stats.engine_errors);
 	prom_value(b, "mcp_sandboxd_uptime_seconds", "gauge",

@@ -108,6 +108,7 @@ wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	json_object_put(sb->respawn_tokens);
 	sb->respawn_tokens = NULL;
+	sandbox_event(sb, SANDBOX_RESPAWNED);
 }
 
 static void
@@ -140,8 +141,10 @@ wproc_lost(struct wproc *wp, const char *why)
 	proto_chan_free(wp->chan);
 	wp->chan = NULL;
 	evtimer_del(wp->hello_timer);
-	if (sb != NULL && sb->worker == wp)
+	if (sb != NULL && sb->worker == wp) {
 		sb->worker = NULL;
+		sb->agent_ready = 0; /* a new worker says when its agent is */
+	}
 	wp->sb = NULL;
 	if (!wp->exited && !wp->told)
 		kill(wp->pid, SIGKILL);
@@ -234,6 +237,19 @@ wproc_hello_check(struct wproc *wp, struct proto_frame *f)
 	       "stopped";
 }
 
+/* The worker says whether its agent takes commands now. */
+static void
+wproc_agent_notify(struct sandbox *sb, json_object *obj)
+{
+	json_object *v;
+	int was = sb->agent_ready;
+
+	sb->agent_ready = json_object_object_get_ex(obj, "ready", &v) &&
+	                  json_object_get_boolean(v);
+	if (sb->agent_ready && !was)
+		sandbox_event(sb, SANDBOX_AGENT_READY);
+}
+
 /* One frame from a worker; -1 drops it. */
 static int
 wproc_dispatch(struct wproc *wp, struct proto_frame *f)
@@ -291,10 +307,7 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 				                : "the container went away");
 			else if (strcmp(json_object_get_string(credit),
 			             "agent") == 0)
-				wp->sb->agent_ready =
-				    json_object_object_get_ex(
-				        obj, "ready", &credit) &&
-				    json_object_get_boolean(credit);
+				wproc_agent_notify(wp->sb, obj);
 			else if (sandbox_logs_updated != NULL)
 				sandbox_logs_updated(wp->sb);
 		}

@@ -22,6 +22,8 @@ static const struct tool *const table[] = {
     &tool_process_output,
     &tool_process_signal,
     &tool_process_wait,
+    &tool_sandbox_expose_port,
+    &tool_sandbox_unexpose_port,
 };
 
 /* Register them with the MCP layer, before any other module's. */

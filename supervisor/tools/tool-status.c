@@ -39,7 +39,12 @@ static const char output_schema[] =
     "\"idle_expires_at\":{\"type\":\"string\"},"
     "\"removal_in_seconds\":{\"type\":\"integer\",\"description\":"
     "\"when the sandbox will be removed (lifetime or idle limit)\"},"
-    "\"worker_pid\":{\"type\":\"integer\"}},"
+    "\"worker_pid\":{\"type\":\"integer\"},"
+    "\"exposed_ports\":{\"type\":\"array\",\"description\":\"its ports "
+    "exposed on the host (sandbox_expose_port)\",\"items\":{\"type\":"
+    "\"object\",\"properties\":{\"port\":{\"type\":\"integer\"},"
+    "\"url\":{\"type\":\"string\"},\"host_port\":{\"type\":"
+    "\"integer\"}},\"required\":[\"port\",\"url\",\"host_port\"]}}},"
     "\"required\":[\"container_id\",\"name\",\"state\",\"image\","
     "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}},"
     "\"stats\":{\"type\":\"object\",\"description\":\"the server's "
@@ -71,7 +76,7 @@ status_done(struct status *st)
 {
 	struct evbuffer *t;
 	json_object *r, *e, *v, *u;
-	size_t i, n;
+	size_t i, j, n;
 
 	if (--st->pending > 0)
 		return;
@@ -100,8 +105,19 @@ status_done(struct status *st)
 		evbuffer_add_printf(
 		    t, ", expires %s", json_object_get_string(v));
 		json_object_object_get_ex(e, "removal_in_seconds", &v);
-		evbuffer_add_printf(t, " (removed in %lld s unless used)\n",
+		evbuffer_add_printf(t, " (removed in %lld s unless used)",
 		    (long long)json_object_get_int64(v));
+		if (json_object_object_get_ex(e, "exposed_ports", &u))
+			for (j = 0; j < json_object_array_length(u); j++) {
+				v = json_object_array_get_idx(u, j);
+				evbuffer_add_printf(t, "%s port %lld at %s",
+				    j == 0 ? "; exposed:" : ",",
+				    (long long)json_object_get_int64(
+				        json_object_object_get(v, "port")),
+				    json_object_get_string(
+				        json_object_object_get(v, "url")));
+			}
+		evbuffer_add(t, "\n", 1);
 	}
 	evbuffer_add(t, "", 1);
 	r = json_object_new_object();
@@ -192,6 +208,7 @@ status_add(struct status *st, struct sandbox *sb)
 	if (sb->worker != NULL)
 		json_object_object_add(o, "worker_pid",
 		    json_object_new_int(wproc_pid(sb->worker)));
+	json_object_object_add(o, "exposed_ports", expose_list(sb));
 	json_object_array_add(st->list, o);
 	if (sb->id == NULL || sb->state != SB_READY)
 		return;
@@ -236,8 +253,9 @@ const struct tool tool_get_sandbox_status = {
     .name = "get_sandbox_status",
     .title = "Sandbox status",
     .description = "State, image, creation and expiry times, limits, "
-                   "memory and process usage, exec count and worker pid of "
-                   "one sandbox, or of all of this client's sandboxes.",
+                   "memory and process usage, exec count, worker pid and "
+                   "exposed ports of one sandbox, or of all of this "
+                   "client's sandboxes.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 1,

@@ -72,5 +72,7 @@ extern const struct tool tool_process_list;
 extern const struct tool tool_process_output;
 extern const struct tool tool_process_signal;
 extern const struct tool tool_process_wait;
+extern const struct tool tool_sandbox_expose_port;
+extern const struct tool tool_sandbox_unexpose_port;
 
 #endif

@@ -1068,6 +1068,8 @@ int
 http_start(void)
 {
 	token_load();
+	/* Exposed ports ask for the same token (--expose-auth on). */
+	sup.http_token = token;
 	if ((httpd = evhttp_new(sup.base)) == NULL)
 		fatalx("evhttp_new");
 	evhttp_set_max_body_size(httpd, sup.conf->max_line);
@@ -1113,4 +1115,5 @@ http_stop(void)
 		free(token);
 		token = NULL;
 	}
+	sup.http_token = NULL;
 }

@@ -796,3 +796,93 @@ Test(config, given_tells_set_from_default)
 	/* The default stays the value of what was not given. */
 	cr_expect_str_eq(conf.python_image, "python:3.12-slim-bookworm");
 }
+
+/* Exposed ports: loopback by default, no token asked. */
+Test(config, expose_defaults)
+{
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_str_eq(conf.expose_bind, "127.0.0.1");
+	cr_assert(conf.expose_bind_loopback);
+	cr_assert_eq(conf.expose_auth, 0);
+	cr_assert_eq(conf.max_exposed_ports, 8);
+}
+
+Test(config, expose_bind_takes_address_literals)
+{
+	cr_assert_eq(PARSE("--expose-bind", "::1"), 0, "%s", errtext);
+	cr_assert(conf.expose_bind_loopback);
+	config_free(&conf);
+	cr_assert_eq(PARSE("--expose-bind=127.0.0.2"), 0, "%s", errtext);
+	cr_assert(conf.expose_bind_loopback);
+	config_free(&conf);
+	cr_assert_eq(PARSE("--expose-bind=::ffff:127.0.0.1"), 0, "%s", errtext);
+	cr_assert(conf.expose_bind_loopback);
+	config_free(&conf);
+	setenv("MCP_SANDBOXD_EXPOSE_BIND", "::1", 1);
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_str_eq(conf.expose_bind, "::1");
+	config_free(&conf);
+	unsetenv("MCP_SANDBOXD_EXPOSE_BIND");
+	EXPECT_FAIL_MENTIONING(W("--expose-bind", "IPv4 or IPv6", "localhost"),
+	    "--expose-bind=localhost");
+	EXPECT_FAIL_MENTIONING(
+	    W("--expose-bind", "[::1]"), "--expose-bind=[::1]");
+	EXPECT_FAIL_MENTIONING(
+	    W("--expose-bind", "127.0.0.1:80"), "--expose-bind=127.0.0.1:80");
+	EXPECT_FAIL_MENTIONING(W("--expose-bind"), "--expose-bind=");
+}
+
+/* Beyond loopback, only with the HTTP token guarding the ports. */
+Test(config, expose_bind_beyond_loopback_needs_expose_auth)
+{
+	EXPECT_FAIL_MENTIONING(
+	    W("--expose-bind 0.0.0.0", "beyond loopback", "--expose-auth on"),
+	    "--expose-bind=0.0.0.0");
+	EXPECT_FAIL_MENTIONING(W("--expose-bind 192.0.2.7", "--expose-auth on"),
+	    "--transport=http", "--expose-bind=192.0.2.7");
+	EXPECT_FAIL_MENTIONING(
+	    W("--expose-bind ::", "--expose-auth on"), "--expose-bind=::");
+	cr_assert_eq(PARSE("--transport=http", "--expose-bind=0.0.0.0",
+	                 "--expose-auth=on"),
+	    0, "%s", errtext);
+	cr_assert_not(conf.expose_bind_loopback);
+	cr_assert(conf.expose_auth);
+}
+
+/* --expose-auth on needs the HTTP transport and its token. */
+Test(config, expose_auth_needs_http_and_a_token)
+{
+	EXPECT_FAIL_MENTIONING(
+	    W("--expose-auth", "on", "off"), "--expose-auth=yes");
+	EXPECT_FAIL_MENTIONING(
+	    W("--expose-auth on", "--transport is stdio", "--transport http"),
+	    "--expose-auth=on");
+	EXPECT_FAIL_MENTIONING(W("--expose-auth on", "--no-auth"),
+	    "--transport=http", "--no-auth", "--expose-auth=on");
+	EXPECT_FAIL_MENTIONING(W("--expose-auth on", "--no-auth"),
+	    "--transport=both", "--no-auth", "--expose-auth=on");
+	setenv("MCP_SANDBOXD_EXPOSE_AUTH", "on", 1);
+	EXPECT_FAIL_MENTIONING(W("--expose-auth on"), "--log-level=warn");
+	cr_assert_eq(PARSE("--transport=both"), 0, "%s", errtext);
+	cr_assert(conf.expose_auth);
+	config_free(&conf);
+	cr_assert_eq(PARSE("--transport=http", "--expose-auth", "off"), 0, "%s",
+	    errtext);
+	cr_assert_eq(conf.expose_auth, 0);
+}
+
+Test(config, max_exposed_ports_range)
+{
+	cr_assert_eq(PARSE("--max-exposed-ports=1"), 0, "%s", errtext);
+	cr_assert_eq(conf.max_exposed_ports, 1);
+	config_free(&conf);
+	cr_assert_eq(PARSE("--max-exposed-ports=64"), 0, "%s", errtext);
+	cr_assert_eq(conf.max_exposed_ports, 64);
+	config_free(&conf);
+	EXPECT_FAIL_MENTIONING(
+	    W("--max-exposed-ports", "1 to 64"), "--max-exposed-ports=0");
+	EXPECT_FAIL_MENTIONING(
+	    W("--max-exposed-ports", "1 to 64"), "--max-exposed-ports=65");
+	EXPECT_FAIL_MENTIONING(
+	    W("--max-exposed-ports"), "--max-exposed-ports=eight");
+}
