@@ -32,7 +32,8 @@ quote(char *out, size_t outlen, const char *s, size_t len)
 		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
 			out[o++] = (char)c;
 		else
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+			o +=
+			    (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
 	}
 	if (i < len && o + 4 < outlen) {
 		memcpy(out + o, "...", 3);
@@ -118,8 +119,9 @@ name_parse(const char *s, size_t len, size_t room, char *out)
 	 * "127.1", "0x7f000001": the resolver would take them for
 	 * addresses, so a name may not look like a number at its end.
 	 */
-	if (digits || (len - last > 2 && s[last] == '0' &&
-	                  (s[last + 1] == 'x' || s[last + 1] == 'X')) ||
+	if (digits ||
+	    (len - last > 2 && s[last] == '0' &&
+	        (s[last + 1] == 'x' || s[last + 1] == 'X')) ||
 	    inet_aton(out, &a) != 0)
 		return "a name ending in a number that is not an IPv4 address";
 	return NULL;
@@ -149,8 +151,8 @@ ipv6_parse(const char *s, size_t len, struct egress_pattern *p)
  * brackets, or bare when bare6), or when wild "*" and "*.suffix".
  */
 static const char *
-host_part(const char *s, size_t len, int wild, int bare6,
-    struct egress_pattern *p)
+host_part(
+    const char *s, size_t len, int wild, int bare6, struct egress_pattern *p)
 {
 	char tmp[INET_ADDRSTRLEN + 1];
 
@@ -197,8 +199,8 @@ host_part(const char *s, size_t len, int wild, int bare6,
 }
 
 static int
-parse(const char *s, size_t len, int wild, struct egress_pattern *p,
-    char *err, size_t errlen)
+parse(const char *s, size_t len, int wild, struct egress_pattern *p, char *err,
+    size_t errlen)
 {
 	char q[QUOTE_MAX * 4 + 8];
 	const char *why, *colon, *close;
@@ -230,8 +232,8 @@ parse(const char *s, size_t len, int wild, struct egress_pattern *p,
 		} else {
 			colon = memchr(s, ':', len);
 			if (colon != NULL &&
-			    memchr(colon + 1, ':', len - (size_t)(colon + 1 - s)) !=
-			        NULL) {
+			    memchr(colon + 1, ':',
+			        len - (size_t)(colon + 1 - s)) != NULL) {
 				errbuf_set(err, errlen,
 				    "\"%s\": an IPv6 address needs brackets "
 				    "([::1])",
@@ -241,8 +243,8 @@ parse(const char *s, size_t len, int wild, struct egress_pattern *p,
 		}
 		if (colon != NULL) {
 			hostlen = (size_t)(colon - s);
-			if (port_parse(colon + 1, len - hostlen - 1, &p->port) ==
-			    -1) {
+			if (port_parse(
+			        colon + 1, len - hostlen - 1, &p->port) == -1) {
 				errbuf_set(err, errlen,
 				    "\"%s\": the port is not a number from 1 "
 				    "to 65535",
@@ -333,7 +335,8 @@ egress_covers(const struct egress_pattern *op, const struct egress_pattern *cl)
 	case EGRESS_ANY:
 		return 1;
 	case EGRESS_NAME:
-		return cl->kind == EGRESS_NAME && strcmp(op->host, cl->host) == 0;
+		return cl->kind == EGRESS_NAME &&
+		       strcmp(op->host, cl->host) == 0;
 	case EGRESS_SUFFIX:
 		if (cl->kind == EGRESS_NAME)
 			return name_under(cl->host, op->host);
@@ -351,7 +354,7 @@ egress_covers(const struct egress_pattern *op, const struct egress_pattern *cl)
 void
 egress_pattern_format(const struct egress_pattern *p, char *buf, size_t len)
 {
-	char port[8] = "";
+	char port[16] = "";
 
 	if (p->port != 0)
 		snprintf(port, sizeof port, ":%u", p->port);
@@ -369,8 +372,8 @@ egress_pattern_format(const struct egress_pattern *p, char *buf, size_t len)
 }
 
 int
-egress_addr_parse(const char *s, struct egress_addr *a, char *err,
-    size_t errlen)
+egress_addr_parse(
+    const char *s, struct egress_addr *a, char *err, size_t errlen)
 {
 	char tmp[INET6_ADDRSTRLEN + 8], q[QUOTE_MAX * 4 + 8];
 	size_t len = strlen(s);
@@ -402,7 +405,8 @@ sa_bytes(const struct sockaddr *sa, int *family, const unsigned char **b)
 {
 	if (sa->sa_family == AF_INET) {
 		*family = AF_INET;
-		*b = (const unsigned char *)&((const struct sockaddr_in *)(const void *)sa)
+		*b = (const unsigned char *)&(
+		    (const struct sockaddr_in *)(const void *)sa)
 		         ->sin_addr;
 		return 0;
 	}
@@ -460,8 +464,9 @@ v4_what(const unsigned char *b)
 	a = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 |
 	    b[3];
 	for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-		mask = refused[i].bits == 32 ? 0xffffffffU
-		                             : ~(0xffffffffU >> refused[i].bits);
+		mask = refused[i].bits == 32
+		           ? 0xffffffffU
+		           : ~(0xffffffffU >> refused[i].bits);
 		if ((a & mask) == refused[i].net)
 			return refused[i].what;
 	}
@@ -496,8 +501,9 @@ egress_addr_refused(const struct sockaddr *sa, const struct egress_addr *allow,
 	int family;
 
 	if (sa_bytes(sa, &family, &b) == -1) {
-		snprintf(buf, len, "an address of family %d is not an Internet "
-		                   "address",
+		snprintf(buf, len,
+		    "an address of family %d is not an Internet "
+		    "address",
 		    sa->sa_family);
 		return buf;
 	}

@@ -11,6 +11,8 @@
 
 /* The longest host name, without its trailing dot (RFC 1035). */
 #define EGRESS_NAME_MAX 253
+/* The room egress_pattern_format() needs at most ("*." NAME ":65535"). */
+#define EGRESS_PATTERN_TEXT_MAX (EGRESS_NAME_MAX + 9)
 /* The room a reason of egress_addr_refused() needs at most. */
 #define EGRESS_REASON_MAX 128
 
@@ -67,7 +69,10 @@ int egress_match(
  * client's (the second) does: 1 or 0.
  */
 int egress_covers(const struct egress_pattern *, const struct egress_pattern *);
-/* A pattern as text, as egress_pattern_parse() takes it back ("[::1]:443"). */
+/*
+ * A pattern as text into buf of len bytes, as egress_pattern_parse()
+ * takes it back ("[::1]:443"); EGRESS_PATTERN_TEXT_MAX is enough.
+ */
 void egress_pattern_format(const struct egress_pattern *, char *, size_t);
 
 /* An exact address ("127.0.0.1", "::1" or "[::1]"): 0, or -1 with why. */
