@@ -93,6 +93,7 @@ name_parse(const char *s, size_t len, size_t room, char *out)
 				return "empty label";
 			if (s[i - 1] == '-')
 				return "label ending in '-'";
+			out[i] = '.';
 			label = 0;
 			last = i + 1;
 			digits = 1;
