@@ -116,7 +116,8 @@ rconn_free(struct rconn *c, const char *why)
 {
 	if (why != NULL)
 		rconn_send_close(c, why);
-	logs_addf("port", "%d: a connection closed (%lld bytes in, %lld out)%s%s",
+	logs_addf("port",
+	    "%d: a connection closed (%lld bytes in, %lld out)%s%s",
 	    c->ex != NULL ? c->ex->port : 0, c->bytes_out, c->bytes_in,
 	    why != NULL && *why != '\0' ? ": " : "", why != NULL ? why : "");
 	LIST_REMOVE(c, entry);
@@ -180,7 +181,8 @@ rconn_pump(struct rconn *c)
 		bufferevent_disable(c->bev, EV_READ);
 	if (c->eof_host == 1 && evbuffer_get_length(in) == 0) {
 		c->eof_host = 2; /* sent */
-		m = agent_msg_new(AGENT_DATA, AGENT_F_EOF, c->id, NULL, 0, &len);
+		m = agent_msg_new(
+		    AGENT_DATA, AGENT_F_EOF, c->id, NULL, 0, &len);
 		(void)agent_send_msg(relay->w, m, len);
 	}
 }
@@ -208,8 +210,8 @@ rconn_write_cb(struct bufferevent *bev, void *arg)
 }
 
 static void
-rconn_drained(struct evbuffer *b, const struct evbuffer_cb_info *info,
-    void *arg)
+rconn_drained(
+    struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct rconn *c = arg;
 
@@ -266,8 +268,8 @@ rconn_new(struct expose *ex, evutil_socket_t fd)
 	/* The host's bytes wait in the kernel while the agent's window is
 	 * shut: at most one chunk is read ahead of it. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_DATA_CHUNK);
-	bufferevent_setcb(c->bev, rconn_read_cb, rconn_write_cb,
-	    rconn_event_cb, c);
+	bufferevent_setcb(
+	    c->bev, rconn_read_cb, rconn_write_cb, rconn_event_cb, c);
 	c->drain =
 	    evbuffer_add_cb(bufferevent_get_output(c->bev), rconn_drained, c);
 	bufferevent_disable(c->bev, EV_READ);
@@ -323,7 +325,8 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 		if (h->type == AGENT_LISTENING || !(h->id & AGENT_CONN_AGENT) ||
 		    rconn_find(h->id) != NULL) {
 			snprintf(why, whylen, "a %s never asked for",
-			    h->type == AGENT_ACCEPT ? "connection" : "listener");
+			    h->type == AGENT_ACCEPT ? "connection"
+			                            : "listener");
 			return -1;
 		}
 		/* No egress proxy asked it to listen: nothing to relay to. */
@@ -427,8 +430,7 @@ relay_answer(struct worker *w, uint32_t reqid, json_object *res)
 	json_object_put(res);
 }
 
-static void
-relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
+static void relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void
 relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
@@ -507,8 +509,8 @@ expose_listen(struct expose *ex, const char *bind, int host_port)
 		evconnlistener_free(lev);
 		return NULL;
 	}
-	ex->host_port = ntohs(ss.ss_family == AF_INET ? sin->sin_port
-	                                              : sin6->sin6_port);
+	ex->host_port =
+	    ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
 	return lev;
 }
 
@@ -553,7 +555,9 @@ relay_expose(struct worker *w, uint32_t reqid, json_object *call)
 	}
 	if (auth != NULL) {
 		/* Not yet: the first request's token is not checked. */
-		relay_error(w, reqid, "expose: auth is not supported yet");
+		relay_error(w, reqid,
+		    "an exposed port guarded by the bearer token (--expose-auth "
+		    "on) is not available yet: expose with --expose-auth off");
 		return;
 	}
 	ex = xcalloc(1, sizeof *ex);
@@ -567,8 +571,8 @@ relay_expose(struct worker *w, uint32_t reqid, json_object *call)
 	}
 	snprintf(ex->address, sizeof ex->address, "%s", bind);
 	LIST_INSERT_HEAD(&relay->exposed, ex, entry);
-	logs_addf("port", "%d: exposed on %s port %d", port, bind,
-	    ex->host_port);
+	logs_addf(
+	    "port", "%d: exposed on %s port %d", port, bind, ex->host_port);
 	relay_answer(w, reqid, expose_json(ex));
 }
 
