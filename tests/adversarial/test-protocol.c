@@ -296,6 +296,8 @@ valid_value(const char *prop, const char *cid)
 		return json_object_new_string("/nonexistent");
 	if (strcmp(prop, "code") == 0)
 		return json_object_new_string("print(1)");
+	if (strcmp(prop, "port") == 0)
+		return json_object_new_int(8000);
 	if (strcmp(prop, "process_id") == 0)
 		return json_object_new_int(1);
 	if (strcmp(prop, "packages") == 0) {
