@@ -25,7 +25,7 @@ static const char agent_prelude[] =
     "import os, struct, sys, time\n"
     "def send(t, i, p=b'', f=0):\n"
     "    os.write(1, struct.pack('>HHII', t, f, len(p), i) + p)\n"
-    "def hello(v=1):\n"
+    "def hello(v=2):\n"
     "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
     " os.getgid()))\n"
     "def exact(n):\n"
@@ -454,7 +454,7 @@ Test(agent, hostile_handshake, .timeout = 120)
 	json_object *r, *f;
 	char *cid;
 
-	s = start_with_agent("hello(2)\n"
+	s = start_with_agent("hello(1)\n"
 	                     "time.sleep(600)\n");
 	json_object_put(h_initialize(s));
 	cid = h_create(s, NULL);
@@ -466,7 +466,7 @@ Test(agent, hostile_handshake, .timeout = 120)
 	finish(s, cid);
 
 	s = start_with_agent(
-	    "send(64, 0, struct.pack('>IIII', 1, os.getpid(), 0, 0))\n"
+	    "send(64, 0, struct.pack('>IIII', 2, os.getpid(), 0, 0))\n"
 	    "time.sleep(600)\n");
 	json_object_put(h_initialize(s));
 	cid = h_create(s, NULL);
