@@ -43,8 +43,8 @@ quote(char *out, size_t outlen, const char *s, size_t len)
 }
 
 /* A port: decimal digits, no leading zero, 1 to 65535; 0 or -1. */
-static int
-port_parse(const char *s, size_t len, unsigned int *port)
+int
+egress_port_parse(const char *s, size_t len, unsigned int *port)
 {
 	unsigned int v = 0;
 	size_t i;
@@ -244,7 +244,7 @@ parse(const char *s, size_t len, int wild, struct egress_pattern *p, char *err,
 		}
 		if (colon != NULL) {
 			hostlen = (size_t)(colon - s);
-			if (port_parse(
+			if (egress_port_parse(
 			        colon + 1, len - hostlen - 1, &p->port) == -1) {
 				errbuf_set(err, errlen,
 				    "\"%s\": the port is not a number from 1 "

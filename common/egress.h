@@ -91,4 +91,8 @@ int egress_addr_match(
 const char *egress_addr_refused(const struct sockaddr *,
     const struct egress_addr *, size_t, char *, size_t);
 
+/* A port: decimal digits, no leading zero, 1 to 65535.  0 and *port, or
+ * -1.  (The HTTP head parser's ports are read the same way.) */
+int egress_port_parse(const char *, size_t, unsigned int *);
+
 #endif

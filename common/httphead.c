@@ -227,26 +227,6 @@ httphead_get(const struct httphead *h, const char *name)
 	return NULL;
 }
 
-/* A port: decimal digits, no leading zero, 1 to 65535; 0 or -1. */
-static int
-port_parse(const char *s, size_t len, unsigned int *port)
-{
-	unsigned int v = 0;
-	size_t i;
-
-	if (len == 0 || len > 5 || s[0] == '0')
-		return -1;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (unsigned int)(s[i] - '0');
-	}
-	if (v > 65535)
-		return -1;
-	*port = v;
-	return 0;
-}
-
 /*
  * An authority of len bytes ("host", "host:port", "[v6]:port") into t;
  * needport: the port is required.  NULL, or what is wrong.
@@ -278,7 +258,8 @@ authority(const char *s, size_t len, int needport, struct httphead_target *t)
 	}
 	hostlen = colon != NULL ? (size_t)(colon - s) : len;
 	if (colon != NULL) {
-		if (port_parse(colon + 1, len - hostlen - 1, &t->port) == -1)
+		if (egress_port_parse(colon + 1, len - hostlen - 1, &t->port) ==
+		    -1)
 			return "the port is not a number from 1 to 65535";
 	} else if (needport)
 		return "no port (CONNECT needs host:port)";
