@@ -240,7 +240,8 @@ static const char *const all_tools[] = {"sandbox_initialize", "sandbox_exec",
     "sandbox_stop", "get_sandbox_status", "write_file", "read_file",
     "list_files", "copy_file", "copy_project", "copy_file_from_sandbox",
     "execute_code", "create_run_close", "install_package", "run_project",
-    "process_list", "process_output", "process_signal", "process_wait"};
+    "process_list", "process_output", "process_signal", "process_wait",
+    "sandbox_expose_port", "sandbox_unexpose_port"};
 #define NTOOLS (sizeof all_tools / sizeof all_tools[0])
 
 /* Every tool once, with its schema, wherever it was on the pages. */
