@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "config.h"
+#include "core.h"
 #include "mcp.h"
 #include "run.h"
 #include "sandbox.h"
@@ -67,16 +69,21 @@ expose_answer(struct call *c, const struct exposed *e, const char *err)
 	char *text;
 
 	c->state = NULL;
+	/* The agent is named when it is the likely cause: off (said by
+	 * expose_port() itself), or not up in this sandbox. */
 	if (e == NULL)
-		mcp_call_reply(
-		    c, tool_error("cannot expose port %lld of the sandbox: %s. "
-		                  "Exposed ports are relayed by the sandbox's "
-		                  "agent (the server's --agent option, on by "
-		                  "default), which must be running in the "
-		                  "sandbox",
-		           (long long)json_object_get_int64(
-		               json_object_object_get(c->args, "port")),
-		           err));
+		mcp_call_reply(c,
+		    tool_error("cannot expose port %lld of the sandbox: %s%s",
+		        (long long)json_object_get_int64(
+		            json_object_object_get(c->args, "port")),
+		        err,
+		        sb->agent_ready || !sup.conf->agent
+		            ? ""
+		            : ". Exposed ports are relayed by the sandbox's "
+		              "agent (the server's --agent option, on by "
+		              "default), which is not running in this sandbox "
+		              "now (it may still be starting: try again in a "
+		              "moment)"));
 	else {
 		xasprintf(&text, "port %d of sandbox %.12s is at %s%s%s",
 		    e->port, sb->id, e->url,

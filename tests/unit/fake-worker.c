@@ -12,6 +12,10 @@
  *	kill		SIGKILL itself right after its hello
  *	silent		never say hello (the supervisor's hello timeout)
  *	crash-on-call	exit 1 when a call comes
+ *	refuse-expose	answer "expose" with an error
+ * "expose" is answered {port, host_port, address}: the host_port asked
+ * for, else 40000 + port, and the bind (logged "expose PORT HOST_PORT");
+ * "unexpose" with {}.  Nothing listens: this is the supervisor's side only.
  * FAKE_WORKER_LOG names a file it appends one line to for each thing it
  * does ("PID start|hello|call OP|shutdown|crash CONTAINER"), so that a
  * test can count the workers of a container and see what they were told.
@@ -91,13 +95,48 @@ send_hello(void)
 	return rv;
 }
 
+/* The answer to "expose": as the worker's relay would give it. */
+static json_object *
+answer_expose(json_object *call)
+{
+	json_object *res, *v;
+	char detail[64];
+	int port = 0, host_port = 0;
+
+	res = json_object_new_object();
+	if (strcmp(mode, "refuse-expose") == 0) {
+		json_object_object_add(res, "error",
+		    json_object_new_string("cannot listen (refuse-expose)"));
+		return res;
+	}
+	if (json_object_object_get_ex(call, "port", &v))
+		port = json_object_get_int(v);
+	if (json_object_object_get_ex(call, "host_port", &v))
+		host_port = json_object_get_int(v);
+	if (host_port == 0)
+		host_port = 40000 + port;
+	snprintf(detail, sizeof detail, "%d %d", port, host_port);
+	note("expose", detail);
+	json_object_object_add(res, "port", json_object_new_int(port));
+	json_object_object_add(
+	    res, "host_port", json_object_new_int(host_port));
+	json_object_object_add(res, "address",
+	    json_object_new_string(json_object_object_get_ex(call, "bind", &v)
+	                               ? json_object_get_string(v)
+	                               : "127.0.0.1"));
+	return res;
+}
+
 static void
-answer(uint32_t reqid, const char *op)
+answer(uint32_t reqid, const char *op, json_object *call)
 {
 	struct proto_result r;
 	json_object *res;
 
-	if (strcmp(op, PROTO_OP_KILL) == 0)
+	if (strcmp(op, PROTO_OP_EXPOSE) == 0)
+		res = answer_expose(call);
+	else if (strcmp(op, PROTO_OP_KILL) == 0 ||
+	         strcmp(op, PROTO_OP_UNEXPOSE) == 0)
 		res = json_object_new_object();
 	else {
 		memset(&r, 0, sizeof r);
@@ -132,7 +171,7 @@ frame_cb(struct proto_frame *f, void *arg)
 			note("crash", NULL);
 			_exit(1);
 		}
-		answer(f->hdr.reqid, json_object_get_string(v));
+		answer(f->hdr.reqid, json_object_get_string(v), obj);
 		json_object_put(obj);
 		return 0;
 	case PROTO_DATA:

@@ -33,6 +33,7 @@
 #include "procinfo.h"
 #include "proto.h"
 #include "random.h"
+#include "run.h"
 #include "sandbox.h"
 #include "spool.h"
 #include "supervisor.h"
@@ -1046,4 +1047,177 @@ Test(lifecycle, pool_container_dying_while_handed_out_is_replaced,
 	cr_assert_eq(sandbox_count(), 1);
 	free(gone);
 	client_close(cl);
+}
+
+/* --- exposed ports (run/expose.c), against the fake worker's answers --- */
+
+/* What the last expose_port() answered (its call is NULL here). */
+static struct {
+	int done;
+	struct exposed e;
+	char error[256];
+} xp;
+
+static void
+exposed_cb(struct call *c, const struct exposed *e, const char *err)
+{
+	(void)c;
+	xp.done++;
+	memset(&xp.e, 0, sizeof xp.e);
+	if (e != NULL)
+		xp.e = *e;
+	snprintf(xp.error, sizeof xp.error, "%s", err != NULL ? err : "");
+}
+
+static int
+exposed_count(struct sandbox *sb)
+{
+	json_object *l = expose_list(sb);
+	int n = (int)json_object_array_length(l);
+
+	json_object_put(l);
+	return n;
+}
+
+/* Its URL from the worker's answer; the same one asked again. */
+Test(lifecycle, exposed_port_answers_with_its_url_and_is_idempotent)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	memset(&xp, 0, sizeof xp);
+	expose_port(NULL, sb, 8000, exposed_cb);
+	WAIT_FOR(xp.done == 1);
+	cr_assert_str_eq(xp.error, "");
+	cr_assert_eq(xp.e.port, 8000);
+	cr_assert_eq(xp.e.host_port, 48000);
+	cr_assert_str_eq(xp.e.address, "127.0.0.1");
+	cr_assert_str_eq(xp.e.url, "http://127.0.0.1:48000/");
+	cr_assert_not(xp.e.existing);
+	cr_assert_eq(stats.ports_exposed_now, 1);
+	/* Asked again: answered at once, no call to the worker. */
+	expose_port(NULL, sb, 8000, exposed_cb);
+	cr_assert_eq(xp.done, 2);
+	cr_assert(xp.e.existing);
+	cr_assert_str_eq(xp.e.url, "http://127.0.0.1:48000/");
+	cr_assert_eq(worker_log_count("call expose", cid), 1);
+	cr_assert_eq(exposed_count(sb), 1);
+	client_close(cl);
+	wait_nothing_left();
+	cr_assert_eq(stats.ports_exposed_now, 0);
+}
+
+/* --max-exposed-ports counts what is exposed or being exposed. */
+Test(lifecycle, exposed_ports_are_bounded_per_sandbox)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid;
+	int i;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	memset(&xp, 0, sizeof xp);
+	for (i = 0; i < conf.max_exposed_ports; i++)
+		expose_port(NULL, sb, 9000 + i, exposed_cb);
+	WAIT_FOR(xp.done == conf.max_exposed_ports);
+	expose_port(NULL, sb, 8000, exposed_cb);
+	cr_assert_eq(xp.done, conf.max_exposed_ports + 1);
+	cr_assert(
+	    strstr(xp.error, "--max-exposed-ports") != NULL, "%s", xp.error);
+	cr_assert_eq(exposed_count(sb), conf.max_exposed_ports);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* A new worker after a crash listens again on the same host port. */
+Test(lifecycle, exposed_port_is_opened_again_on_its_host_port_after_a_respawn)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	json_object *l;
+	const char *cid;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	memset(&xp, 0, sizeof xp);
+	/* The first worker gives 48000; the second must be asked for it. */
+	expose_port(NULL, sb, 8000, exposed_cb);
+	WAIT_FOR(xp.done == 1);
+	cr_assert_eq(xp.e.host_port, 48000);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("hello", cid) == 2 &&
+	         worker_log_count("expose 8000 48000", cid) == 2);
+	WAIT_FOR(stats.ports_exposed_now == 1);
+	l = expose_list(sb);
+	cr_assert_eq(json_object_array_length(l), 1);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(
+	                     json_object_array_get_idx(l, 0), "url")),
+	    "http://127.0.0.1:48000/");
+	json_object_put(l);
+	cr_assert_eq(stats.ports_exposed, 1, "a re-expose is not a new one");
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* ... and one it cannot open again is dropped. */
+Test(lifecycle, exposed_port_the_new_worker_cannot_open_is_dropped)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	memset(&xp, 0, sizeof xp);
+	expose_port(NULL, sb, 8000, exposed_cb);
+	WAIT_FOR(xp.done == 1);
+	setenv("FAKE_WORKER_MODE", "refuse-expose", 1);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("call expose", cid) == 2 && sb->exposed == 0);
+	unsetenv("FAKE_WORKER_MODE");
+	cr_assert_eq(exposed_count(sb), 0);
+	cr_assert_eq(stats.ports_exposed_now, 0);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+static int *unexposed_done;
+
+static void
+unexposed_cb(struct call *c, const char *note)
+{
+	(void)c;
+	(void)note;
+	(*unexposed_done)++;
+}
+
+/* Unexposed: the worker is told, and the list is empty; twice: refused. */
+Test(lifecycle, unexposed_port_leaves_the_list)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid, *why = NULL;
+	int done = 0;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	memset(&xp, 0, sizeof xp);
+	cr_assert_eq(unexpose_port(NULL, sb, 8000, NULL, &why), -1);
+	cr_assert_str_eq(why, "not exposed");
+	expose_port(NULL, sb, 8000, exposed_cb);
+	WAIT_FOR(xp.done == 1);
+	unexposed_done = &done;
+	cr_assert_eq(unexpose_port(NULL, sb, 8000, unexposed_cb, &why), 0);
+	WAIT_FOR(done == 1);
+	cr_assert_eq(worker_log_count("call unexpose", cid), 1);
+	cr_assert_eq(exposed_count(sb), 0);
+	cr_assert_eq(sb->exposed, 0);
+	cr_assert_eq(stats.ports_exposed_now, 0);
+	cr_assert_eq(unexpose_port(NULL, sb, 8000, unexposed_cb, &why), -1);
+	client_close(cl);
+	wait_nothing_left();
 }
