@@ -24,11 +24,21 @@ static char tmpdir[64];
 const char *
 adv_tmpdir(void)
 {
+	char path[96];
+	FILE *f;
+
 	if (tmpdir[0] == '\0') {
 		snprintf(tmpdir, sizeof tmpdir, "/tmp/mcp-adv-%d-XXXXXX",
 		    (int)getpid());
 		cr_assert(
 		    mkdtemp(tmpdir) != NULL, "mkdtemp: %s", strerror(errno));
+		/* Whose it is, for the final check's report if it stays. */
+		snprintf(path, sizeof path, "%s/.test", tmpdir);
+		if ((f = fopen(path, "w")) != NULL) {
+			fprintf(f, "%s/%s\n", criterion_current_test->category,
+			    criterion_current_test->name);
+			fclose(f);
+		}
 	}
 	return tmpdir;
 }
@@ -105,7 +115,7 @@ void
 adv_finish(struct h_server *s)
 {
 	pid_t w[64];
-	char names[512], cmd[160];
+	char names[512], cmd[256], *out;
 	int nw, left, i, others = 0;
 
 	nw = adv_workers(s, w, 64);
@@ -122,8 +132,12 @@ adv_finish(struct h_server *s)
 		/* Every server of this test is gone: nothing may be left. */
 		cr_expect_eq(spools_left(names, sizeof names), 0,
 		    "spool directories left in %s: %s", tmpdir, names);
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		free(h_run(cmd, NULL));
+		snprintf(cmd, sizeof cmd, "rm -rf '%s' 2>&1; ls -lAR '%s' 2>&1",
+		    tmpdir, tmpdir);
+		out = h_run(cmd, NULL);
+		cr_expect(access(tmpdir, F_OK) == -1,
+		    "%s could not be removed: %s", tmpdir, out);
+		free(out);
 		tmpdir[0] = '\0';
 	}
 }

@@ -57,7 +57,7 @@ parent(pid_t pid)
 Test(final, nothing_left, .timeout = 180)
 {
 	const char *src = getenv("MCP_SANDBOXD_SRCDIR");
-	char cmd[512], line[4096], pline[4096], *out, *p, *tok;
+	char cmd[512], lcmd[1200], line[4096], pline[4096], *out, *p, *tok;
 	struct dirent *e;
 	pid_t pid;
 	DIR *d;
@@ -126,7 +126,13 @@ Test(final, nothing_left, .timeout = 180)
 	n = 0;
 	while ((e = readdir(d)) != NULL)
 		if (strncmp(e->d_name, "mcp-adv-", 8) == 0) {
-			fprintf(stderr, "left: /tmp/%s\n", e->d_name);
+			snprintf(lcmd, sizeof lcmd,
+			    "cat '/tmp/%s/.test' 2>&1; ls -lAR '/tmp/%s' 2>&1",
+			    e->d_name, e->d_name);
+			out = h_run(lcmd, NULL);
+			fprintf(stderr, "left: /tmp/%s, of the test %s\n",
+			    e->d_name, out);
+			free(out);
 			n++;
 		}
 	closedir(d);
