@@ -360,20 +360,23 @@ list_names(const char *v, const char *name)
 	return 0;
 }
 
-/* Whether the field named name is not sent on. */
+/* Whether the field named name is not sent on (hop: nor hop-by-hop). */
 static int
-dropped(const struct httphead *h, const char *name, const char *const *drop)
+dropped(const struct httphead *h, const char *name, const char *const *drop,
+    int hop)
 {
-	static const char *const hop[] = {"Connection", "Keep-Alive",
+	static const char *const hops[] = {"Connection", "Keep-Alive",
 	    "Proxy-Connection", "Proxy-Authorization", "TE", "Trailer",
 	    "Upgrade", NULL};
 	size_t i;
 
-	for (i = 0; hop[i] != NULL; i++)
-		if (strcasecmp(name, hop[i]) == 0)
-			return 1;
 	for (i = 0; drop != NULL && drop[i] != NULL; i++)
 		if (strcasecmp(name, drop[i]) == 0)
+			return 1;
+	if (!hop)
+		return 0;
+	for (i = 0; hops[i] != NULL; i++)
+		if (strcasecmp(name, hops[i]) == 0)
 			return 1;
 	/* What the body's framing and the target hang on stays. */
 	if (strcasecmp(name, "Host") == 0 ||
@@ -387,17 +390,19 @@ dropped(const struct httphead *h, const char *name, const char *const *drop)
 	return 0;
 }
 
-char *
-httphead_rewrite(const struct httphead *h, const struct httphead_target *t,
-    const char *const *drop, size_t *lenp)
+/*
+ * The head written anew: h's request line (t's path and Host if t is
+ * not NULL) and its fields but drop's; with hop, none of the hop-by-hop
+ * ones either, and "Connection: close".
+ */
+static char *
+head_write(const struct httphead *h, const struct httphead_target *t,
+    const char *const *drop, int hop, size_t *lenp)
 {
 	struct out o;
 	char port[16] = "";
 	size_t i;
 
-	if (h->method == NULL || strcmp(h->method, "CONNECT") == 0 ||
-	    (t != NULL && t->connect))
-		return NULL;
 	o.size = 1024;
 	o.len = 0;
 	o.buf = xmalloc(o.size);
@@ -417,7 +422,7 @@ httphead_rewrite(const struct httphead *h, const struct httphead_target *t,
 		out_add(&o, "\r\n");
 	}
 	for (i = 0; i < h->nfields; i++) {
-		if (dropped(h, h->fields[i].name, drop) ||
+		if (dropped(h, h->fields[i].name, drop, hop) ||
 		    (t != NULL && strcasecmp(h->fields[i].name, "Host") == 0))
 			continue;
 		out_add(&o, h->fields[i].name);
@@ -425,10 +430,28 @@ httphead_rewrite(const struct httphead *h, const struct httphead_target *t,
 		out_add(&o, h->fields[i].value);
 		out_add(&o, "\r\n");
 	}
-	out_add(&o, "Connection: close\r\n\r\n");
+	out_add(&o, hop ? "Connection: close\r\n\r\n" : "\r\n");
 	if (lenp != NULL)
 		*lenp = o.len;
 	return o.buf;
+}
+
+char *
+httphead_rewrite(const struct httphead *h, const struct httphead_target *t,
+    const char *const *drop, size_t *lenp)
+{
+	if (h->method == NULL || strcmp(h->method, "CONNECT") == 0 ||
+	    (t != NULL && t->connect))
+		return NULL;
+	return head_write(h, t, drop, 1, lenp);
+}
+
+char *
+httphead_strip(const struct httphead *h, const char *const *drop, size_t *lenp)
+{
+	if (h->method == NULL)
+		return NULL;
+	return head_write(h, NULL, drop, 0, lenp);
 }
 
 int

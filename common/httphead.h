@@ -87,6 +87,13 @@ int httphead_proxy_target(
 char *httphead_rewrite(const struct httphead *, const struct httphead_target *,
     const char *const *, size_t *);
 /*
+ * h written anew (malloc, NUL-terminated, its length in *lenp), every
+ * field kept but those named in drop (a NULL-terminated list), for a hop
+ * that is not a proxy's: an Upgrade or a keep-alive goes through.  NULL
+ * when h was not parsed.
+ */
+char *httphead_strip(const struct httphead *, const char *const *, size_t *);
+/*
  * Whether h carries exactly one Authorization field, "Bearer TOKEN" (the
  * scheme in any case), with token as its TOKEN: 1 or 0.  Compared in a
  * time that depends on the expected token's length only; an empty

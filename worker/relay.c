@@ -7,6 +7,14 @@
  * listens on the host (loopback unless the operator says otherwise) and
  * DIALs 127.0.0.1:port in the sandbox for each connection it accepts.
  *
+ * With a token (--expose-auth on), a connection is DIALed only once its
+ * first request's head (at most HTTPHEAD_MAX bytes, within
+ * RELAY_HEAD_SECONDS) carries "Authorization: Bearer TOKEN"; the field is
+ * taken out and the head written anew before anything goes on.  Else it
+ * gets a 400, 401 or 431 and is closed, and nothing reaches the sandbox.
+ * At most RELAY_MAX_HEADS connections wait in that state, so that those
+ * without the token cannot take every connection of the sandbox.
+ *
  * Each direction of a connection is under a window: the agent may send
  * AGENT_CONN_WINDOW bytes more than the worker has written to the host
  * socket and acknowledged, and the worker sends the agent no more than
@@ -36,6 +44,7 @@
 
 #include "agentwire.h"
 #include "config.h"
+#include "httphead.h"
 #include "log.h"
 #include "proto.h"
 #include "worker.h"
@@ -44,6 +53,8 @@
 #define RELAY_MAX_CONNS 64 /* of a sandbox, open at once */
 #define RELAY_MAX_EXPOSED 64 /* the supervisor's own bound is lower */
 #define RELAY_ACK_MIN (32 * 1024) /* or once the host socket is drained */
+#define RELAY_MAX_HEADS 16 /* connections waiting for their token check */
+#define RELAY_HEAD_SECONDS 10 /* to send the first request's head */
 
 struct expose {
 	struct relay *r;
@@ -67,6 +78,8 @@ struct rconn {
 	long long unacked; /* written to the host socket, not yet ACKed */
 	long long bytes_in, bytes_out; /* from the sandbox, into it */
 	int opened; /* the agent's end is connected */
+	int head; /* reading the first request's head for the token */
+	int refused; /* a refusal is being written: closed once it is */
 	int eof_host; /* the host socket's end was read: EOF sent */
 	int eof_agent; /* the agent's EOF came: shut down once written */
 	int shut; /* the host socket's writing is shut down */
@@ -78,6 +91,7 @@ struct relay {
 	LIST_HEAD(, expose) exposed;
 	LIST_HEAD(, rconn) conns;
 	size_t nconns;
+	size_t nheads; /* of conns, with head set */
 	uint32_t next_id;
 };
 
@@ -122,6 +136,8 @@ rconn_free(struct rconn *c, const char *why)
 	    why != NULL && *why != '\0' ? ": " : "", why != NULL ? why : "");
 	LIST_REMOVE(c, entry);
 	relay->nconns--;
+	if (c->head)
+		relay->nheads--;
 	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->drain);
 	bufferevent_free(c->bev);
 	free(c);
@@ -187,11 +203,18 @@ rconn_pump(struct rconn *c)
 	}
 }
 
+static void rconn_head(struct rconn *);
+
 static void
 rconn_read_cb(struct bufferevent *bev, void *arg)
 {
+	struct rconn *c = arg;
+
 	(void)bev;
-	rconn_pump(arg);
+	if (c->head)
+		rconn_head(c);
+	else
+		rconn_pump(c);
 }
 
 /* The host socket took bytes: ACK them; at the agent's EOF, shut down. */
@@ -200,6 +223,11 @@ rconn_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct rconn *c = arg;
 
+	if (c->refused) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			rconn_free(c, NULL);
+		return;
+	}
 	rconn_ack(c, 1);
 	if (c->eof_agent && !c->shut &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
@@ -229,6 +257,14 @@ rconn_event_cb(struct bufferevent *bev, short what, void *arg)
 	char why[128];
 
 	(void)bev;
+	if (c->head || c->refused) {
+		/* Gone, or silent too long, before its head was through:
+		 * nothing of it reached the sandbox. */
+		if (what &
+		    (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+			rconn_free(c, NULL);
+		return;
+	}
 	if (what & BEV_EVENT_EOF) {
 		if (c->eof_host == 0)
 			c->eof_host = 1;
@@ -280,31 +316,123 @@ rconn_new(struct expose *ex, evutil_socket_t fd)
 }
 
 static void
+rconn_dial(struct rconn *c)
+{
+	unsigned char *m;
+	size_t len = 0;
+
+	m = agent_msg_u32(AGENT_DIAL, c->id, (uint32_t)c->ex->port, &len);
+	if (agent_send_msg(relay->w, m, len) == -1)
+		rconn_free(c, NULL);
+}
+
+/* Answers status and closes once written; nothing went to the sandbox. */
+static void
+rconn_refuse(struct rconn *c, int status, const char *text)
+{
+	char *r;
+	size_t len = 0;
+
+	logs_addf("port", "%d: a connection refused (%d): %s", c->ex->port,
+	    status, text);
+	c->head = 0;
+	relay->nheads--;
+	c->refused = 1;
+	bufferevent_disable(c->bev, EV_READ);
+	r = httphead_response(status, text, &len);
+	bufferevent_write(c->bev, r, len);
+	free(r);
+}
+
+/*
+ * The first request's head, as far as it came: once whole, checked for
+ * the token, which is taken out; then DIALed with the head written anew
+ * in front of whatever followed it.
+ */
+static void
+rconn_head(struct rconn *c)
+{
+	static const char *const drop[] = {"Authorization", NULL};
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct httphead *h;
+	char err[128], *head;
+	size_t n, end, hlen = 0;
+	const char *p;
+
+	n = evbuffer_get_length(in);
+	if ((p = (const char *)evbuffer_pullup(in, -1)) == NULL && n > 0)
+		return;
+	if ((end = httphead_end(p, n)) == 0) {
+		if (n >= HTTPHEAD_MAX)
+			rconn_refuse(c, 431, "the request head is too long");
+		return;
+	}
+	h = xmalloc(sizeof *h);
+	if (httphead_parse(p, end, h, err, sizeof err) == -1) {
+		rconn_refuse(c, 400, err);
+		free(h);
+		return;
+	}
+	if (!httphead_bearer_ok(h, c->ex->auth)) {
+		rconn_refuse(c, 401,
+		    "this port wants the server's bearer token "
+		    "(Authorization: Bearer TOKEN)");
+		free(h);
+		return;
+	}
+	head = httphead_strip(h, drop, &hlen);
+	explicit_bzero(h, sizeof *h);
+	free(h);
+	evbuffer_drain(in, end);
+	evbuffer_prepend(in, head, hlen);
+	free(head);
+	c->head = 0;
+	relay->nheads--;
+	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_DATA_CHUNK);
+	bufferevent_disable(c->bev, EV_READ);
+	logs_addf("port", "%d: a connection with the token", c->ex->port);
+	rconn_dial(c);
+}
+
+static void
 expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct expose *ex = arg;
-	unsigned char *m;
 	struct rconn *c;
 	const char *why;
-	size_t len = 0;
 
 	(void)lev;
 	(void)sa;
 	(void)salen;
-	if ((why = agent_unusable(relay->w, relay->w->exec_user)) != NULL ||
-	    relay->nconns >= RELAY_MAX_CONNS) {
-		logs_addf("port", "%d: a connection refused: %s", ex->port,
-		    why != NULL ? why : "too many connections");
+	if ((why = agent_unusable(relay->w, relay->w->exec_user)) == NULL) {
+		if (relay->nconns >= RELAY_MAX_CONNS)
+			why = "too many connections";
+		else if (ex->auth != NULL && relay->nheads >= RELAY_MAX_HEADS)
+			why = "too many connections waiting for their token";
+	}
+	if (why != NULL) {
+		logs_addf(
+		    "port", "%d: a connection refused: %s", ex->port, why);
 		evutil_closesocket(fd);
 		return;
 	}
 	if ((c = rconn_new(ex, fd)) == NULL)
 		return;
 	ex->conns++;
-	m = agent_msg_u32(AGENT_DIAL, c->id, (uint32_t)ex->port, &len);
-	if (agent_send_msg(relay->w, m, len) == -1)
-		rconn_free(c, NULL);
+	if (ex->auth != NULL) {
+		struct timeval tv = {RELAY_HEAD_SECONDS, 0};
+
+		/* Read (the head at most) before anything is DIALed. */
+		c->head = 1;
+		relay->nheads++;
+		bufferevent_setwatermark(c->bev, EV_READ, 0, HTTPHEAD_MAX);
+		bufferevent_set_timeouts(c->bev, &tv, &tv);
+		bufferevent_enable(c->bev, EV_READ);
+		return;
+	}
+	rconn_dial(c);
 }
 
 /* A message of the agent about a connection; -1: it broke the protocol. */
@@ -555,11 +683,8 @@ relay_expose(struct worker *w, uint32_t reqid, json_object *call)
 		relay_answer(w, reqid, expose_json(ex));
 		return;
 	}
-	if (auth != NULL) {
-		/* Not yet: the first request's token is not checked. */
-		relay_error(w, reqid,
-		    "an exposed port guarded by the bearer token (--expose-auth "
-		    "on) is not available yet: expose with --expose-auth off");
+	if (auth != NULL && *auth == '\0') {
+		relay_error(w, reqid, "expose: an empty token");
 		return;
 	}
 	ex = xcalloc(1, sizeof *ex);
@@ -571,6 +696,8 @@ relay_expose(struct worker *w, uint32_t reqid, json_object *call)
 		free(ex);
 		return;
 	}
+	if (auth != NULL)
+		ex->auth = xstrdup(auth);
 	snprintf(ex->address, sizeof ex->address, "%s", bind);
 	LIST_INSERT_HEAD(&relay->exposed, ex, entry);
 	logs_addf(

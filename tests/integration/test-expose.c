@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,4 +334,182 @@ Test(expose, bounded_per_sandbox, .timeout = 300)
 	    "a second port past --max-exposed-ports 1", "--max-exposed-ports",
 	    NULL);
 	finish(s, cid);
+}
+
+/* A raw request to a loopback port; the whole response (malloc). */
+static char *
+http_raw(int port, const char *req)
+{
+	struct pollfd pfd;
+	size_t cap = 65536, len = 0;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	if ((fd = h_dial(port)) == -1)
+		return NULL;
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	buf = malloc(cap + 1);
+	cr_assert_not_null(buf);
+	for (;;) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 10000) != 1 ||
+		    (n = read(fd, buf + len, cap - len)) <= 0)
+			break;
+		len += (size_t)n;
+		if (len == cap)
+			break;
+	}
+	buf[len] = '\0';
+	close(fd);
+	return buf;
+}
+
+/*
+ * --expose-auth on: a port answers 401 to a request without the HTTP
+ * transport's token (and the sandbox's server never sees it), 400 to a
+ * malformed head, 431 to one too long; with the token the request goes
+ * through with its Authorization field taken out and nothing else
+ * changed.  In the sandbox, a server that answers each request with its
+ * head.
+ */
+Test(expose, bearer_token_guards_the_port, .timeout = 300)
+{
+	static const char token[] = "expose-token-0123456789abcdef";
+	static const char echo[] =
+	    "import socket\n"
+	    "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, "
+	    "socket.SO_REUSEADDR, 1)\n"
+	    "s.bind(('127.0.0.1', 8001)); s.listen(8)\n"
+	    "n = 0\n"
+	    "while True:\n"
+	    "    c, _ = s.accept(); n += 1; h = b''\n"
+	    "    while b'\\r\\n\\r\\n' not in h:\n"
+	    "        d = c.recv(65536)\n"
+	    "        if not d: break\n"
+	    "        h += d\n"
+	    "    open('/app/seen', 'ab').write(h)\n"
+	    "    body = b'request %d\\n' % n + h\n"
+	    "    c.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Length: %d\\r\\n\\r\\n'"
+	    " % len(body) + body); c.close()\n";
+	struct h_server *s;
+	json_object *r, *a;
+	char tokfile[] = "/tmp/mcp-sandboxd-expose-token-XXXXXX", listen[32];
+	char req[20000], *cid, *out, *resp, *cmd;
+	long long host_port, id;
+	int fd, i;
+
+	fd = mkstemp(tokfile);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, token, strlen(token)), (ssize_t)strlen(token));
+	close(fd);
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", h_free_port());
+	s = h_start("--agent", "on", "--transport", "both", "--listen", listen,
+	    "--auth-token-file", tokfile, "--expose-auth", "on", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    a, "file_name", json_object_new_string("echo.py"));
+	json_object_object_add(
+	    a, "file_contents", json_object_new_string(echo));
+	r = h_call_tool_obj(s, "write_file", a, H_TIMEOUT_MS);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	json_object_put(r);
+	r = call(s, "sandbox_exec",
+	    "{\"container_id\":\"%s\",\"background\":true,"
+	    "\"timeout_seconds\":240,\"commands\":\"exec python3 "
+	    "/app/echo.py\"}",
+	    cid);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	id = h_int(r, "structuredContent.process_id");
+	json_object_put(r);
+	/* Listening (port 8001 is 1F41), without a connection to it. */
+	out = h_exec_ok(s, cid,
+	    "for i in $(seq 100); do grep -q ':1F41 00000000:0000 0A' "
+	    "/proc/net/tcp && echo up && exit 0; sleep 0.1; done; echo down");
+	cr_assert(
+	    h_contains(out, "up"), "the echo server did not start: %s", out);
+	free(out);
+
+	r = call(s, "sandbox_expose_port",
+	    "{\"container_id\":\"%s\",\"port\":8001}", cid);
+	cr_assert(!h_is_error(r), "expose: %s", h_text(r));
+	cr_expect(h_bool(r, "structuredContent.auth"));
+	host_port = h_int(r, "structuredContent.host_port");
+	json_object_put(r);
+
+	/* No token, a wrong one, two of them: 401, and no further. */
+	const char *bad[] = {
+	    "GET /a HTTP/1.1\r\nHost: x\r\n\r\n",
+	    "GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n\r\n",
+	    "GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: Basic Zm9vOmJhcg==\r\n\r\n",
+	};
+	for (i = 0; i < 3; i++) {
+		resp = NULL;
+		for (int t = 0; t < 20 && resp == NULL; t++)
+			if ((resp = http_raw((int)host_port, bad[i])) == NULL)
+				usleep(100000);
+		cr_assert_not_null(resp);
+		cr_expect(strncmp(resp, "HTTP/1.1 401 ", 13) == 0,
+		    "case %d: %s", i, resp);
+		cr_expect(
+		    h_contains(resp, "WWW-Authenticate: Bearer"), "%s", resp);
+		free(resp);
+	}
+	snprintf(req, sizeof req,
+	    "GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+	    "Authorization: Bearer %s\r\n\r\n",
+	    token, token);
+	resp = http_raw((int)host_port, req);
+	cr_expect(resp != NULL && strncmp(resp, "HTTP/1.1 401 ", 13) == 0,
+	    "two tokens: %s", resp);
+	free(resp);
+	/* A malformed head: 400; a head past 16 KiB: 431. */
+	resp = http_raw((int)host_port, "GET /a HTTP/1.1\r\nBad field\r\n\r\n");
+	cr_expect(resp != NULL && strncmp(resp, "HTTP/1.1 400 ", 13) == 0,
+	    "malformed: %s", resp);
+	free(resp);
+	snprintf(req, sizeof req, "GET /a HTTP/1.1\r\nX-Pad: %0*d\r\n\r\n",
+	    17000, 0);
+	resp = http_raw((int)host_port, req);
+	cr_expect(resp != NULL && strncmp(resp, "HTTP/1.1 431 ", 13) == 0,
+	    "too long: %.100s", resp);
+	free(resp);
+
+	/* The token: through, without its Authorization field. */
+	snprintf(req, sizeof req,
+	    "GET /with-token HTTP/1.1\r\nHost: x\r\n"
+	    "authorization: bearer %s\r\nX-Keep: kept\r\n\r\n",
+	    token);
+	resp = http_raw((int)host_port, req);
+	cr_assert_not_null(resp);
+	cr_expect(strncmp(resp, "HTTP/1.0 200", 12) == 0, "%s", resp);
+	cr_expect(h_contains(resp, "request 1\n"
+	                           "GET /with-token HTTP/1.1\r\nHost: x\r\n"
+	                           "X-Keep: kept\r\n\r\n"),
+	    "the sandbox's server saw: %s", resp);
+	cr_expect(!h_contains(resp, token), "the token reached the sandbox");
+	free(resp);
+	/* Nothing of the refused requests reached the sandbox. */
+	cr_assert(asprintf(&cmd, "cat /app/seen") > 0);
+	out = h_exec_ok(s, cid, cmd);
+	cr_expect(!h_contains(out, "GET /a ") && !h_contains(out, token),
+	    "the sandbox saw: %s", out);
+	free(out);
+	free(cmd);
+
+	json_object_put(call(s, "process_signal",
+	    "{\"container_id\":\"%s\",\"process_id\":%lld,\"signal\":\"KILL\"}",
+	    cid, id));
+	h_stop(s, cid);
+	free(cid);
+	/* HTTP serves on after stdin's end (--transport both): a signal. */
+	kill(s->pid, SIGTERM);
+	cr_expect_eq(h_wait_exit(s, 30000), 0);
+	cr_expect_eq(h_docker_count(s->label), 0);
+	h_free(s);
+	unlink(tokfile);
 }

@@ -196,6 +196,7 @@ with_fields(int n)
 	char *s = malloc(64 + (size_t)n * 16), *p = s;
 	int i;
 
+	cr_assert_not_null(s);
 	p += sprintf(p, "GET / HTTP/1.1\r\n");
 	for (i = 0; i < n; i++)
 		p += sprintf(p, "X-%d: %d\r\n", i, i);
@@ -481,6 +482,38 @@ Test(httphead_rewrite, grows_past_its_first_buffer)
 	cr_expect_eq(h.nfields, 100);
 	free(r);
 	free(s);
+}
+
+Test(httphead_strip, keeps_upgrades_and_keep_alive_and_drops_only_the_named)
+{
+	const char *drop[] = {"Authorization", NULL};
+	size_t len = 0;
+	char *r;
+
+	cr_assert_eq(parse("GET /ws HTTP/1.1\r\nHost: x\r\n"
+	                   "Authorization: Bearer t\r\nUpgrade: websocket\r\n"
+	                   "Connection: Upgrade\r\nauthorization: Basic u\r\n"
+	                   "Sec-WebSocket-Key: k\r\n\r\n"),
+	    0, "%s", err);
+	r = httphead_strip(&h, drop, &len);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(r, "GET /ws HTTP/1.1\r\nHost: x\r\n"
+	                    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+	                    "Sec-WebSocket-Key: k\r\n\r\n");
+	cr_expect_eq(len, strlen(r));
+	free(r);
+
+	/* HTTP/1.0, a bare-LF head: written anew with CRLF, nothing lost. */
+	cr_assert_eq(parse("POST /p HTTP/1.0\nContent-Length: 3\n\n"), 0);
+	r = httphead_strip(&h, NULL, &len);
+	cr_expect_str_eq(r, "POST /p HTTP/1.0\r\nContent-Length: 3\r\n\r\n");
+	free(r);
+
+	/* A CONNECT is a request like another here. */
+	cr_assert_eq(parse("CONNECT a.org:443 HTTP/1.1\r\n\r\n"), 0);
+	r = httphead_strip(&h, drop, NULL);
+	cr_expect_str_eq(r, "CONNECT a.org:443 HTTP/1.1\r\n\r\n");
+	free(r);
 }
 
 static int
