@@ -32,7 +32,7 @@
 
 struct evbuffer;
 
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3
 #define PROTO_HDR_LEN 16
 #define PROTO_MAX_PAYLOAD (1024 * 1024)
 #define PROTO_INITIAL_CREDIT (256 * 1024)
@@ -48,7 +48,9 @@ enum proto_type {
 	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news),
 	                     "agent" (ready: whether the sandbox's agent
 	                     takes commands now),
-	                     "gone" (the container died: why) */
+	                     "gone" (the container died: why),
+	                     "egress" (a connection of the proxy ended:
+	                     below, "egress") */
 
 	/* Calls, 100-199; reqid names the call. */
 	PROTO_CALL = 100, /* sup -> worker: JSON {op, ...} */
@@ -130,6 +132,29 @@ enum proto_type {
  *		{port, host_port, address} or {error}.
  *	"unexpose" port (int): stop listening for it; its open connections
  *		are closed.  Result: {} or {error}.
+ *	"egress" allow (array of strings: egress_pattern_parse()'s
+ *		patterns, each already checked by the supervisor against the
+ *		operator's --egress-allow): the sandbox's egress allowlist,
+ *		in place of the one before; empty: egress off (connections
+ *		open stay).  The worker's proxy listens in the sandbox (on
+ *		the agent's 127.0.0.1:PROTO_EGRESS_PORT, else a free port)
+ *		while the list is not empty, and the commands it runs then
+ *		get HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy,
+ *		NO_PROXY, no_proxy, npm_config_proxy and
+ *		npm_config_https_proxy.  Addresses are refused as
+ *		egress_addr_refused() says, but for the worker's
+ *		--egress-allow-address.  Result: {allow (array, as stored),
+ *		proxy_port (int, 0 while the agent is not yet listening)} or
+ *		{error} (the agent is off or unusable: egress needs it).
+ * Results of "exec" and "code" carry egress (array) while the sandbox
+ * has an allowlist or its proxy took a connection during the run: one
+ * object per host, port and verdict of the proxy's connections that
+ * opened while the call ran, {host, port, allowed (bool), reason
+ * (string, when refused), connections, bytes_out, bytes_in (int: so
+ * far)}, at most PROTO_MAX_EGRESS of them (then egress_cut: true).
+ * Each connection of the proxy, once it ends, is also told as
+ * PROTO_NOTIFY {event: "egress", host, port, allowed, reason,
+ * bytes_out, bytes_in}: the supervisor's /metrics count them.
  *
  * Sizes: a call the supervisor cannot fit in a frame is never sent; it is
  * answered on its side with an error naming the limit (large standard
@@ -143,6 +168,11 @@ enum proto_type {
 #define PROTO_OP_CODE "code"
 #define PROTO_OP_EXPOSE "expose"
 #define PROTO_OP_UNEXPOSE "unexpose"
+#define PROTO_OP_EGRESS "egress"
+/* The egress proxy's port in the sandbox, when free (squid's). */
+#define PROTO_EGRESS_PORT 3128
+/* Egress entries a result carries at most. */
+#define PROTO_MAX_EGRESS 64
 
 /* run.c: the "exec" and "code" calls, and their results, as structs. */
 enum proto_run_kind { PROTO_RUN_EXEC, PROTO_RUN_CODE };
@@ -188,6 +218,7 @@ void proto_run_set_token(json_object *, const char *);
 #define PROTO_R_CUT 0x1000
 #define PROTO_R_USAGE 0x2000 /* command_cpu_ms, command_max_rss_bytes */
 #define PROTO_R_AGENT 0x4000
+#define PROTO_R_EGRESS_CUT 0x8000
 /* What every exec's and every code call's result has. */
 #define PROTO_R_RUN                                                            \
 	(PROTO_R_EXIT_CODE | PROTO_R_DURATION | PROTO_R_TIMED_OUT |            \
@@ -213,6 +244,8 @@ struct proto_result {
 	const char *error; /* only when it could not run at all, or a
 	                      code call's traceback */
 	json_object *images; /* a code call's pictures (an array; borrowed) */
+	json_object *egress; /* the proxy's connections (an array; borrowed) */
+	int egress_cut; /* more than PROTO_MAX_EGRESS of them */
 };
 json_object *proto_result_encode(const struct proto_result *);
 void proto_result_add(const struct proto_result *, json_object *);

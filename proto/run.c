@@ -260,12 +260,14 @@ static const struct {
     M("command_cpu_ms", PROTO_R_USAGE, T_DOUBLE, command_cpu_ms),
     M("command_max_rss_bytes", PROTO_R_USAGE, T_INT, command_max_rss_bytes),
     M("agent", PROTO_R_AGENT, T_BOOL, agent),
+    M("egress_cut", PROTO_R_EGRESS_CUT, T_BOOL, egress_cut),
 #undef M
 };
 #define NMEMBERS (sizeof members / sizeof members[0])
 #define K_ERROR "error"
 #define K_AGENT_NOTE "agent_note"
 #define K_IMAGES "images"
+#define K_EGRESS "egress"
 
 static void *
 member(const struct proto_result *r, size_t i)
@@ -305,6 +307,8 @@ proto_result_add(const struct proto_result *r, json_object *o)
 	add_str(o, K_AGENT_NOTE, r->agent_note);
 	if (r->images != NULL)
 		json_object_object_add(o, K_IMAGES, json_object_get(r->images));
+	if (r->egress != NULL)
+		json_object_object_add(o, K_EGRESS, json_object_get(r->egress));
 	add_str(o, K_ERROR, r->error);
 }
 
@@ -355,5 +359,6 @@ proto_result_decode(json_object *o, struct proto_result *r)
 	}
 	r->agent_note = get_str(o, K_AGENT_NOTE);
 	r->images = get(o, K_IMAGES, json_type_array);
+	r->egress = get(o, K_EGRESS, json_type_array);
 	r->error = get_str(o, K_ERROR);
 }
