@@ -493,6 +493,7 @@ httphead_response(int status, const char *text, size_t *lenp)
 	    {403, "Forbidden"},
 	    {404, "Not Found"},
 	    {405, "Method Not Allowed"},
+	    {408, "Request Timeout"},
 	    {413, "Content Too Large"},
 	    {431, "Request Header Fields Too Large"},
 	    {500, "Internal Server Error"},

@@ -102,7 +102,7 @@ char *httphead_strip(const struct httphead *, const char *const *, size_t *);
 int httphead_bearer_ok(const struct httphead *, const char *);
 /*
  * A whole response (malloc, its length in *lenp) with status (400, 401,
- * 403, 404, 405, 413, 431, 500, 502, 503 or 504) and text, and "\n", as a
+ * 403, 404, 405, 408, 413, 431, 500, 502, 503 or 504) and text, and "\n", as a
  * text/plain body, "Connection: close", "X-Mcp-Sandboxd-Egress: refused"
  * on a 403 and "WWW-Authenticate: Bearer" on a 401.  NULL for another
  * status.

@@ -292,6 +292,7 @@ agent_hello(struct agent *a, const unsigned char *p, size_t len)
 	a->why[0] = '\0';
 	acct_prepare();
 	agent_notify(a, 1);
+	proxy_agent_ready(a->w);
 	log_debug("agent: ready, pid %u (in the sandbox)", (unsigned)h.pid);
 	return 0;
 }
@@ -599,6 +600,13 @@ agent_stop(struct worker *w)
 }
 
 /* Why a command as user cannot go through the agent now, or NULL. */
+/* Whether the agent is up (it may still be too busy for a command). */
+int
+agent_ready(struct worker *w)
+{
+	return w->agent != NULL && w->agent->state == A_READY;
+}
+
 const char *
 agent_unusable(struct worker *w, const char *user)
 {

@@ -62,6 +62,7 @@ struct wexec {
 	long exit_code;
 	unsigned long oom_before;
 	long long start_ms; /* clock_ms() */
+	uint64_t egress_seq; /* proxy_seq() at the start */
 	struct acct *acct; /* from the command's start */
 	struct event *timer; /* timeout, then kill grace, then OOM wait */
 	struct event *kick; /* runs the killer outside curl callbacks */
@@ -344,7 +345,12 @@ exec_finish(struct wexec *x)
 	acct_end(x->acct, &r);
 	x->acct = NULL;
 	r.error = x->error;
+	if (!x->probe &&
+	    (r.egress = proxy_result(x->egress_seq, &r.egress_cut)) != NULL &&
+	    r.egress_cut)
+		r.has |= PROTO_R_EGRESS_CUT;
 	o = proto_result_encode(&r);
+	json_object_put(r.egress);
 	worker_send_json(x->w, PROTO_RESULT, x->reqid, o);
 	json_object_put(o);
 	if (x->tag[0][0] != '\0' && !x->log_stdout)
@@ -381,6 +387,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	x->exit_code = -1;
 	x->oom_before = w->oom_count;
 	x->start_ms = clock_ms();
+	x->egress_seq = proxy_seq();
 	memset(&spec, 0, sizeof spec);
 	x->timer = evtimer_new(w->base, exec_timer_cb, x);
 	x->kick = event_new(w->base, -1, 0, exec_kick_cb, x);
@@ -444,8 +451,12 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.stdin = run.stdin_text != NULL || x->stdin_stream;
 	env = xcalloc(
 	    (run.env != NULL ? (size_t)json_object_object_length(run.env) : 0) +
-	        sizeof probe_env / sizeof probe_env[0] + 1,
+	        sizeof probe_env / sizeof probe_env[0] + PROXY_ENV_MAX + 1,
 	    sizeof *env);
+	/* The way out, when the sandbox has egress (the call's own
+	 * variables of those names win). */
+	if (!x->probe)
+		proxy_env(env, &nenv, run.env);
 	if (run.env != NULL) {
 		json_object_object_foreach(run.env, key, val)
 		{

@@ -71,6 +71,7 @@ struct icall {
 	json_object *code;
 	long long timeout_ms, cap;
 	long long start_ms; /* clock_ms() */
+	uint64_t egress_seq; /* proxy_seq() at the start */
 	struct acct *acct; /* from the call's start */
 	TAILQ_ENTRY(icall) entry;
 };
@@ -190,7 +191,11 @@ interp_answer(struct interp *ip, int lost, const char *why)
 	r.images = ip->images;
 	interp_stray_report(ip, &r);
 	acct_end(c->acct, &r);
+	if ((r.egress = proxy_result(c->egress_seq, &r.egress_cut)) != NULL &&
+	    r.egress_cut)
+		r.has |= PROTO_R_EGRESS_CUT;
 	o = proto_result_encode(&r);
+	json_object_put(r.egress);
 	worker_send_json(ip->w, PROTO_RESULT, c->reqid, o);
 	json_object_put(o);
 	json_object_put(ip->status);
@@ -665,6 +670,7 @@ interp_next(struct interp *ip)
 	ip->credit = PROTO_INITIAL_CREDIT;
 	interp_flow(ip);
 	c->start_ms = clock_ms();
+	c->egress_seq = proxy_seq();
 	c->acct = acct_begin();
 	n = snprintf(
 	    hdr, sizeof hdr, "%d\n", json_object_get_string_len(c->code));
@@ -708,7 +714,8 @@ interp_new(
 	const char *argv[9], **env;
 	char *kv, **kvs, cap[32];
 	size_t i,
-	    nv = venv != NULL ? (size_t)json_object_object_length(venv) : 0;
+	    nv = venv != NULL ? (size_t)json_object_object_length(venv) : 0,
+	    nkv = nv;
 	int n;
 
 	ip = xcalloc(1, sizeof *ip);
@@ -745,8 +752,8 @@ interp_new(
 	argv[n++] = INTERP_ERROR_MAX_S;
 	argv[n++] = cap;
 	argv[n] = NULL;
-	env = xcalloc(nv + 3, sizeof *env);
-	kvs = xcalloc(nv + 1, sizeof *kvs);
+	env = xcalloc(nv + PROXY_ENV_MAX + 3, sizeof *env);
+	kvs = xcalloc(nv + PROXY_ENV_MAX + 1, sizeof *kvs);
 	i = 0;
 	if (venv != NULL) {
 		json_object_object_foreach(venv, key, val)
@@ -757,6 +764,10 @@ interp_new(
 			i++;
 		}
 	}
+	/* The egress proxy, if the sandbox has egress when it starts. */
+	proxy_env(kvs, &nkv, venv);
+	for (; i < nkv; i++)
+		env[i] = kvs[i];
 	xasprintf(&kv, "%s=%s", EXEC_TOKEN_ENV, ip->token);
 	env[i++] = kv;
 	env[i++] = "PYTHONUNBUFFERED=1";
@@ -771,7 +782,7 @@ interp_new(
 	/* Its output is paused and resumed (interp_flow()), never counted. */
 	wrun_pause(&ip->run, 0);
 	free(kv);
-	for (i = 0; i < nv; i++)
+	for (i = 0; i < nkv; i++)
 		free(kvs[i]);
 	free(kvs);
 	free(env);

@@ -47,10 +47,10 @@
 #include "httphead.h"
 #include "log.h"
 #include "proto.h"
+#include "relay-int.h"
 #include "worker.h"
 #include "xmalloc.h"
 
-#define RELAY_MAX_CONNS 64 /* of a sandbox, open at once */
 #define RELAY_MAX_EXPOSED 64 /* the supervisor's own bound is lower */
 #define RELAY_ACK_MIN (32 * 1024) /* or once the host socket is drained */
 #define RELAY_MAX_HEADS 16 /* connections waiting for their token check */
@@ -67,38 +67,7 @@ struct expose {
 	LIST_ENTRY(expose) entry;
 };
 
-struct rconn {
-	struct relay *r;
-	struct expose *ex; /* its exposed port (NULL once unexposed) */
-	uint32_t id;
-	struct bufferevent *bev; /* the host's socket */
-	struct evbuffer_cb_entry *drain; /* on its output */
-	long long credit; /* DATA the agent still takes */
-	long long window; /* DATA the agent may still send */
-	long long unacked; /* written to the host socket, not yet ACKed */
-	long long bytes_in, bytes_out; /* from the sandbox, into it */
-	int opened; /* the agent's end is connected */
-	int head; /* reading the first request's head for the token */
-	int refused; /* a refusal is being written: closed once it is */
-	int eof_host; /* the host socket's end was read: EOF sent */
-	int eof_agent; /* the agent's EOF came: shut down once written */
-	int shut; /* the host socket's writing is shut down */
-	LIST_ENTRY(rconn) entry;
-};
-
-struct relay {
-	struct worker *w;
-	LIST_HEAD(, expose) exposed;
-	LIST_HEAD(, rconn) conns;
-	size_t nconns;
-	size_t nheads; /* of conns, with head set */
-	uint32_t next_id;
-};
-
-static struct relay *relay;
-
-static void rconn_free(struct rconn *, const char *);
-static void rconn_pump(struct rconn *);
+struct relay *relay;
 
 static struct rconn *
 rconn_find(uint32_t id)
@@ -111,7 +80,7 @@ rconn_find(uint32_t id)
 	return NULL;
 }
 
-static void
+void
 rconn_send_close(struct rconn *c, const char *why)
 {
 	unsigned char *m;
@@ -125,15 +94,19 @@ rconn_send_close(struct rconn *c, const char *why)
  * The connection is gone on this end: its host socket closed; the agent
  * is told unless it said so itself (why is NULL then).
  */
-static void
+void
 rconn_free(struct rconn *c, const char *why)
 {
 	if (why != NULL)
 		rconn_send_close(c, why);
-	logs_addf("port",
-	    "%d: a connection closed (%lld bytes in, %lld out)%s%s",
-	    c->ex != NULL ? c->ex->port : 0, c->bytes_out, c->bytes_in,
-	    why != NULL && *why != '\0' ? ": " : "", why != NULL ? why : "");
+	if (c->px != NULL)
+		proxy_conn_end(c);
+	else
+		logs_addf("port",
+		    "%d: a connection closed (%lld bytes in, %lld out)%s%s",
+		    c->ex != NULL ? c->ex->port : 0, c->bytes_out, c->bytes_in,
+		    why != NULL && *why != '\0' ? ": " : "",
+		    why != NULL ? why : "");
 	LIST_REMOVE(c, entry);
 	relay->nconns--;
 	if (c->head)
@@ -154,7 +127,7 @@ rconn_done(struct rconn *c)
 }
 
 /* ACK what the host socket took, in batches. */
-static void
+void
 rconn_ack(struct rconn *c, int all)
 {
 	unsigned char *m;
@@ -169,7 +142,7 @@ rconn_ack(struct rconn *c, int all)
 }
 
 /* Sends the host socket's bytes as the agent's window allows. */
-static void
+void
 rconn_pump(struct rconn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
@@ -203,6 +176,28 @@ rconn_pump(struct rconn *c)
 	}
 }
 
+/*
+ * Bytes of the worker's own to the agent (the proxy's answer), the EOF
+ * after them when eof: 0, or -1 when its window has no room for them.
+ */
+int
+rconn_send_data(struct rconn *c, const void *p, size_t n, int eof)
+{
+	unsigned char *m;
+	size_t len = 0;
+
+	if ((long long)n > c->credit || n > AGENT_DATA_CHUNK)
+		return -1;
+	m = agent_msg_new(AGENT_DATA, eof ? AGENT_F_EOF : 0, c->id, p, n, &len);
+	if (agent_send_msg(relay->w, m, len) == -1)
+		return -1;
+	c->credit -= (long long)n;
+	c->bytes_out += (long long)n;
+	if (eof)
+		c->eof_host = 2;
+	return 0;
+}
+
 static void rconn_head(struct rconn *);
 
 static void
@@ -218,23 +213,29 @@ rconn_read_cb(struct bufferevent *bev, void *arg)
 }
 
 /* The host socket took bytes: ACK them; at the agent's EOF, shut down. */
-static void
-rconn_write_cb(struct bufferevent *bev, void *arg)
+void
+rconn_written(struct rconn *c)
 {
-	struct rconn *c = arg;
+	struct evbuffer *out = bufferevent_get_output(c->bev);
 
 	if (c->refused) {
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		if (evbuffer_get_length(out) == 0)
 			rconn_free(c, NULL);
 		return;
 	}
 	rconn_ack(c, 1);
-	if (c->eof_agent && !c->shut &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+	if (c->eof_agent && !c->shut && evbuffer_get_length(out) == 0) {
 		c->shut = 1;
-		shutdown(bufferevent_getfd(bev), SHUT_WR);
+		shutdown(bufferevent_getfd(c->bev), SHUT_WR);
 		(void)rconn_done(c);
 	}
+}
+
+static void
+rconn_write_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	rconn_written(arg);
 }
 
 static void
@@ -242,11 +243,17 @@ rconn_drained(
     struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct rconn *c = arg;
+	long long n = (long long)info->n_deleted, skip;
 
 	(void)b;
-	if (info->n_deleted == 0)
+	/* What the worker wrote itself (a head written anew) goes first
+	 * and is not the agent's to be ACKed. */
+	skip = n < c->noack ? n : c->noack;
+	c->noack -= skip;
+	n -= skip;
+	if (n == 0)
 		return;
-	c->unacked += (long long)info->n_deleted;
+	c->unacked += n;
 	rconn_ack(c, 0);
 }
 
@@ -257,6 +264,8 @@ rconn_event_cb(struct bufferevent *bev, short what, void *arg)
 	char why[128];
 
 	(void)bev;
+	if (c->px != NULL && proxy_event(c, what))
+		return;
 	if (c->head || c->refused) {
 		/* Gone, or silent too long, before its head was through:
 		 * nothing of it reached the sandbox. */
@@ -281,23 +290,24 @@ rconn_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
-static struct rconn *
-rconn_new(struct expose *ex, evutil_socket_t fd)
+struct rconn *
+rconn_new(struct expose *ex, evutil_socket_t fd, uint32_t id)
 {
 	struct rconn *c;
 
 	c = xcalloc(1, sizeof *c);
 	c->r = relay;
 	c->ex = ex;
-	do
+	c->id = id;
+	while (c->id == 0 || rconn_find(c->id) != NULL)
 		c->id = relay->next_id++ & ~AGENT_CONN_AGENT;
-	while (c->id == 0 || rconn_find(c->id) != NULL);
 	c->credit = AGENT_CONN_WINDOW;
 	c->window = AGENT_CONN_WINDOW;
 	c->bev = bufferevent_socket_new(relay->w->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (c->bev == NULL) {
-		evutil_closesocket(fd);
+		if (fd != -1)
+			evutil_closesocket(fd);
 		free(c);
 		return NULL;
 	}
@@ -418,7 +428,7 @@ expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		evutil_closesocket(fd);
 		return;
 	}
-	if ((c = rconn_new(ex, fd)) == NULL)
+	if ((c = rconn_new(ex, fd, 0)) == NULL)
 		return;
 	ex->conns++;
 	if (ex->auth != NULL) {
@@ -445,6 +455,8 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 	uint32_t v;
 
 	(void)w;
+	if (h->type == AGENT_LISTENING && relay != NULL && h->id == 0)
+		return proxy_listening(p, h->len, why, whylen);
 	if (relay == NULL || h->id == 0) {
 		snprintf(why, whylen, "message %u for connection 0", h->type);
 		return -1;
@@ -457,9 +469,7 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 			                            : "listener");
 			return -1;
 		}
-		/* No egress proxy asked it to listen: nothing to relay to. */
-		c = &(struct rconn){.id = h->id};
-		rconn_send_close(c, "this sandbox has no egress");
+		proxy_accept(h->id);
 		return 0;
 	}
 	if ((c = rconn_find(h->id)) == NULL) {
@@ -472,17 +482,20 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 	}
 	switch (h->type) {
 	case AGENT_OPENED:
-		if (c->opened)
+		if (c->opened || c->px != NULL)
 			break;
 		c->opened = 1;
 		logs_addf("port", "%d: a connection opened", c->ex->port);
 		rconn_pump(c);
 		return 0;
 	case AGENT_DATA:
-		if (!c->opened || c->eof_agent || (long long)h->len > c->window)
+		if (c->eof_agent || (long long)h->len > c->window ||
+		    (!c->opened && c->px == NULL))
 			break;
 		c->window -= h->len;
 		c->bytes_in += h->len;
+		if (!c->opened) /* the proxy's, before it is through */
+			return proxy_data(c, p, h->len, h->flags & AGENT_F_EOF);
 		if (h->len > 0)
 			bufferevent_write(c->bev, p, h->len);
 		if (h->flags & AGENT_F_EOF) {
@@ -496,7 +509,8 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 		if (c->credit + v > AGENT_CONN_WINDOW)
 			break; /* more than was sent */
 		c->credit += v;
-		rconn_pump(c);
+		if (c->px == NULL || !proxy_acked(c))
+			rconn_pump(c);
 		return 0;
 	case AGENT_CLOSE:
 		if (agent_close_decode(p, h->len, text) == -1)
@@ -515,13 +529,13 @@ relay_agent_lost(struct worker *w)
 {
 	struct rconn *c;
 
-	(void)w;
 	if (relay == NULL)
 		return;
 	// NOLINTBEGIN(clang-analyzer-unix.Malloc)
 	while ((c = LIST_FIRST(&relay->conns)) != NULL)
 		rconn_free(c, NULL);
 	// NOLINTEND(clang-analyzer-unix.Malloc)
+	proxy_agent_lost(w);
 }
 
 static struct expose *
@@ -553,16 +567,14 @@ expose_free(struct expose *ex)
 	free(ex);
 }
 
-static void
+void
 relay_answer(struct worker *w, uint32_t reqid, json_object *res)
 {
 	worker_send_json(w, PROTO_RESULT, reqid, res);
 	json_object_put(res);
 }
 
-static void relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void
+void
 relay_error(struct worker *w, uint32_t reqid, const char *fmt, ...)
 {
 	json_object *res;

@@ -121,6 +121,7 @@ worker_quit(struct worker *w)
 	exec_abort_all(w);
 	interp_abort_all();
 	relay_stop(w);
+	proxy_stop(w);
 	agent_stop(w);
 	killer_abort_all(w);
 	logs_stop();
@@ -159,6 +160,8 @@ worker_dispatch(struct worker *w, struct proto_frame *f)
 			relay_expose(w, f->hdr.reqid, obj);
 		else if (strcmp(op, PROTO_OP_UNEXPOSE) == 0)
 			relay_unexpose(w, f->hdr.reqid, obj);
+		else if (strcmp(op, PROTO_OP_EGRESS) == 0)
+			proxy_call(w, f->hdr.reqid, obj);
 		else {
 			json_object_put(obj);
 			return -1;
@@ -268,12 +271,14 @@ worker_main(const struct config *conf)
 	acct_start(&w);
 	logs_start(&w, (size_t)conf->log_buffer_kb * 1024);
 	relay_start(&w);
+	proxy_start(&w);
 	agent_start(&w);
 
 	event_base_dispatch(w.base);
 
 	exec_abort_all(&w);
 	relay_stop(&w);
+	proxy_stop(&w);
 	agent_stop(&w);
 	events_stop(&w);
 	acct_stop();

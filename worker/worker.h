@@ -92,6 +92,7 @@ void agent_start(struct worker *);
 void agent_stop(struct worker *);
 void agent_input(struct worker *, const char *, size_t);
 const char *agent_unusable(struct worker *, const char *);
+int agent_ready(struct worker *);
 struct agent_cmd *agent_cmd_new(struct worker *,
     const struct engine_exec_spec *, const char *,
     const struct engine_exec_cbs *, void *);
@@ -117,6 +118,17 @@ void relay_unexpose(struct worker *, uint32_t, json_object *);
 int relay_message(struct worker *, const struct agent_hdr *,
     const unsigned char *, char *, size_t);
 void relay_agent_lost(struct worker *);
+
+/* proxy.c: the egress proxy (relay-int.h has its side of the relay). */
+#define PROXY_ENV_MAX 8 /* the variables proxy_env() adds */
+void proxy_start(struct worker *);
+void proxy_stop(struct worker *);
+void proxy_call(struct worker *, uint32_t, json_object *);
+void proxy_agent_ready(struct worker *);
+void proxy_agent_lost(struct worker *);
+void proxy_env(char **, size_t *, json_object *);
+uint64_t proxy_seq(void);
+json_object *proxy_result(uint64_t, int *);
 
 /* interp.c */
 void interp_call(struct worker *, uint32_t, json_object *);

@@ -1,0 +1,473 @@
+/*
+ * Integration: egress by allowlist (sandbox_initialize's egress,
+ * sandbox_set_egress; the worker's proxy, worker/proxy.c, through the
+ * sandbox's agent).  The sandbox keeps network mode none; the hosts it
+ * reaches are egress-host.py's servers on the host's 127.0.0.1, which
+ * --egress-allow-address 127.0.0.1 lets the proxy connect to.  Commands
+ * clear NO_PROXY (the proxy's own says localhost goes direct) so that
+ * "localhost" goes through the proxy, resolved on the host.
+ */
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+#define HELLO "egress reached the host\n0123456789\n"
+
+/* egress-host.py, running. */
+struct host {
+	pid_t pid;
+	int in; /* its standard input: closed, it exits */
+	int http, https;
+	char dir[64];
+};
+
+static const char *
+fixture_dir(void)
+{
+	static char dir[PATH_MAX];
+	const char *env = getenv("MCP_SANDBOXD_TESTS");
+
+	if (env != NULL)
+		snprintf(dir, sizeof dir, "%s/integration", env);
+	else {
+		/* Run by hand from the build directory. */
+		snprintf(dir, sizeof dir, "%s", __FILE__);
+		snprintf(dir, sizeof dir, "%s", dirname(dir));
+	}
+	return dir;
+}
+
+static void
+host_start(struct host *h)
+{
+	char script[PATH_MAX + 32], line[128];
+	int in[2], out[2];
+	FILE *f;
+
+	snprintf(h->dir, sizeof h->dir, "/tmp/mcp-egress-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(h->dir));
+	snprintf(script, sizeof script, "%s/egress-host.py", fixture_dir());
+	cr_assert_eq(pipe(in), 0);
+	cr_assert_eq(pipe(out), 0);
+	h->pid = fork();
+	cr_assert_neq(h->pid, -1);
+	if (h->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execlp("python3", "python3", script, h->dir, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	h->in = in[1];
+	f = fdopen(out[0], "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(
+	    fgets(line, sizeof line, f), "%s did not start", script);
+	fclose(f);
+	cr_assert_eq(sscanf(line, "http %d https %d", &h->http, &h->https), 2,
+	    "egress-host.py said \"%s\"", line);
+}
+
+static void
+host_stop(struct host *h)
+{
+	int st;
+
+	close(h->in);
+	kill(h->pid, SIGTERM);
+	waitpid(h->pid, &st, 0);
+	h_rm_rf(h->dir);
+}
+
+/* A tool call with printf-made arguments. */
+static json_object *
+call(struct h_server *s, const char *tool, const char *fmt, ...)
+{
+	char args[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	return h_call_tool_t(s, tool, args, 180000);
+}
+
+/* A command with NO_PROXY cleared, so that localhost is proxied too. */
+static json_object *
+run(struct h_server *s, const char *cid, const char *cmd)
+{
+	json_object *args = json_object_new_object(), *env;
+
+	env = json_object_new_object();
+	json_object_object_add(env, "NO_PROXY", json_object_new_string(""));
+	json_object_object_add(env, "no_proxy", json_object_new_string(""));
+	json_object_object_add(args, "commands", json_object_new_string(cmd));
+	json_object_object_add(args, "env", env);
+	json_object_object_add(
+	    args, "timeout_seconds", json_object_new_int(120));
+	return h_exec_obj(s, cid, args, 180000);
+}
+
+/* The result's egress entry for host:port with that verdict, or NULL. */
+static json_object *
+entry(json_object *r, const char *host, int port, int allowed)
+{
+	json_object *list = h_get(h_first(r), "egress"), *e;
+	size_t i;
+
+	if (list == NULL)
+		return NULL;
+	for (i = 0; i < json_object_array_length(list); i++) {
+		e = json_object_array_get_idx(list, i);
+		if (strcmp(h_str(e, "host"), host) == 0 &&
+		    h_int(e, "port") == port && h_bool(e, "allowed") == allowed)
+			return e;
+	}
+	return NULL;
+}
+
+static const char *
+out_of(json_object *r)
+{
+	return h_str(h_first(r), "stdout");
+}
+
+/* Python in the sandbox fetching url: the body, or "HTTP 403: ..." */
+#define FETCH                                                                  \
+	"python3 - <<'EOF'\n"                                                  \
+	"import ssl, sys, urllib.request, urllib.error\n"                      \
+	"ctx = ssl.create_default_context()\n"                                 \
+	"ctx.check_hostname = False\n"                                         \
+	"ctx.verify_mode = ssl.CERT_NONE\n"                                    \
+	"try:\n"                                                               \
+	"    r = urllib.request.urlopen('%s', context=ctx, timeout=60)\n"      \
+	"    sys.stdout.write(r.read().decode())\n"                            \
+	"except urllib.error.HTTPError as e:\n"                                \
+	"    print('HTTP %%d: %%s' %% (e.code, e.read().decode().strip()))\n"  \
+	"    print('header:', e.headers.get('X-Mcp-Sandboxd-Egress'))\n"       \
+	"EOF"
+
+static json_object *
+fetch(struct h_server *s, const char *cid, const char *url)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof cmd, FETCH, url);
+	return run(s, cid, cmd);
+}
+
+static struct h_server *
+server(void)
+{
+	struct h_server *s;
+
+	s = h_start("--agent", "on", "--egress-allow", "localhost",
+	    "--egress-allow", "127.0.0.1", "--egress-allow", "127.0.0.2",
+	    "--egress-allow-address", "127.0.0.1", NULL);
+	json_object_put(h_initialize(s));
+	return s;
+}
+
+/* The call must be a tool error whose text says what. */
+static void
+expect_tool_error(json_object *r, const char *what, const char *says)
+{
+	cr_assert(h_is_error(r), "%s: not an error: %.1000s", what,
+	    json_object_to_json_string(r));
+	cr_expect(h_contains(h_text(r), says), "%s: \"%s\" does not say \"%s\"",
+	    what, h_text(r), says);
+	json_object_put(r);
+}
+
+/* With no --egress-allow, or with the agent off, egress is refused. */
+Test(egress, refused_unless_the_operator_allows_it, .timeout = 300)
+{
+	struct h_server *s;
+	char *cid;
+
+	s = h_start("--agent", "on", NULL);
+	json_object_put(h_initialize(s));
+	expect_tool_error(
+	    call(s, "sandbox_initialize", "{\"egress\":[\"example.org\"]}"),
+	    "egress on a server that allows none", "egress is off");
+	cid = h_create(s, NULL);
+	expect_tool_error(
+	    call(s, "sandbox_set_egress",
+	        "{\"container_id\":\"%s\",\"egress\":[\"example.org\"]}", cid),
+	    "set_egress on a server that allows none", "egress is off");
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+
+	s = h_start("--agent", "off", "--egress-allow", "example.org", NULL);
+	json_object_put(h_initialize(s));
+	expect_tool_error(
+	    call(s, "sandbox_initialize", "{\"egress\":[\"example.org\"]}"),
+	    "egress with --agent off", "agent");
+	h_finish(s);
+
+	s = h_start(
+	    "--agent", "on", "--egress-allow", "*.example.org:443", NULL);
+	json_object_put(h_initialize(s));
+	expect_tool_error(
+	    call(s, "sandbox_initialize", "{\"egress\":[\"example.org\"]}"),
+	    "a host the operator does not allow", "example.org");
+	expect_tool_error(call(s, "sandbox_initialize",
+	                      "{\"egress\":[\"a.example.org:80\"]}"),
+	    "a port the operator does not allow", "a.example.org:80");
+	expect_tool_error(
+	    call(s, "sandbox_initialize", "{\"egress\":[\"bad host!\"]}"),
+	    "a pattern that is not one", "bad host!");
+	h_finish(s);
+}
+
+/*
+ * The whole way: the variables commands get; a plain GET through the
+ * proxy to an allowed host with its bytes counted in the result; a
+ * CONNECT tunnel (HTTPS) to another port; refusals by name and by
+ * address as 403s with the reason inside the sandbox and in the result;
+ * the list changed on the live sandbox, egress off and on again.
+ */
+Test(egress, allowlist_end_to_end, .timeout = 600)
+{
+	struct h_server *s;
+	struct host h;
+	json_object *r, *e;
+	char args[512], url[128], *cid, *out;
+
+	host_start(&h);
+	s = server();
+	snprintf(args, sizeof args,
+	    "{\"egress\":[\"localhost:%d\",\"localhost:%d\","
+	    "\"127.0.0.2:%d\"]}",
+	    h.http, h.https, h.http);
+	cid = h_create(s, args);
+
+	/* What commands see. */
+	out = h_exec_ok(s, cid, "env | grep -i -E '^(https?|no)_proxy=|^npm_'");
+	cr_expect(
+	    h_contains(out, "HTTP_PROXY=http://127.0.0.1:3128"), "%s", out);
+	cr_expect(
+	    h_contains(out, "HTTPS_PROXY=http://127.0.0.1:3128"), "%s", out);
+	cr_expect(
+	    h_contains(out, "http_proxy=http://127.0.0.1:3128"), "%s", out);
+	cr_expect(
+	    h_contains(out, "https_proxy=http://127.0.0.1:3128"), "%s", out);
+	cr_expect(h_contains(out, "npm_config_proxy=http://127.0.0.1:3128"),
+	    "%s", out);
+	cr_expect(
+	    h_contains(out, "NO_PROXY=localhost,127.0.0.1,::1"), "%s", out);
+	free(out);
+
+	/* A plain GET, its bytes counted. */
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	cr_expect_str_eq(out_of(r), HELLO);
+	e = entry(r, "localhost", h.http, 1);
+	cr_assert_not_null(
+	    e, "no egress entry: %s", json_object_to_json_string(h_first(r)));
+	cr_expect_eq(h_int(e, "connections"), 1);
+	cr_expect_gt(h_int(e, "bytes_in"), (long long)strlen(HELLO));
+	cr_expect_gt(h_int(e, "bytes_out"), 20);
+	json_object_put(r);
+
+	/* HTTPS: a CONNECT tunnel, the TLS end to end. */
+	snprintf(url, sizeof url, "https://localhost:%d/hello.txt", h.https);
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
+	e = entry(r, "localhost", h.https, 1);
+	cr_assert_not_null(
+	    e, "no egress entry: %s", json_object_to_json_string(h_first(r)));
+	cr_expect_gt(h_int(e, "bytes_in"), (long long)strlen(HELLO));
+	json_object_put(r);
+
+	/* Not on the list: 403 inside, said in the result. */
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_expect(h_contains(out_of(r), "HTTP 403"), "%s", out_of(r));
+	cr_expect(
+	    h_contains(out_of(r), "not on this sandbox's egress allowlist"),
+	    "%s", out_of(r));
+	cr_expect(h_contains(out_of(r), "header: refused"), "%s", out_of(r));
+	e = entry(r, "127.0.0.1", h.http, 0);
+	cr_assert_not_null(
+	    e, "no refused entry: %s", json_object_to_json_string(h_first(r)));
+	cr_expect(h_contains(h_str(e, "reason"), "allowlist"), "%s",
+	    h_str(e, "reason"));
+	json_object_put(r);
+
+	/* On the list, but a loopback address the operator did not allow. */
+	snprintf(url, sizeof url, "http://127.0.0.2:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_expect(h_contains(out_of(r), "HTTP 403"), "%s", out_of(r));
+	cr_expect(h_contains(out_of(r), "loopback"), "%s", out_of(r));
+	e = entry(r, "127.0.0.2", h.http, 0);
+	cr_assert_not_null(
+	    e, "no refused entry: %s", json_object_to_json_string(h_first(r)));
+	cr_expect(h_contains(h_str(e, "reason"), "loopback"), "%s",
+	    h_str(e, "reason"));
+	json_object_put(r);
+
+	/* Off on the live sandbox: refused, and the variables are gone. */
+	r = call(s, "sandbox_set_egress",
+	    "{\"container_id\":\"%s\",\"egress\":[]}", cid);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	cr_expect_eq(
+	    json_object_array_length(h_get(r, "structuredContent.egress")), 0);
+	json_object_put(r);
+	out = h_exec_ok(s, cid, "env | grep -i -c _proxy= || true");
+	cr_expect_str_eq(out, "0\n");
+	free(out);
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
+	r = run(s, cid,
+	    "python3 -c 'import socket; s = socket.create_connection("
+	    "(\"127.0.0.1\", 3128)); s.sendall(b\"GET http://localhost/ "
+	    "HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n\"); "
+	    "print(s.recv(4096).decode())'");
+	cr_expect(h_contains(out_of(r), "403"), "%s", out_of(r));
+	cr_expect(h_contains(out_of(r), "egress is off"), "%s", out_of(r));
+	json_object_put(r);
+
+	/* And on again. */
+	r = call(s, "sandbox_set_egress",
+	    "{\"container_id\":\"%s\",\"egress\":[\"localhost:%d\"]}", cid,
+	    h.http);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	snprintf(args, sizeof args, "localhost:%d", h.http);
+	cr_expect_str_eq(h_str(r, "structuredContent.egress.0"), args);
+	json_object_put(r);
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
+	json_object_put(r);
+
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	host_stop(&h);
+}
+
+/* The proxy's bounds, as the sandbox sees them. */
+Test(egress, bad_requests_are_answered, .timeout = 300)
+{
+	struct h_server *s;
+	struct host h;
+	json_object *r;
+	char args[256], *cid;
+
+	host_start(&h);
+	s = server();
+	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
+	cid = h_create(s, args);
+	r = run(s, cid,
+	    "python3 - <<'EOF'\n"
+	    "import socket\n"
+	    "def ask(data, wait=None):\n"
+	    "    s = socket.create_connection(('127.0.0.1', 3128))\n"
+	    "    s.settimeout(30)\n"
+	    "    if data: s.sendall(data)\n"
+	    "    got = b''\n"
+	    "    try:\n"
+	    "        while True:\n"
+	    "            b = s.recv(65536)\n"
+	    "            if not b: break\n"
+	    "            got += b\n"
+	    "    except (ConnectionResetError, socket.timeout):\n"
+	    "        pass\n"
+	    "    return got.decode(errors='replace').split('\\r\\n')[0]\n"
+	    "print('garbage', ask(b'hello there\\r\\n\\r\\n'))\n"
+	    "print('long', ask(b'GET http://localhost/ HTTP/1.1\\r\\nX: ' + "
+	    "b'a' * 20000))\n"
+	    "print('origin', ask(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'))\n"
+	    "print('https-uri', ask(b'GET https://localhost/ HTTP/1.1\\r\\n"
+	    "Host: localhost\\r\\n\\r\\n'))\n"
+	    "print('silent', ask(b''))\n"
+	    "EOF");
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	cr_expect(
+	    h_contains(out_of(r), "garbage HTTP/1.1 400"), "%s", out_of(r));
+	cr_expect(h_contains(out_of(r), "long HTTP/1.1 431"), "%s", out_of(r));
+	cr_expect(
+	    h_contains(out_of(r), "origin HTTP/1.1 400"), "%s", out_of(r));
+	cr_expect(
+	    h_contains(out_of(r), "https-uri HTTP/1.1 400"), "%s", out_of(r));
+	cr_expect(
+	    h_contains(out_of(r), "silent HTTP/1.1 408"), "%s", out_of(r));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	host_stop(&h);
+}
+
+/* pip and npm install from local package servers through the proxy. */
+Test(egress, package_managers_install_through_it, .timeout = 600)
+{
+	struct h_server *s;
+	struct host h;
+	json_object *r;
+	char args[512], cmd[512], *cid;
+
+	host_start(&h);
+	s = server();
+	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
+	cid = h_create(s, args);
+	snprintf(cmd, sizeof cmd,
+	    "PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --user "
+	    "--no-input --disable-pip-version-check --index-url "
+	    "http://localhost:%d/simple/ demo-egress >/dev/null && "
+	    "python3 -c 'import demo_egress; print(demo_egress.VALUE)'",
+	    h.http);
+	r = run(s, cid, cmd);
+	cr_expect_str_eq(out_of(r), "from the local index\n", "pip: %s",
+	    json_object_to_json_string(h_first(r)));
+	cr_expect_not_null(entry(r, "localhost", h.http, 1), "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+
+	cid = h_create(s, "{\"image\":\"mcp-sandboxd-test/node:bookworm\","
+	                  "\"egress\":[]}");
+	r = call(s, "sandbox_set_egress",
+	    "{\"container_id\":\"%s\",\"egress\":[\"localhost:%d\"]}", cid,
+	    h.http);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	json_object_put(r);
+	snprintf(cmd, sizeof cmd,
+	    "cd $HOME && npm install --no-audit --no-fund "
+	    "--no-update-notifier --registry http://localhost:%d/ "
+	    "demo-egress >/dev/null && node -e "
+	    "'console.log(require(\"demo-egress\"))'",
+	    h.http);
+	r = run(s, cid, cmd);
+	cr_expect_str_eq(out_of(r), "from the local registry\n", "npm: %s",
+	    json_object_to_json_string(h_first(r)));
+	cr_expect_not_null(entry(r, "localhost", h.http, 1), "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	host_stop(&h);
+}
