@@ -4,6 +4,7 @@ an HTTP server and an HTTPS one (a self-signed certificate for
 localhost) serving the directory given, which gets
 
   hello.txt                              a known body
+  big.bin, big.sha256                    20 MiB of random bytes, their hash
   simple/demo-egress/index.html          a PyPI "simple" index of one wheel
   files/demo_egress-1.0-py3-none-any.whl the wheel
   demo-egress                            an npm registry's packument
@@ -101,6 +102,11 @@ def main():
     root = sys.argv[1]
     with open(os.path.join(root, "hello.txt"), "wb") as f:
         f.write(HELLO)
+    big = os.urandom(20 << 20)
+    with open(os.path.join(root, "big.bin"), "wb") as f:
+        f.write(big)
+    with open(os.path.join(root, "big.sha256"), "w") as f:
+        f.write(hashlib.sha256(big).hexdigest() + "\n")
 
     def handler(*a, **kw):
         return Handler(*a, directory=root, **kw)

@@ -253,7 +253,8 @@ Test(egress, allowlist_end_to_end, .timeout = 600)
 	struct h_server *s;
 	struct host h;
 	json_object *r, *e;
-	char args[512], url[128], *cid, *out;
+	char args[512], url[128], cmd[512], path[128], sum[80], *cid, *out;
+	FILE *f;
 
 	host_start(&h);
 	s = server();
@@ -290,6 +291,24 @@ Test(egress, allowlist_end_to_end, .timeout = 600)
 	cr_expect_eq(h_int(e, "connections"), 1);
 	cr_expect_gt(h_int(e, "bytes_in"), (long long)strlen(HELLO));
 	cr_expect_gt(h_int(e, "bytes_out"), 20);
+	json_object_put(r);
+
+	/* 20 MiB through the windows, each byte as it was. */
+	snprintf(cmd, sizeof cmd,
+	    "python3 -c 'import hashlib, urllib.request; u = "
+	    "\"http://localhost:%d/big.bin\"; print(hashlib.sha256("
+	    "urllib.request.urlopen(u).read()).hexdigest())'",
+	    h.http);
+	r = run(s, cid, cmd);
+	snprintf(path, sizeof path, "%s/big.sha256", h.dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(sum, sizeof sum, f));
+	fclose(f);
+	cr_expect_str_eq(out_of(r), sum);
+	e = entry(r, "localhost", h.http, 1);
+	cr_assert_not_null(e);
+	cr_expect_gt(h_int(e, "bytes_in"), 20 << 20);
 	json_object_put(r);
 
 	/* HTTPS: a CONNECT tunnel, the TLS end to end. */
@@ -373,7 +392,7 @@ Test(egress, bad_requests_are_answered, .timeout = 300)
 	struct h_server *s;
 	struct host h;
 	json_object *r;
-	char args[256], *cid;
+	char args[256], url[128], *cid;
 
 	host_start(&h);
 	s = server();
@@ -413,6 +432,61 @@ Test(egress, bad_requests_are_answered, .timeout = 300)
 	    h_contains(out_of(r), "https-uri HTTP/1.1 400"), "%s", out_of(r));
 	cr_expect(
 	    h_contains(out_of(r), "silent HTTP/1.1 408"), "%s", out_of(r));
+	json_object_put(r);
+
+	/* More hosts in one call than a result lists: cut, and said so.
+	 * Refused by the list, so nothing is resolved or dialed. */
+	r = run(s, cid,
+	    "python3 - <<'EOF'\n"
+	    "import socket\n"
+	    "for i in range(1, 71):\n"
+	    "    s = socket.create_connection(('127.0.0.1', 3128))\n"
+	    "    s.sendall(b'GET http://203.0.113.%d/ HTTP/1.1\\r\\nHost: "
+	    "x\\r\\n\\r\\n' % i)\n"
+	    "    assert b' 403 ' in s.recv(4096)\n"
+	    "    s.close()\n"
+	    "print('done')\n"
+	    "EOF");
+	cr_expect_str_eq(
+	    out_of(r), "done\n", "%s", json_object_to_json_string(h_first(r)));
+	cr_expect_eq(json_object_array_length(h_get(h_first(r), "egress")), 64);
+	cr_expect(h_bool(h_first(r), "egress_cut"));
+	json_object_put(r);
+
+	/* A flood of connections that say nothing: the proxy holds at most
+	 * its bound of them, the rest are closed at once; then, those gone,
+	 * it serves again. */
+	r = run(s, cid,
+	    "python3 - <<'EOF'\n"
+	    "import socket, time\n"
+	    "socks = []\n"
+	    "for i in range(150):\n"
+	    "    try:\n"
+	    "        socks.append(socket.create_connection(('127.0.0.1', "
+	    "3128)))\n"
+	    "    except OSError:\n"
+	    "        pass\n"
+	    "time.sleep(2)\n"
+	    "held = 0\n"
+	    "for s in socks:\n"
+	    "    s.setblocking(False)\n"
+	    "    try:\n"
+	    "        held += s.recv(1) != b''\n"
+	    "    except BlockingIOError:\n"
+	    "        held += 1\n"
+	    "    except OSError:\n"
+	    "        pass\n"
+	    "    s.close()\n"
+	    "print('held', held)\n"
+	    "EOF");
+	cr_assert(h_contains(out_of(r), "held "), "%s",
+	    json_object_to_json_string(h_first(r)));
+	cr_expect_leq(atoi(out_of(r) + 5), 64, "%s", out_of(r));
+	cr_expect_geq(atoi(out_of(r) + 5), 1, "%s", out_of(r));
+	json_object_put(r);
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
 	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
