@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -538,6 +539,114 @@ Test(egress, package_managers_install_through_it, .timeout = 600)
 	cr_expect_str_eq(out_of(r), "from the local registry\n", "npm: %s",
 	    json_object_to_json_string(h_first(r)));
 	cr_expect_not_null(entry(r, "localhost", h.http, 1), "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	host_stop(&h);
+}
+
+/* The peak VmRSS of a process while a call runs. */
+struct sampler {
+	pid_t pid;
+	long peak; /* kB */
+	volatile int stop;
+	pthread_t th;
+};
+
+static void *
+sampler_main(void *arg)
+{
+	struct sampler *sm = arg;
+	long v;
+
+	while (!sm->stop) {
+		if ((v = h_status_kb(sm->pid, "VmRSS")) > sm->peak)
+			sm->peak = v;
+		usleep(20000);
+	}
+	return NULL;
+}
+
+/*
+ * A slow reader in the sandbox and a server that sends as fast as it
+ * can: the worker holds no more than the windows, not the 20 MiB.  And
+ * a CONNECT to a port the list does not name is refused, as is a name
+ * that resolves to an address the operator did not allow.
+ */
+Test(egress, slow_reader_and_refused_connects, .timeout = 600)
+{
+	struct h_server *s;
+	struct sampler sm;
+	struct host h;
+	json_object *r;
+	char args[256], cmd[1024], url[128], *cid;
+	long before;
+
+	host_start(&h);
+	s = server();
+	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
+	cid = h_create(s, args);
+	r = call(s, "get_sandbox_status", "{\"container_id\":\"%s\"}", cid);
+	memset(&sm, 0, sizeof sm);
+	sm.pid = (pid_t)h_int(r, "structuredContent.sandboxes.0.worker_pid");
+	json_object_put(r);
+	cr_assert(
+	    sm.pid > 1 && h_pid_alive(sm.pid), "worker_pid %d", (int)sm.pid);
+	before = h_status_kb(sm.pid, "VmRSS");
+	cr_assert(pthread_create(&sm.th, NULL, sampler_main, &sm) == 0);
+	snprintf(cmd, sizeof cmd,
+	    "python3 - <<'EOF'\n"
+	    "import time, urllib.request\n"
+	    "r = urllib.request.urlopen('http://localhost:%d/big.bin')\n"
+	    "n = 0\n"
+	    "while True:\n"
+	    "    b = r.read(65536)\n"
+	    "    if not b: break\n"
+	    "    n += len(b)\n"
+	    "    time.sleep(0.01)\n"
+	    "print(n)\n"
+	    "EOF",
+	    h.http);
+	r = run(s, cid, cmd);
+	sm.stop = 1;
+	pthread_join(sm.th, NULL);
+	cr_expect_str_eq(out_of(r), "20971520\n", "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+	fprintf(stderr,
+	    "egress/slow: worker VmRSS %ld kB before, %ld kB at most\n", before,
+	    sm.peak);
+	cr_expect_lt(sm.peak - before, 10 * 1024,
+	    "the worker grew by %ld kB for a slow reader", sm.peak - before);
+
+	/* CONNECT to a port not on the list. */
+	r = run(s, cid,
+	    "python3 -c 'import socket; s = socket.create_connection("
+	    "(\"127.0.0.1\", 3128)); s.sendall(b\"CONNECT localhost:1 "
+	    "HTTP/1.1\\r\\nHost: localhost:1\\r\\n\\r\\n\"); "
+	    "print(s.recv(4096).decode())'");
+	cr_expect(h_contains(out_of(r), "HTTP/1.1 403"), "%s", out_of(r));
+	cr_expect(
+	    h_contains(out_of(r), "localhost:1 is not on"), "%s", out_of(r));
+	cr_expect_not_null(entry(r, "localhost", 1, 0), "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+
+	/* Without --egress-allow-address, localhost resolves to what the
+	 * proxy refuses. */
+	s = h_start("--agent", "on", "--egress-allow", "localhost", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, args);
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_expect(h_contains(out_of(r), "HTTP 403"), "%s", out_of(r));
+	cr_expect(h_contains(out_of(r), "loopback"), "%s", out_of(r));
+	cr_expect_not_null(entry(r, "localhost", h.http, 0), "%s",
 	    json_object_to_json_string(h_first(r)));
 	json_object_put(r);
 	h_stop(s, cid);
