@@ -56,6 +56,16 @@
 #define PROXY_MAX_PATTERNS 64 /* the supervisor's own bound is lower */
 #define PROXY_RECORDS 256 /* connections remembered for results */
 
+/* One connection, as results and the activity log tell it. */
+struct pxrec {
+	uint64_t seq; /* 0: unused */
+	char host[HTTPHEAD_HOST_MAX + 1]; /* "" before a head named one */
+	unsigned int port;
+	int allowed;
+	char reason[EGRESS_REASON_MAX + HTTPHEAD_HOST_MAX + 64];
+	long long bytes_out, bytes_in; /* to the host, from it */
+};
+
 enum px_state {
 	PX_HEAD, /* reading the first request's head */
 	PX_RESOLVING,
@@ -71,18 +81,7 @@ struct pxconn {
 	struct httphead_target t;
 	char *send; /* the head written anew for the origin, or NULL */
 	size_t sendlen;
-	size_t rec; /* its record */
-	uint64_t seq; /* the record's, while it is its own */
-};
-
-/* One connection, as results and the activity log tell it. */
-struct pxrec {
-	uint64_t seq; /* 0: unused */
-	char host[HTTPHEAD_HOST_MAX + 1]; /* "" before a head named one */
-	unsigned int port;
-	int allowed;
-	char reason[EGRESS_REASON_MAX + HTTPHEAD_HOST_MAX + 64];
-	long long bytes_out, bytes_in; /* to the host, from it */
+	struct pxrec rec; /* kept in recs once it ends */
 };
 
 static struct {
@@ -95,39 +94,22 @@ static struct {
 	int on; /* the list was set, and is not empty */
 	int asked; /* LISTEN sent, LISTENING not yet come */
 	uint32_t port; /* listened on in the sandbox; 0: not (yet) */
-	struct pxrec recs[PROXY_RECORDS];
-	uint64_t seq; /* of the last record */
+	struct pxrec recs[PROXY_RECORDS]; /* of those ended, by seq */
+	uint64_t seq; /* of the last connection */
 } px;
 
 static struct pxrec *
 pxrec_of(struct rconn *c)
 {
-	struct pxrec *r = &px.recs[c->px->rec];
-
-	return r->seq == c->px->seq ? r : NULL;
-}
-
-static struct pxrec *
-pxrec_new(struct pxconn *p)
-{
-	struct pxrec *r;
-
-	p->seq = ++px.seq;
-	p->rec = (size_t)(p->seq % PROXY_RECORDS);
-	r = &px.recs[p->rec];
-	memset(r, 0, sizeof *r);
-	r->seq = p->seq;
-	return r;
+	return &c->px->rec;
 }
 
 /* The record's bytes, as far as they came. */
 static void
 pxrec_sync(struct rconn *c)
 {
-	struct pxrec *r;
+	struct pxrec *r = pxrec_of(c);
 
-	if ((r = pxrec_of(c)) == NULL)
-		return;
 	r->bytes_out = c->bytes_in;
 	r->bytes_in = c->bytes_out;
 }
@@ -162,32 +144,29 @@ proxy_conn_end(struct rconn *c)
 	json_object *o;
 
 	pxrec_sync(c);
-	if ((r = pxrec_of(c)) != NULL) {
-		logs_addf("egress", "%s:%u: %s%s%s (%lld bytes out, %lld in)",
-		    r->host[0] != '\0' ? r->host : "(no host)", r->port,
-		    r->allowed ? "allowed" : "refused",
-		    r->reason[0] != '\0' ? ": " : "", r->reason, r->bytes_out,
-		    r->bytes_in);
-		o = json_object_new_object();
+	r = pxrec_of(c);
+	px.recs[r->seq % PROXY_RECORDS] = *r;
+	logs_addf("egress", "%s:%u: %s%s%s (%lld bytes out, %lld in)",
+	    r->host[0] != '\0' ? r->host : "(no host)", r->port,
+	    r->allowed ? "allowed" : "refused",
+	    r->reason[0] != '\0' ? ": " : "", r->reason, r->bytes_out,
+	    r->bytes_in);
+	o = json_object_new_object();
+	json_object_object_add(o, "event", json_object_new_string("egress"));
+	json_object_object_add(o, "host", json_object_new_string(r->host));
+	json_object_object_add(o, "port", json_object_new_int((int)r->port));
+	json_object_object_add(
+	    o, "allowed", json_object_new_boolean(r->allowed));
+	if (r->reason[0] != '\0')
 		json_object_object_add(
-		    o, "event", json_object_new_string("egress"));
-		json_object_object_add(
-		    o, "host", json_object_new_string(r->host));
-		json_object_object_add(
-		    o, "port", json_object_new_int((int)r->port));
-		json_object_object_add(
-		    o, "allowed", json_object_new_boolean(r->allowed));
-		if (r->reason[0] != '\0')
-			json_object_object_add(
-			    o, "reason", json_object_new_string(r->reason));
-		json_object_object_add(
-		    o, "bytes_out", json_object_new_int64(r->bytes_out));
-		json_object_object_add(
-		    o, "bytes_in", json_object_new_int64(r->bytes_in));
-		if (px.w->chan != NULL)
-			worker_send_json(px.w, PROTO_NOTIFY, 0, o);
-		json_object_put(o);
-	}
+		    o, "reason", json_object_new_string(r->reason));
+	json_object_object_add(
+	    o, "bytes_out", json_object_new_int64(r->bytes_out));
+	json_object_object_add(
+	    o, "bytes_in", json_object_new_int64(r->bytes_in));
+	if (px.w->chan != NULL)
+		worker_send_json(px.w, PROTO_NOTIFY, 0, o);
+	json_object_put(o);
 	pxconn_clear(c);
 	free(c->px);
 	c->px = NULL;
@@ -212,10 +191,11 @@ px_refuse(struct rconn *c, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	if ((r = pxrec_of(c)) != NULL) {
-		r->allowed = 0;
-		snprintf(r->reason, sizeof r->reason, "%s", text);
-	}
+	r = pxrec_of(c);
+	r->allowed = 0;
+	/* The sandbox is told who speaks; a result knows. */
+	snprintf(r->reason, sizeof r->reason, "%s",
+	    strncmp(text, "egress: ", 8) == 0 ? text + 8 : text);
 	pxconn_clear(c);
 	p->state = PX_REFUSED;
 	resp = httphead_response(status, text, &len);
@@ -279,7 +259,7 @@ proxy_accept(uint32_t id)
 		rconn_free(c, "out of memory");
 		return;
 	}
-	(void)pxrec_new(p);
+	p->rec.seq = ++px.seq;
 	px_arm(c, PROXY_HEAD_SECONDS);
 }
 
@@ -412,10 +392,9 @@ px_head(struct rconn *c, size_t end)
 		px_refuse(c, 400, "egress: %s", data == NULL ? "no head" : err);
 		return;
 	}
-	if ((r = pxrec_of(c)) != NULL) {
-		snprintf(r->host, sizeof r->host, "%s", p->t.host);
-		r->port = p->t.port;
-	}
+	r = pxrec_of(c);
+	snprintf(r->host, sizeof r->host, "%s", p->t.host);
+	r->port = p->t.port;
 	if (!p->t.connect) {
 		p->send = httphead_rewrite(h, &p->t, NULL, &p->sendlen);
 		if (p->send == NULL) {
@@ -443,8 +422,7 @@ px_head(struct rconn *c, size_t end)
 		    p->t.port);
 		return;
 	}
-	if (r != NULL)
-		r->allowed = 1;
+	r->allowed = 1;
 	if (px.dns == NULL &&
 	    (px.dns = evdns_base_new(
 	         px.w->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
@@ -697,79 +675,92 @@ proxy_seq(void)
 	return px.seq;
 }
 
+/* r counted into list's entry of its host, port and verdict: 0, or -1
+ * when that would be one entry more than PROTO_MAX_EGRESS. */
+static int
+px_count(json_object *list, const struct pxrec *r)
+{
+	json_object *o = NULL, *v;
+	size_t i, n = json_object_array_length(list);
+
+	for (i = 0; i < n; i++) {
+		o = json_object_array_get_idx(list, i);
+		json_object_object_get_ex(o, "host", &v);
+		if (strcmp(json_object_get_string(v), r->host) != 0)
+			continue;
+		json_object_object_get_ex(o, "port", &v);
+		if (json_object_get_int(v) != (int)r->port)
+			continue;
+		json_object_object_get_ex(o, "allowed", &v);
+		if (json_object_get_boolean(v) == r->allowed)
+			break;
+	}
+	if (i == n) {
+		if (n >= PROTO_MAX_EGRESS)
+			return -1;
+		o = json_object_new_object();
+		json_object_object_add(
+		    o, "host", json_object_new_string(r->host));
+		json_object_object_add(
+		    o, "port", json_object_new_int((int)r->port));
+		json_object_object_add(
+		    o, "allowed", json_object_new_boolean(r->allowed));
+		if (!r->allowed)
+			json_object_object_add(
+			    o, "reason", json_object_new_string(r->reason));
+		json_object_object_add(
+		    o, "connections", json_object_new_int(0));
+		json_object_object_add(
+		    o, "bytes_out", json_object_new_int64(0));
+		json_object_object_add(o, "bytes_in", json_object_new_int64(0));
+		json_object_array_add(list, o);
+	}
+	json_object_object_get_ex(o, "connections", &v);
+	json_object_set_int(v, json_object_get_int(v) + 1);
+	json_object_object_get_ex(o, "bytes_out", &v);
+	json_object_set_int64(v, json_object_get_int64(v) + r->bytes_out);
+	json_object_object_get_ex(o, "bytes_in", &v);
+	json_object_set_int64(v, json_object_get_int64(v) + r->bytes_in);
+	return 0;
+}
+
 /*
- * The records after seq, one entry per host, port and verdict (an
- * array, or NULL when the sandbox has no egress and none came), at most
- * PROTO_MAX_EGRESS entries (*cut set when more).
+ * The connections after seq, ended or open, one entry per host, port
+ * and verdict (an array, or NULL when the sandbox has no egress and none
+ * came), at most PROTO_MAX_EGRESS entries; *cut is set when some are not
+ * there (more entries, or more ended connections than PROXY_RECORDS).
  */
 json_object *
 proxy_result(uint64_t seq, int *cut)
 {
-	json_object *list, *o, *v;
+	json_object *list;
 	struct rconn *c;
 	struct pxrec *r;
-	uint64_t s;
-	size_t i, n;
+	uint64_t s, found = 0;
 
 	*cut = 0;
-	LIST_FOREACH(c, &relay->conns, entry)
-	if (c->px != NULL)
-		pxrec_sync(c);
 	if (!px.on && px.seq == seq)
 		return NULL;
 	list = json_object_new_array();
-	if (px.seq - seq > PROXY_RECORDS) {
-		seq = px.seq - PROXY_RECORDS;
-		*cut = 1;
+	LIST_FOREACH(c, &relay->conns, entry)
+	{
+		if (c->px == NULL || c->px->rec.seq <= seq)
+			continue;
+		pxrec_sync(c);
+		found++;
+		if (px_count(list, &c->px->rec) == -1)
+			*cut = 1;
 	}
-	for (s = seq + 1; s <= px.seq; s++) {
+	s = px.seq - seq > PROXY_RECORDS ? px.seq - PROXY_RECORDS : seq;
+	for (s++; s <= px.seq; s++) {
 		r = &px.recs[s % PROXY_RECORDS];
 		if (r->seq != s)
-			continue;
-		n = json_object_array_length(list);
-		for (i = 0; i < n; i++) {
-			o = json_object_array_get_idx(list, i);
-			json_object_object_get_ex(o, "host", &v);
-			if (strcmp(json_object_get_string(v), r->host) != 0)
-				continue;
-			json_object_object_get_ex(o, "port", &v);
-			if (json_object_get_int(v) != (int)r->port)
-				continue;
-			json_object_object_get_ex(o, "allowed", &v);
-			if (json_object_get_boolean(v) == r->allowed)
-				break;
-		}
-		if (i == n) {
-			if (n >= PROTO_MAX_EGRESS) {
-				*cut = 1;
-				continue;
-			}
-			o = json_object_new_object();
-			json_object_object_add(
-			    o, "host", json_object_new_string(r->host));
-			json_object_object_add(
-			    o, "port", json_object_new_int((int)r->port));
-			json_object_object_add(
-			    o, "allowed", json_object_new_boolean(r->allowed));
-			if (!r->allowed)
-				json_object_object_add(o, "reason",
-				    json_object_new_string(r->reason));
-			json_object_object_add(
-			    o, "connections", json_object_new_int(0));
-			json_object_object_add(
-			    o, "bytes_out", json_object_new_int64(0));
-			json_object_object_add(
-			    o, "bytes_in", json_object_new_int64(0));
-			json_object_array_add(list, o);
-		}
-		json_object_object_get_ex(o, "connections", &v);
-		json_object_set_int(v, json_object_get_int(v) + 1);
-		json_object_object_get_ex(o, "bytes_out", &v);
-		json_object_set_int64(
-		    v, json_object_get_int64(v) + r->bytes_out);
-		json_object_object_get_ex(o, "bytes_in", &v);
-		json_object_set_int64(
-		    v, json_object_get_int64(v) + r->bytes_in);
+			continue; /* open (counted above), or written over */
+		found++;
+		if (px_count(list, r) == -1)
+			*cut = 1;
 	}
+	if (found < px.seq - seq)
+		*cut = 1;
 	return list;
 }
