@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "egress.h"
 #include "xmalloc.h"
 
 enum opt_type {
@@ -35,7 +36,7 @@ struct opt {
 	enum opt_type type;
 	size_t off;
 	const char *def;
-	long min, max;
+	long min, max; /* OPT_LIST: max, when not 0, is the longest value */
 	const char *help;
 };
 
@@ -221,6 +222,20 @@ static const struct opt opts[] = {
     {"max-exposed-ports", "MCP_SANDBOXD_MAX_EXPOSED_PORTS", OPT_LONG,
         O(max_exposed_ports), "8", 1, 64,
         "ports one sandbox may have exposed on the host at once"},
+    {"egress-allow", "MCP_SANDBOXD_EGRESS_ALLOW", OPT_LIST, O(egress_allow),
+        NULL, 0, EGRESS_PATTERN_TEXT_MAX,
+        "host pattern sandboxes may reach through their egress proxy "
+        "(example.org, *.example.org, an address, [::1]; :PORT or any "
+        "port; * any host): the ceiling of the egress list a client "
+        "gives (sandbox_initialize's egress, sandbox_set_egress); the "
+        "sandbox itself keeps network none (repeatable or a comma list; "
+        "default none: egress off)"},
+    {"egress-allow-address", "MCP_SANDBOXD_EGRESS_ALLOW_ADDRESS", OPT_LIST,
+        O(egress_allow_addresses), NULL, 0, 0,
+        "exact IP address (127.0.0.1, ::1) the egress proxy may connect "
+        "to although it is loopback, private or otherwise not on the "
+        "Internet, which the proxy refuses (for tests, a local package "
+        "index; repeatable or a comma list; default none)"},
     {"allowed-origins", "MCP_SANDBOXD_ALLOWED_ORIGINS", OPT_STR,
         O(allowed_origins), NULL, 0, 0,
         "Origins (scheme://host[:port]) HTTP requests may carry and that "
@@ -372,7 +387,7 @@ opt_set(struct config *c, const struct opt *o, const char *val, FILE *err)
 		for (p = dup; (tok = strsep(&p, ",")) != NULL;) {
 			if (*tok == '\0')
 				continue;
-			if (strlen(tok) > 255 ||
+			if (strlen(tok) > (o->max > 0 ? (size_t)o->max : 255) ||
 			    strpbrk(tok, " \t\n\r") != NULL) {
 				fprintf(err, "--%s: bad value \"%.80s\"\n",
 				    o->name, tok);
@@ -577,6 +592,42 @@ expose_check(struct config *c, FILE *err)
 }
 
 /*
+ * --egress-allow and --egress-allow-address as the supervisor and the
+ * worker will read them: each pattern and each address must parse.
+ */
+static int
+egress_check(const struct config *c, FILE *err)
+{
+	struct egress_pattern p;
+	struct egress_addr a;
+	char why[256];
+	int i;
+
+	for (i = 0; i < c->egress_allow.n; i++)
+		if (egress_pattern_parse(c->egress_allow.v[i],
+		        strlen(c->egress_allow.v[i]), &p, why,
+		        sizeof why) == -1) {
+			fprintf(err,
+			    "--egress-allow: %s (expected a host pattern such "
+			    "as example.org, *.example.org, example.org:443, "
+			    "192.0.2.1, [2001:db8::1]:8080 or *)\n",
+			    why);
+			return -1;
+		}
+	for (i = 0; i < c->egress_allow_addresses.n; i++)
+		if (egress_addr_parse(c->egress_allow_addresses.v[i], &a, why,
+		        sizeof why) == -1) {
+			fprintf(err,
+			    "--egress-allow-address: %s (expected an exact "
+			    "IPv4 or IPv6 address such as 127.0.0.1 or ::1, "
+			    "no port, no name)\n",
+			    why);
+			return -1;
+		}
+	return 0;
+}
+
+/*
  * Fill *c from defaults, the environment and argv, in that order.  Returns
  * 0, or -1 after writing what was wrong to err.
  */
@@ -711,7 +762,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	}
 	if (uid_range_parse(c, err) == -1 ||
 	    allow_network_check(c, err) == -1 ||
-	    warm_pool_check(c, err) == -1 || expose_check(c, err) == -1)
+	    warm_pool_check(c, err) == -1 || expose_check(c, err) == -1 ||
+	    egress_check(c, err) == -1)
 		return -1;
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
@@ -764,6 +816,8 @@ config_free(struct config *c)
 	config_list_free(&c->allow_networks);
 	config_list_free(&c->allow_images);
 	config_list_free(&c->warm_pool);
+	config_list_free(&c->egress_allow);
+	config_list_free(&c->egress_allow_addresses);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
 	for (i = 0; i < c->nallow_dirs; i++)

@@ -89,6 +89,14 @@ struct config {
 	char *expose_auth_mode; /* --expose-auth: "on" or "off" */
 	long max_exposed_ports; /* per sandbox */
 
+	/* Egress by allowlist, through the worker's proxy in each sandbox
+	 * (supervisor/sandbox/egresslist.c, worker/): the operator's ceiling
+	 * of every sandbox's list (egress_pattern_parse() patterns; none:
+	 * egress off), and exact addresses the proxy may reach although
+	 * egress_addr_refused() refuses them (egress_addr_parse()). */
+	struct config_list egress_allow;
+	struct config_list egress_allow_addresses;
+
 	/* Per client session (HTTP session, or the stdio client). */
 	long max_sandboxes_per_session;
 	long max_calls_per_session;

@@ -371,13 +371,28 @@ wproc_spawn(
 	struct wproc *wp;
 	struct timeval tv = {WPROC_HELLO_TIMEOUT, 0};
 	char cap[32], logkb[32], uid[32], imgkb[32];
-	char *argv[] = {"mcp-sandboxd", "--worker", sb->id, "--docker-host",
-	    c->docker_host, "--log-level", c->log_level, "--output-cap", cap,
-	    "--log-buffer-kb", logkb, "--worker-uid", uid, "--agent",
-	    c->agent ? "on" : "off", "--max-image-kb", imgkb, NULL};
-	int sv[2], null, ch, exe;
+	/* The options a worker reads, the egress lists' values each after
+	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
+	char *argv[20 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
+	    sb->id, "--docker-host", c->docker_host, "--log-level",
+	    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
+	    "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
+	    "--max-image-kb", imgkb};
+	int sv[2], null, ch, exe, argc, i;
 	pid_t pid;
 
+	for (argc = 0; argv[argc] != NULL; argc++)
+		continue;
+	for (i = 0; i < c->egress_allow.n && i < CONFIG_MAX_LIST; i++) {
+		argv[argc++] = "--egress-allow";
+		argv[argc++] = c->egress_allow.v[i];
+	}
+	for (i = 0; i < c->egress_allow_addresses.n && i < CONFIG_MAX_LIST;
+	     i++) {
+		argv[argc++] = "--egress-allow-address";
+		argv[argc++] = c->egress_allow_addresses.v[i];
+	}
+	argv[argc] = NULL;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 		return -1;
 	snprintf(cap, sizeof cap, "%ld", c->output_cap);

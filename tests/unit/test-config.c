@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "config.h"
+#include "egress.h"
 
 extern char **environ;
 
@@ -885,4 +886,126 @@ Test(config, max_exposed_ports_range)
 	    W("--max-exposed-ports", "1 to 64"), "--max-exposed-ports=65");
 	EXPECT_FAIL_MENTIONING(
 	    W("--max-exposed-ports"), "--max-exposed-ports=eight");
+}
+
+/* Egress: off by default (no pattern), no address let through. */
+Test(config, egress_defaults)
+{
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_eq(conf.egress_allow.n, 0);
+	cr_assert_eq(conf.egress_allow_addresses.n, 0);
+}
+
+/* Patterns and addresses from repeated flags and comma lists, the
+ * environment's first; kept as given (clients' are compared to them). */
+Test(config, egress_allow_from_flags_and_environment)
+{
+	setenv(
+	    "MCP_SANDBOXD_EGRESS_ALLOW", "pypi.org,*.pythonhosted.org:443", 1);
+	setenv("MCP_SANDBOXD_EGRESS_ALLOW_ADDRESS", "127.0.0.1", 1);
+	cr_assert_eq(PARSE("--egress-allow", "[::1]:8080", "--egress-allow=*",
+	                 "--egress-allow-address", "::1,[fd00::7]",
+	                 "--egress-allow-address=10.0.0.5"),
+	    0, "%s", errtext);
+	cr_assert_eq(conf.egress_allow.n, 4);
+	cr_assert_str_eq(conf.egress_allow.v[0], "pypi.org");
+	cr_assert_str_eq(conf.egress_allow.v[1], "*.pythonhosted.org:443");
+	cr_assert_str_eq(conf.egress_allow.v[2], "[::1]:8080");
+	cr_assert_str_eq(conf.egress_allow.v[3], "*");
+	cr_assert_eq(conf.egress_allow_addresses.n, 4);
+	cr_assert_str_eq(conf.egress_allow_addresses.v[0], "127.0.0.1");
+	cr_assert_str_eq(conf.egress_allow_addresses.v[1], "::1");
+	cr_assert_str_eq(conf.egress_allow_addresses.v[2], "[fd00::7]");
+	cr_assert_str_eq(conf.egress_allow_addresses.v[3], "10.0.0.5");
+}
+
+/* A bad pattern or address stops the start, naming option and value. */
+Test(config, egress_allow_refuses_what_does_not_parse)
+{
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "\"exa mple.org\""),
+	    "--egress-allow=exa mple.org");
+	EXPECT_FAIL_MENTIONING(
+	    W("--egress-allow", "\"ex..org\""), "--egress-allow=ex..org");
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "\"a.*.org\""),
+	    "--egress-allow=pypi.org,a.*.org");
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "\"example.org:0\"", "port"),
+	    "--egress-allow=example.org:0");
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "\"example.org:65536\""),
+	    "--egress-allow=example.org:65536");
+	EXPECT_FAIL_MENTIONING(
+	    W("--egress-allow", "\"::1\"", "brackets"), "--egress-allow=::1");
+	EXPECT_FAIL_MENTIONING(
+	    W("--egress-allow", "\"example.1\""), "--egress-allow=example.1");
+	setenv("MCP_SANDBOXD_EGRESS_ALLOW", "good.org,bad_name.org", 1);
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "\"bad_name.org\""), "-V");
+	unsetenv("MCP_SANDBOXD_EGRESS_ALLOW");
+	EXPECT_FAIL_MENTIONING(W("--egress-allow-address", "\"localhost\""),
+	    "--egress-allow-address=localhost");
+	EXPECT_FAIL_MENTIONING(W("--egress-allow-address", "\"127.0.0.1:80\""),
+	    "--egress-allow-address=127.0.0.1:80");
+	EXPECT_FAIL_MENTIONING(W("--egress-allow-address", "\"10.0.0.0/8\""),
+	    "--egress-allow-address=10.0.0.0/8");
+	setenv("MCP_SANDBOXD_EGRESS_ALLOW_ADDRESS", "::1,::g", 1);
+	EXPECT_FAIL_MENTIONING(W("--egress-allow-address", "\"::g\""), "-V");
+	unsetenv("MCP_SANDBOXD_EGRESS_ALLOW_ADDRESS");
+}
+
+/* The longest pattern there is fits ("*." SUFFIX ".:65535", past the 255
+ * bytes other lists take); longer than EGRESS_PATTERN_TEXT_MAX does not. */
+Test(config, egress_allow_takes_the_longest_pattern)
+{
+	char name[EGRESS_NAME_MAX + 1], pat[EGRESS_PATTERN_TEXT_MAX + 32];
+	char arg[sizeof pat + 32];
+	size_t i;
+
+	/* Labels of 63, 63, 63 and 59 bytes: a suffix after "*." has two
+	 * bytes less than the 253 of a name. */
+	memset(name, 'a', sizeof name);
+	for (i = 63; i < EGRESS_NAME_MAX; i += 64)
+		name[i] = '.';
+	name[EGRESS_NAME_MAX - 2] = '\0';
+	snprintf(pat, sizeof pat, "*.%s.:65535", name);
+	cr_assert_eq(strlen(pat), 260);
+	snprintf(arg, sizeof arg, "--egress-allow=%s", pat);
+	cr_assert_eq(PARSE(arg), 0, "%s", errtext);
+	cr_assert_str_eq(conf.egress_allow.v[0], pat);
+	config_free(&conf);
+	memset(pat, 'a', sizeof pat);
+	pat[EGRESS_PATTERN_TEXT_MAX + 1] = '\0';
+	snprintf(arg, sizeof arg, "--egress-allow=%s", pat);
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "bad value"), arg);
+}
+
+/* At most CONFIG_MAX_LIST patterns, as every list option. */
+Test(config, egress_allow_takes_at_most_max_list_patterns)
+{
+	char list[CONFIG_MAX_LIST * 16 + 32], arg[sizeof list + 32];
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < CONFIG_MAX_LIST; i++)
+		len += (size_t)snprintf(list + len, sizeof list - len,
+		    "%sh%d.org", i ? "," : "", i);
+	snprintf(arg, sizeof arg, "--egress-allow=%s", list);
+	cr_assert_eq(PARSE(arg), 0, "%s", errtext);
+	cr_assert_eq(conf.egress_allow.n, CONFIG_MAX_LIST);
+	config_free(&conf);
+	EXPECT_FAIL_MENTIONING(W("--egress-allow", "at most 32"), arg,
+	    "--egress-allow=one.more.org");
+}
+
+/* Workers and --print-config get both lists back, as given. */
+Test(config, egress_options_are_in_the_argv)
+{
+	char *s;
+
+	cr_assert_eq(
+	    PARSE("--egress-allow", "*.example.org:443", "--egress-allow",
+	        "[::1]:8080", "--egress-allow-address", "127.0.0.1"),
+	    0, "%s", errtext);
+	s = argv_joined();
+	cr_expect_str_eq(s,
+	    "--egress-allow *.example.org:443 --egress-allow [::1]:8080 "
+	    "--egress-allow-address 127.0.0.1");
+	free(s);
 }
