@@ -144,7 +144,7 @@ bgproc_done(struct xrun *x, json_object *r, void *arg)
 	static const char *const keep[] = {"exit_code", "signal", "timed_out",
 	    "truncated", "cancelled", "oom_killed", "cpu_time_ms",
 	    "memory_peak_bytes", "command_cpu_ms", "command_max_rss_bytes",
-	    "agent", "agent_note", "error", NULL};
+	    "agent", "agent_note", "egress", "egress_cut", "error", NULL};
 	struct bgproc *bp = arg;
 	json_object *v;
 	int i;

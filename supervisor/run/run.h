@@ -79,6 +79,23 @@ void xrun_links(json_object *, json_object *);
 	"the sandbox's agent (absent with --agent off)\"},"                    \
 	"\"agent_note\":{\"type\":\"string\",\"description\":\"why the "       \
 	"engine's exec ran it instead of the agent\"},"
+/* ... and for the egress proxy's connections while it ran (xrun.c). */
+#define XRUN_EGRESS_SCHEMA                                                     \
+	"\"egress\":{\"type\":\"array\",\"description\":\"connections "        \
+	"the sandbox's egress proxy took while it ran (present while the "     \
+	"sandbox has an egress list), one entry per host, port and verdict, "  \
+	"at most 64\",\"items\":{\"type\":\"object\",\"properties\":{"         \
+	"\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"},"      \
+	"\"allowed\":{\"type\":\"boolean\"},"                                  \
+	"\"reason\":{\"type\":\"string\",\"description\":\"why it was "        \
+	"refused (the client got a 403)\"},"                                   \
+	"\"connections\":{\"type\":\"integer\"},"                              \
+	"\"bytes_out\":{\"type\":\"integer\",\"description\":\"sent from "     \
+	"the sandbox\"},"                                                      \
+	"\"bytes_in\":{\"type\":\"integer\"}},"                                \
+	"\"required\":[\"host\",\"port\",\"allowed\"]}},"                      \
+	"\"egress_cut\":{\"type\":\"boolean\",\"description\":\"there were "   \
+	"more than 64 entries: the rest are left out\"},"
 const char *xrun_failure(json_object *, const char *);
 
 /* bgproc.c: background processes (sandbox_exec background: true) */

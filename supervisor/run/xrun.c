@@ -3,6 +3,7 @@
  * worker, its output kept bounded for the result (head and tail), spooled
  * whole to disk, streamed as progress, and its accounting collected.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "base64.h"
 #include "config.h"
 #include "core.h"
+#include "egress.h"
 #include "imgsig.h"
 #include "mcp.h"
 #include "output.h"
@@ -30,6 +32,9 @@
 
 /* Pictures of one code call kept for its result (worker/interp.c's). */
 #define XRUN_MAX_IMAGES 8
+
+_Static_assert(PROTO_MAX_EGRESS == 64,
+    "XRUN_EGRESS_SCHEMA (run.h) says a result has at most 64 entries");
 
 struct xrun {
 	struct call *call;
@@ -215,6 +220,89 @@ xrun_images(struct xrun *x, json_object *list)
 	return a;
 }
 
+/* An integer member of a worker's object: 0 when absent or negative,
+ * at most hi. */
+static long long
+xrun_count(json_object *o, const char *key, long long hi)
+{
+	json_object *v;
+	long long n;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_int))
+		return 0;
+	n = (long long)json_object_get_int64(v);
+	return n < 0 ? 0 : n > hi ? hi : n;
+}
+
+/*
+ * One entry of a run's egress ({host, port, allowed, reason,
+ * connections, bytes_out, bytes_in}) as XRUN_EGRESS_SCHEMA says, from
+ * what the worker sent; NULL if it is no such entry.
+ */
+static json_object *
+xrun_egress_entry(json_object *e)
+{
+	char host[EGRESS_NAME_MAX + 3], reason[EGRESS_REASON_MAX];
+	json_object *o, *h, *a, *v;
+	static const char *const counts[] = {
+	    "connections", "bytes_out", "bytes_in", NULL};
+	int i;
+
+	if (!json_object_is_type(e, json_type_object) ||
+	    !json_object_object_get_ex(e, "host", &h) ||
+	    !json_object_is_type(h, json_type_string) ||
+	    !json_object_object_get_ex(e, "allowed", &a) ||
+	    !json_object_is_type(a, json_type_boolean))
+		return NULL;
+	egresslist_printable(json_object_get_string(h), host, sizeof host);
+	o = json_object_new_object();
+	json_object_object_add(o, "host", json_object_new_string(host));
+	json_object_object_add(
+	    o, "port", json_object_new_int64(xrun_count(e, "port", 65535)));
+	json_object_object_add(
+	    o, "allowed", json_object_new_boolean(json_object_get_boolean(a)));
+	if (json_object_object_get_ex(e, "reason", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		egresslist_printable(
+		    json_object_get_string(v), reason, sizeof reason);
+		json_object_object_add(
+		    o, "reason", json_object_new_string(reason));
+	}
+	for (i = 0; counts[i] != NULL; i++)
+		if (json_object_object_get_ex(e, counts[i], NULL))
+			json_object_object_add(o, counts[i],
+			    json_object_new_int64(
+			        xrun_count(e, counts[i], INT64_MAX)));
+	return o;
+}
+
+/* The proxy's connections during the run, for its result (at most
+ * PROTO_MAX_EGRESS, then egress_cut). */
+static void
+xrun_egress(json_object *r, const struct proto_result *pr)
+{
+	json_object *a, *o;
+	size_t i, n;
+	int cut = pr->egress_cut;
+
+	a = json_object_new_array();
+	n = pr->egress != NULL ? json_object_array_length(pr->egress) : 0;
+	for (i = 0; i < n; i++) {
+		if (json_object_array_length(a) == PROTO_MAX_EGRESS) {
+			cut = 1;
+			break;
+		}
+		if ((o = xrun_egress_entry(
+		         json_object_array_get_idx(pr->egress, i))) != NULL)
+			json_object_array_add(a, o);
+	}
+	json_object_object_add(r, "egress", a);
+	if (cut || (pr->has & PROTO_R_EGRESS_CUT))
+		json_object_object_add(
+		    r, "egress_cut", json_object_new_boolean(cut));
+}
+
 static void
 xrun_done(json_object *res, void *arg)
 {
@@ -246,6 +334,8 @@ xrun_done(json_object *res, void *arg)
 	members.has &= ~PROTO_R_EXIT_CODE;
 	members.error = NULL;
 	members.images = NULL;
+	members.egress = NULL; /* checked, below */
+	members.has &= ~PROTO_R_EGRESS_CUT;
 	proto_result_add(&members, r);
 	for (i = 0; i < 2; i++) {
 		if (uri[i] == NULL)
@@ -259,6 +349,8 @@ xrun_done(json_object *res, void *arg)
 	}
 	if (pr.images != NULL)
 		json_object_object_add(r, "images", xrun_images(x, pr.images));
+	if (pr.egress != NULL || (pr.has & PROTO_R_EGRESS_CUT))
+		xrun_egress(r, &pr);
 	if (pr.error != NULL)
 		json_object_object_add(
 		    r, "error", json_object_new_string(pr.error));

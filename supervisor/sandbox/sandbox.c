@@ -233,6 +233,7 @@ sandbox_free(void *arg)
 	json_object_put(sb->env);
 	free(sb->idem_key);
 	json_object_put(sb->idem_args);
+	json_object_put(sb->egress);
 	free(sb);
 }
 
@@ -473,6 +474,8 @@ sandbox_destroy_all(void (*done)(void))
 	sandbox_destroy_all_cb(NULL, NULL);
 }
 
+static int screate_egress_sent(const struct screate *);
+
 /* The container died behind our back: say so, and clean up after it. */
 void
 sandbox_gone(struct sandbox *sb, const char *why)
@@ -481,8 +484,10 @@ sandbox_gone(struct sandbox *sb, const char *why)
 		pool_lost(sb, why);
 		return;
 	}
-	/* A pool container being handed out: the creation makes another. */
-	if (sb->state == SB_STARTING && sb->create != NULL && sb->from_pool)
+	/* A pool container being handed out: the creation makes another;
+	 * one whose worker is being given its egress list fails. */
+	if (sb->state == SB_STARTING && sb->create != NULL &&
+	    (sb->from_pool || screate_egress_sent(sb->create)))
 		screate_error(sb->create, why);
 	if (sb->state != SB_READY)
 		return;
@@ -555,6 +560,7 @@ struct screate {
 	int queued, admitted;
 	int pool; /* a container for the warm pool: no call */
 	int taking; /* a pool container handed to the call */
+	int egress_sent; /* its worker was given sb->egress */
 	char *retry_name; /* the name asked for, when taking failed */
 	/* Retries with the same idempotency_key: answered as the call is. */
 	struct call **waiters;
@@ -571,6 +577,13 @@ struct screate {
 	int preparing;
 	TAILQ_ENTRY(screate) pentry;
 };
+
+/* Whether its worker is being given the sandbox's egress list. */
+static int
+screate_egress_sent(const struct screate *s)
+{
+	return s->egress_sent;
+}
 
 /* Creations still making sure of their image (no start slot yet). */
 static TAILQ_HEAD(, screate) preparing = TAILQ_HEAD_INITIALIZER(preparing);
@@ -696,7 +709,7 @@ json_object *
 sandbox_result(const struct sandbox *sb)
 {
 	json_object *r, *res;
-	char *text, when[32];
+	char *text, when[32], allow[1024];
 	struct tm tm;
 
 	gmtime_r(&sb->expires, &tm);
@@ -712,10 +725,19 @@ sandbox_result(const struct sandbox *sb)
 	json_object_object_add(r, "expires_at", json_object_new_string(when));
 	json_object_object_add(
 	    r, "from_pool", json_object_new_boolean(sb->from_pool));
+	if (sb->egress != NULL) {
+		json_object_object_add(
+		    r, "egress", json_object_get(sb->egress));
+		egresslist_text(sb->egress, allow, sizeof allow);
+	}
 	xasprintf(&text,
 	    "Sandbox ready: container_id %s (name %s), image %s, "
-	    "workdir %s, expires %s. Run commands with sandbox_exec.",
-	    sb->id, sb->name, sb->image, sb->workdir, when);
+	    "workdir %s, expires %s.%s%s%s Run commands with sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, when,
+	    sb->egress != NULL ? " Egress through its proxy (HTTP_PROXY, "
+	                         "HTTPS_PROXY) to: "
+	                       : "",
+	    sb->egress != NULL ? allow : "", sb->egress != NULL ? "." : "");
 	res = tool_result(r, text, 0);
 	free(text);
 	return res;
@@ -745,7 +767,11 @@ sandbox_join(struct sandbox *sb, struct call *c)
 	return 0;
 }
 
-/* The container started and its worker said hello (both, any order). */
+static void screate_egress_cb(
+    struct sandbox *, json_object *, const char *, void *);
+
+/* The container started and its worker said hello (both, any order);
+ * then its worker took its egress list, if it has one. */
 static void
 screate_ready(struct screate *s)
 {
@@ -769,6 +795,19 @@ screate_ready(struct screate *s)
 	if (s->error != NULL) {
 		screate_fail(s, "sandbox for image \"%s\" could not start: %s",
 		    s->error);
+		return;
+	}
+	/*
+	 * Its egress list (egresslist.c), given to its worker before the
+	 * call is answered: the first command already has its proxy.  It is
+	 * still starting meanwhile, so no other call reaches it, and a retry
+	 * with its idempotency_key waits with this one.
+	 */
+	if (!s->pool && sb->egress != NULL && !s->egress_sent) {
+		s->egress_sent = 1;
+		s->pending = 1;
+		sb->create = s;
+		egresslist_send(sb, sb->egress, screate_egress_cb, s);
 		return;
 	}
 	sb->state = SB_READY;
@@ -814,6 +853,21 @@ screate_error(struct screate *s, const char *err)
 {
 	if (s->error == NULL && err != NULL)
 		s->error = xstrdup(err);
+}
+
+/* The worker's answer to the sandbox's egress list. */
+static void
+screate_egress_cb(
+    struct sandbox *sb, json_object *res, const char *err, void *arg)
+{
+	struct screate *s = arg;
+
+	(void)sb;
+	(void)res;
+	if (err != NULL && s->error == NULL)
+		xasprintf(&s->error,
+		    "its worker did not take the egress list (%s)", err);
+	screate_ready(s);
 }
 
 static void

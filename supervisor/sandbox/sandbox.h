@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 struct call;
+struct config;
 struct engine;
 struct evbuffer;
 struct event;
@@ -88,6 +89,12 @@ struct sandbox {
 	struct bgprocs *bg; /* its background processes (run/bgproc.c) */
 	struct exposes *exposes; /* its exposed ports (run/expose.c) */
 	int exposed; /* how many: it is not paused while it has some */
+	/* Egress by allowlist (egresslist.c): its patterns in canonical
+	 * form, an array of strings (owned), NULL: none, egress off; and
+	 * whether its worker has yet to take them (a new worker refused
+	 * them: sent again when its agent is up). */
+	json_object *egress;
+	int egress_stale;
 	TAILQ_ENTRY(sandbox) entry;
 };
 TAILQ_HEAD(sandboxes, sandbox);
@@ -120,6 +127,19 @@ int sandbox_join(struct sandbox *, struct call *);
 struct sandbox *sandbox_find_key(struct session *, const char *);
 struct sandbox *sandbox_create_pool(const char *,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+
+/* egresslist.c: each sandbox's egress allowlist */
+#define EGRESSLIST_MAX 32 /* patterns of one sandbox's list */
+/* The worker took the list (why NULL), or not (why says it). */
+typedef void (*egresslist_cb)(
+    struct sandbox *, json_object *, const char *, void *);
+json_object *egresslist_check(const struct config *, json_object *, char **);
+void egresslist_text(json_object *, char *, size_t);
+void egresslist_printable(const char *, char *, size_t);
+void egresslist_send(struct sandbox *, json_object *, egresslist_cb, void *);
+void egresslist_respawned(struct sandbox *);
+void egresslist_agent_ready(struct sandbox *);
+void egresslist_notify(struct sandbox *, json_object *);
 
 /* pool.c: the warm pool */
 #define POOL_WORKDIR "/app" /* a pool container's: the default */
@@ -190,6 +210,10 @@ struct stats {
 	/* Ports of sandboxes exposed on the host (run/expose.c): listening
 	 * now, and exposed (sandbox_expose_port) since the start. */
 	long long ports_exposed_now, ports_exposed;
+	/* The egress proxies' connections (egresslist.c), by verdict, and
+	 * their bytes: out of the sandboxes, and into them. */
+	long long egress_allowed, egress_refused;
+	long long egress_bytes_out, egress_bytes_in;
 	struct histogram create_ms, exec_ms;
 	long long started_ms;
 };

@@ -103,6 +103,12 @@ stats_json(void)
 	ADD(s, "open", stats.ports_exposed_now);
 	ADD(s, "exposed", stats.ports_exposed);
 	json_object_object_add(o, "exposed_ports", s);
+	s = json_object_new_object();
+	ADD(s, "allowed", stats.egress_allowed);
+	ADD(s, "refused", stats.egress_refused);
+	ADD(s, "bytes_out", stats.egress_bytes_out);
+	ADD(s, "bytes_in", stats.egress_bytes_in);
+	json_object_object_add(o, "egress", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
 	return o;
@@ -188,6 +194,20 @@ stats_prometheus(struct evbuffer *b)
 	prom_value(b, "mcp_sandboxd_exposed_ports_total", "counter",
 	    "Sandbox ports exposed on the host (sandbox_expose_port).",
 	    stats.ports_exposed);
+	evbuffer_add_printf(b,
+	    "# HELP mcp_sandboxd_egress_connections_total Connections of the "
+	    "sandboxes' egress proxies, by verdict.\n"
+	    "# TYPE mcp_sandboxd_egress_connections_total counter\n"
+	    "mcp_sandboxd_egress_connections_total{verdict=\"allowed\"} %lld\n"
+	    "mcp_sandboxd_egress_connections_total{verdict=\"refused\"} %lld\n"
+	    "# HELP mcp_sandboxd_egress_bytes_total Bytes through the "
+	    "sandboxes' egress proxies (out: from the sandboxes, in: to "
+	    "them).\n"
+	    "# TYPE mcp_sandboxd_egress_bytes_total counter\n"
+	    "mcp_sandboxd_egress_bytes_total{direction=\"out\"} %lld\n"
+	    "mcp_sandboxd_egress_bytes_total{direction=\"in\"} %lld\n",
+	    stats.egress_allowed, stats.egress_refused, stats.egress_bytes_out,
+	    stats.egress_bytes_in);
 	prom_value(b, "mcp_sandboxd_engine_errors_total", "counter",
 	    "Docker Engine API errors.", stats.engine_errors);
 	prom_value(b, "mcp_sandboxd_uptime_seconds", "gauge",

@@ -108,6 +108,8 @@ wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	json_object_put(sb->respawn_tokens);
 	sb->respawn_tokens = NULL;
+	/* Before anything of the layers above reaches the new worker. */
+	egresslist_respawned(sb);
 	sandbox_event(sb, SANDBOX_RESPAWNED);
 }
 
@@ -246,8 +248,40 @@ wproc_agent_notify(struct sandbox *sb, json_object *obj)
 
 	sb->agent_ready = json_object_object_get_ex(obj, "ready", &v) &&
 	                  json_object_get_boolean(v);
-	if (sb->agent_ready && !was)
+	if (sb->agent_ready && !was) {
+		egresslist_agent_ready(sb);
 		sandbox_event(sb, SANDBOX_AGENT_READY);
+	}
+}
+
+/* What a worker tells of its own accord (PROTO_NOTIFY). */
+static void
+wproc_notify(struct wproc *wp, json_object *obj)
+{
+	json_object *v;
+	const char *ev;
+
+	if (!json_object_object_get_ex(obj, "event", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return;
+	ev = json_object_get_string(v);
+	/* Counted even when its sandbox went (its last connections). */
+	if (strcmp(ev, "egress") == 0) {
+		egresslist_notify(wp->sb, obj);
+		return;
+	}
+	if (wp->sb == NULL)
+		return;
+	if (strcmp(ev, "gone") == 0)
+		sandbox_gone(
+		    wp->sb, json_object_object_get_ex(obj, "why", &v) &&
+		                    json_object_is_type(v, json_type_string)
+		                ? json_object_get_string(v)
+		                : "the container went away");
+	else if (strcmp(ev, "agent") == 0)
+		wproc_agent_notify(wp->sb, obj);
+	else if (sandbox_logs_updated != NULL)
+		sandbox_logs_updated(wp->sb); /* "logs", and news of others */
 }
 
 /* One frame from a worker; -1 drops it. */
@@ -297,20 +331,7 @@ wproc_dispatch(struct wproc *wp, struct proto_frame *f)
 	case PROTO_NOTIFY:
 		if ((obj = proto_frame_json(f)) == NULL)
 			return -1;
-		if (wp->sb != NULL &&
-		    json_object_object_get_ex(obj, "event", &credit)) {
-			if (strcmp(json_object_get_string(credit), "gone") == 0)
-				sandbox_gone(
-				    wp->sb, json_object_object_get_ex(
-				                obj, "why", &credit)
-				                ? json_object_get_string(credit)
-				                : "the container went away");
-			else if (strcmp(json_object_get_string(credit),
-			             "agent") == 0)
-				wproc_agent_notify(wp->sb, obj);
-			else if (sandbox_logs_updated != NULL)
-				sandbox_logs_updated(wp->sb);
-		}
+		wproc_notify(wp, obj);
 		json_object_put(obj);
 		return 0;
 	case PROTO_RESULT:

@@ -24,6 +24,7 @@ static const struct tool *const table[] = {
     &tool_process_wait,
     &tool_sandbox_expose_port,
     &tool_sandbox_unexpose_port,
+    &tool_sandbox_set_egress,
 };
 
 /* Register them with the MCP layer, before any other module's. */

@@ -68,7 +68,7 @@ static const char output_schema[] =
     "\"signal\":{\"type\":\"integer\"},"
     "\"stdout_bytes\":{\"type\":\"integer\"},"
     "\"stderr_bytes\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
-    "\"exec_id\":{\"type\":\"integer\"},"
+        XRUN_EGRESS_SCHEMA "\"exec_id\":{\"type\":\"integer\"},"
     "\"stdout_uri\":{\"type\":\"string\"},"
     "\"stderr_uri\":{\"type\":\"string\"},"
     "\"spool_incomplete\":{\"type\":\"boolean\"},"

@@ -43,6 +43,7 @@ const char tool_execute_code_schema[] =
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
     "\"exit_code\":{\"type\":\"integer\"},"
     "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
+        XRUN_EGRESS_SCHEMA
     "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
     "\"description\":\"dependencies found or given\"},"
     "\"install_output\":{\"type\":\"string\"},"

@@ -32,6 +32,15 @@ static const char input_schema[] =
     "\"outlive the client session (up to ttl_seconds and the idle "
     "limit); once the session ended, any session that names the full "
     "container_id takes it over\"},"
+    "\"egress\":{\"type\":\"array\",\"maxItems\":32,\"items\":{"
+    "\"type\":\"string\",\"minLength\":1,\"maxLength\":262},"
+    "\"description\":\"hosts the sandbox may reach through its HTTP(S) "
+    "proxy, the container itself keeping network none: patterns such as "
+    "\\\"pypi.org\\\", \\\"*.pythonhosted.org:443\\\" (names under it, "
+    "port 443) or \\\"[::1]:8080\\\", each within what the operator "
+    "allows (--egress-allow; none: egress is off on the server); "
+    "commands get HTTP_PROXY and HTTPS_PROXY, a refused connection gets "
+    "a 403 from the proxy; sandbox_set_egress changes it\"},"
     "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1,"
     "\"maxLength\":128,\"description\":\"a retry with the same key in "
     "the same session gets the same sandbox (also while the first "
@@ -51,7 +60,10 @@ static const char output_schema[] =
     "\"fsize_mb\":{\"type\":\"integer\"}}},"
     "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"},"
     "\"from_pool\":{\"type\":\"boolean\",\"description\":\"made from "
-    "a container of the server's warm pool (--warm-pool)\"}},"
+    "a container of the server's warm pool (--warm-pool)\"},"
+    "\"egress\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+    "\"description\":\"its egress allowlist as the server keeps it "
+    "(lowercase, canonical; absent: no egress)\"}},"
     "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
     "\"limits\",\"expires_at\"]}";
 
@@ -153,8 +165,9 @@ static void
 sandbox_initialize(struct call *c)
 {
 	const struct config *conf = sup.conf;
-	json_object *env, *v;
+	json_object *env, *v, *egress = NULL;
 	struct limits lim = {conf->memory_mb, conf->cpus, conf->pids};
+	char *why;
 	const char *image, *name, *workdir, *network, *bad = "";
 	struct sandbox *sb;
 	const char *key;
@@ -317,7 +330,21 @@ sandbox_initialize(struct call *c)
 	}
 	if (v != NULL)
 		detach = json_object_get_boolean(v);
+	/* Its egress list, checked against the operator's (egresslist.c);
+	 * an empty one is none. */
+	if (json_object_object_get_ex(c->args, "egress", &v) && v != NULL) {
+		if ((egress = egresslist_check(conf, v, &why)) == NULL) {
+			mcp_call_reply(c, tool_error("%s", why));
+			free(why);
+			return;
+		}
+		if (json_object_array_length(egress) == 0) {
+			json_object_put(egress);
+			egress = NULL;
+		}
+	}
 	if (sandbox_count() >= conf->max_sandboxes) {
+		json_object_put(egress);
 		mcp_call_reply(
 		    c, tool_error("too many sandboxes (the limit is "
 		                  "%ld): stop one with sandbox_stop first",
@@ -326,12 +353,16 @@ sandbox_initialize(struct call *c)
 	}
 	/* NULL: refused, and already answered. */
 	sb = sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
-	if (sb != NULL) {
-		sb->detach = detach;
-		if (key != NULL) {
-			sb->idem_key = xstrdup(key);
-			sb->idem_args = request_sans_key(c->args);
-		}
+	if (sb == NULL) {
+		json_object_put(egress);
+		return;
+	}
+	/* Given to its worker before the call is answered (sandbox.c). */
+	sb->egress = egress;
+	sb->detach = detach;
+	if (key != NULL) {
+		sb->idem_key = xstrdup(key);
+		sb->idem_args = request_sans_key(c->args);
 	}
 }
 
@@ -346,7 +377,10 @@ const struct tool tool_sandbox_initialize = {
                    "is removed when the client session ends, unless "
                    "detach is true: then it lives on up to its lifetime "
                    "(ttl_seconds) and idle limit, and a later session "
-                   "takes it over by its full container_id.",
+                   "takes it over by its full container_id. With egress "
+                   "(hosts such as \"pypi.org\", within what the operator "
+                   "allows), its commands reach those hosts through an "
+                   "HTTP(S) proxy in the sandbox, and nothing else.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 0,

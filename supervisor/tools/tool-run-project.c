@@ -53,7 +53,7 @@ static const char output_schema[] =
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
     "\"exit_code\":{\"type\":\"integer\"},"
     "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
-    "\"timed_out\":{\"type\":\"boolean\"},"
+        XRUN_EGRESS_SCHEMA "\"timed_out\":{\"type\":\"boolean\"},"
     "\"error\":{\"type\":\"string\"}},"
     "\"required\":[\"language\",\"project_dir\",\"exit_code\"]}";
 

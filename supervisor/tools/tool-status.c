@@ -44,7 +44,11 @@ static const char output_schema[] =
     "exposed on the host (sandbox_expose_port)\",\"items\":{\"type\":"
     "\"object\",\"properties\":{\"port\":{\"type\":\"integer\"},"
     "\"url\":{\"type\":\"string\"},\"host_port\":{\"type\":"
-    "\"integer\"}},\"required\":[\"port\",\"url\",\"host_port\"]}}},"
+    "\"integer\"}},\"required\":[\"port\",\"url\",\"host_port\"]}},"
+    "\"egress\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+    "\"description\":\"the hosts it may reach through its egress proxy "
+    "(sandbox_initialize's egress, sandbox_set_egress); empty: egress "
+    "off\"}},"
     "\"required\":[\"container_id\",\"name\",\"state\",\"image\","
     "\"created\",\"expires_at\",\"limits\",\"exec_count\"]}},"
     "\"stats\":{\"type\":\"object\",\"description\":\"the server's "
@@ -76,6 +80,7 @@ status_done(struct status *st)
 {
 	struct evbuffer *t;
 	json_object *r, *e, *v, *u;
+	char list[1024];
 	size_t i, j, n;
 
 	if (--st->pending > 0)
@@ -117,6 +122,11 @@ status_done(struct status *st)
 				    json_object_get_string(
 				        json_object_object_get(v, "url")));
 			}
+		if (json_object_object_get_ex(e, "egress", &u) &&
+		    json_object_array_length(u) > 0) {
+			egresslist_text(u, list, sizeof list);
+			evbuffer_add_printf(t, "; egress to %s", list);
+		}
 		evbuffer_add(t, "\n", 1);
 	}
 	evbuffer_add(t, "", 1);
@@ -209,6 +219,9 @@ status_add(struct status *st, struct sandbox *sb)
 		json_object_object_add(o, "worker_pid",
 		    json_object_new_int(wproc_pid(sb->worker)));
 	json_object_object_add(o, "exposed_ports", expose_list(sb));
+	json_object_object_add(o, "egress",
+	    sb->egress != NULL ? json_object_get(sb->egress)
+	                       : json_object_new_array());
 	json_object_array_add(st->list, o);
 	if (sb->id == NULL || sb->state != SB_READY)
 		return;
@@ -253,9 +266,9 @@ const struct tool tool_get_sandbox_status = {
     .name = "get_sandbox_status",
     .title = "Sandbox status",
     .description = "State, image, creation and expiry times, limits, "
-                   "memory and process usage, exec count, worker pid and "
-                   "exposed ports of one sandbox, or of all of this "
-                   "client's sandboxes.",
+                   "memory and process usage, exec count, worker pid, "
+                   "exposed ports and egress allowlist of one sandbox, or "
+                   "of all of this client's sandboxes.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = 1,

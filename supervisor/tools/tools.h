@@ -31,7 +31,8 @@ int tool_initialize_env_valid(json_object *, const char **);
 struct bgproc;
 struct sandbox;
 struct bgproc *tool_process_find(struct call *, struct sandbox **);
-/* A background process's state (run/bgproc.c's bgproc_json()). */
+/* A background process's state (run/bgproc.c's bgproc_json()); its
+ * users include run.h too (XRUN_EGRESS_SCHEMA). */
 #define TOOL_PROCESS_SCHEMA                                                    \
 	"{\"type\":\"object\",\"properties\":{"                                \
 	"\"process_id\":{\"type\":\"integer\"},"                               \
@@ -48,7 +49,7 @@ struct bgproc *tool_process_find(struct call *, struct sandbox **);
 	"\"stderr_bytes\":{\"type\":\"integer\"},"                             \
 	"\"stdout_dropped\":{\"type\":\"integer\",\"description\":\"oldest "   \
 	"bytes dropped for the spool's cap\"},"                                \
-	"\"stderr_dropped\":{\"type\":\"integer\"},"                           \
+	"\"stderr_dropped\":{\"type\":\"integer\"}," XRUN_EGRESS_SCHEMA        \
 	"\"stdout_uri\":{\"type\":\"string\"},"                                \
 	"\"stderr_uri\":{\"type\":\"string\"}},"                               \
 	"\"required\":[\"process_id\",\"command\",\"state\"]}"
@@ -74,5 +75,6 @@ extern const struct tool tool_process_signal;
 extern const struct tool tool_process_wait;
 extern const struct tool tool_sandbox_expose_port;
 extern const struct tool tool_sandbox_unexpose_port;
+extern const struct tool tool_sandbox_set_egress;
 
 #endif
