@@ -47,8 +47,10 @@ fixture_dir(void)
 		snprintf(dir, sizeof dir, "%s/integration", env);
 	else {
 		/* Run by hand from the build directory. */
-		snprintf(dir, sizeof dir, "%s", __FILE__);
-		snprintf(dir, sizeof dir, "%s", dirname(dir));
+		char file[PATH_MAX];
+
+		snprintf(file, sizeof file, "%s", __FILE__);
+		snprintf(dir, sizeof dir, "%s", dirname(file));
 	}
 	return dir;
 }
