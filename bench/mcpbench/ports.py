@@ -231,6 +231,36 @@ def free_kb(server, cid, path):
     return int(out.split()[3])
 
 
+def fsize_args(file_mb, res):
+    """The server's --fsize-mb when its default limit would cut a file of
+    file_mb short (noted in res["notes"]), else nothing."""
+    if file_mb <= FSIZE_MB:
+        return []
+    res["notes"].append("--fsize-mb %d (the default %d MiB is smaller "
+                        "than the file)" % (file_mb + 16, FSIZE_MB))
+    return ["--fsize-mb", str(file_mb + 16)]
+
+
+def big_dir(server, cid, file_mb, res):
+    """Where in the sandbox a file of file_mb MiB fits (with 1 MiB to
+    spare): /app, else /tmp (noted in res["notes"]); res["big_dir"]."""
+    need_kb = file_mb * 1024 + 1024
+    free = {}
+    for d in ("/app", "/tmp"):
+        free[d] = free_kb(server, cid, d)
+        if free[d] >= need_kb:
+            res["big_dir"] = d
+            if d != "/app":
+                res["notes"].append(
+                    "the %d MiB file is in %s (/app has %d KiB free)"
+                    % (file_mb, d, free["/app"]))
+            return d
+    raise BenchError("%d MiB fit neither in /app (%d KiB free) nor /tmp "
+                     "(%d KiB free) of a sandbox with the server's "
+                     "defaults: lower --file-mb" % (
+                         file_mb, free["/app"], free.get("/tmp", 0)))
+
+
 def cpu_ticks(pid):
     """utime + stime of a process, in clock ticks (None if it is gone)."""
     try:
@@ -294,6 +324,23 @@ class CpuWatch:
                 for k, t in self.ticks.items() if self.groups[k]}
 
 
+def route_groups(sup_pid, wpid, cid):
+    """The processes on the route between the host and a sandbox, for a
+    CpuWatch: the worker, the supervisor, dockerd, the container's shim,
+    this process, and the sandbox's processes running now (the shim's
+    descendants: the agent...) by name."""
+    shim = find_shim(cid)
+    groups = {"worker": [wpid], "supervisor": [sup_pid],
+              "dockerd": [find_dockerd()], "containerd-shim": [shim],
+              "bench client (this process)": [os.getpid()]}
+    for p in descendants(shim) if shim else []:
+        try:
+            groups.setdefault("sandbox: " + proc_comm(p), []).append(p)
+        except OSError:
+            pass
+    return groups
+
+
 def worker_pid(server, sup_pid, cid):
     pid = find_workers(sup_pid).get(cid)
     if pid is None:
@@ -329,12 +376,7 @@ def measure(ctx, results):
     log("ports: %d MiB on the host" % args.file_mb)
     host_digest = write_random(os.path.join(www, BIG), big_bytes)
 
-    extra = ["--python-image", image]
-    if args.file_mb > FSIZE_MB:
-        # The server's fsize limit would cut the file short.
-        extra += ["--fsize-mb", str(args.file_mb + 16)]
-        res["notes"].append("--fsize-mb %d (the default %d MiB is smaller "
-                            "than the file)" % (args.file_mb + 16, FSIZE_MB))
+    extra = ["--python-image", image] + fsize_args(args.file_mb, res)
     server = ctx.start_server("ports", extra, image=image)
     server.handshake()
     sup_pid = server.proc.pid
@@ -350,25 +392,9 @@ def measure(ctx, results):
         # serves both).
         sh(server, cid, "head -c %d /dev/urandom > /app/%s" % (
             small_bytes, SMALL), "small file")
-        need_kb = big_bytes // 1024 + 1024
-        where = None
-        free = {}
-        for d in ("/app", "/tmp"):
-            free[d] = free_kb(server, cid, d)
-            if free[d] >= need_kb:
-                where = d
-                break
-        if where is None:
-            raise BenchError("%d MiB fit neither in /app (%d KiB free) "
-                             "nor /tmp (%d KiB free) of a sandbox with the "
-                             "server's defaults: lower --file-mb" % (
-                                 args.file_mb, free["/app"],
-                                 free.get("/tmp", 0)))
-        res["big_dir"] = where
+        where = big_dir(server, cid, args.file_mb, res)
         if where != "/app":
-            res["notes"].append(
-                "the %d MiB file is in %s (/app has %d KiB free), linked "
-                "from /app" % (args.file_mb, where, free["/app"]))
+            res["notes"][-1] += ", linked from /app"
         log("ports: %d MiB in the sandbox's %s" % (args.file_mb, where))
         out = sh(server, cid,
                  "head -c %d /dev/urandom > %s/%s && sha256sum %s/%s" % (
@@ -452,17 +478,7 @@ def measure(ctx, results):
         # sandbox's own processes (the agent, http.server) by name.
         log("ports: %d download(s) of %d MiB each way + %d warm-up" % (
             args.file_iterations, args.file_mb, args.warmup))
-        shim = find_shim(cid)
-        inside = {}
-        for p in descendants(shim) if shim else []:
-            try:
-                inside.setdefault("sandbox: " + proc_comm(p), []).append(p)
-            except OSError:
-                pass
-        groups = {"worker": [wpid], "supervisor": [sup_pid],
-                  "dockerd": [find_dockerd()], "containerd-shim": [shim],
-                  "bench client (this process)": [os.getpid()]}
-        groups.update(inside)
+        groups = route_groups(sup_pid, wpid, cid)
         watch = {m: CpuWatch(groups) for m in ("exposed", "exec")}
         digests = {"exposed": sandbox_digest, "direct": host_digest}
         secs = {m: [] for m in BIG_METHODS}
