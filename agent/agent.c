@@ -13,6 +13,10 @@
  * or never exits, or a connection whose peer never reads, costs the
  * agent no more memory.
  *
+ * Connections take the connections' channel (agentwire.h), a unix socket
+ * of the worker's bound into the sandbox, when the worker offers one
+ * (AGENT_CHANNEL_ENV): their bytes then pass the engine by.
+ *
  * A worker that goes away (EOF) or sends what the protocol does not
  * allow is gone: every command is killed, every connection closed, and
  * the agent exits.
@@ -21,6 +25,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -67,6 +73,7 @@ struct cmd {
 
 static struct cmd cmds[MAX_CMDS];
 static int sigfd = -1;
+static int chfd = -1; /* the connections' channel, when it is up */
 /* One OUT, read in place behind its header. */
 static unsigned char obuf[AGENT_HDR_LEN + AGENT_DATA_CHUNK];
 
@@ -93,16 +100,19 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A blocking write of all of p to the worker; the agent ends if it is gone. */
+/*
+ * A blocking write of all of p to the worker (on fd: standard output, or
+ * the channel); the agent ends if it is gone.
+ */
 static void
-send_all(const void *p, size_t len)
+send_all_fd(int fd, const void *p, size_t len)
 {
-	struct pollfd pfd = {.fd = 1, .events = POLLOUT};
+	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 	const unsigned char *b = p;
 	ssize_t n;
 
 	while (len > 0) {
-		if ((n = write(1, b, len)) > 0) {
+		if ((n = write(fd, b, len)) > 0) {
 			b += n;
 			len -= (size_t)n;
 		} else if (n == -1 && errno == EAGAIN)
@@ -112,6 +122,12 @@ send_all(const void *p, size_t len)
 			quit(1);
 		}
 	}
+}
+
+static void
+send_all(const void *p, size_t len)
+{
+	send_all_fd(1, p, len);
 }
 
 /*
@@ -130,16 +146,22 @@ send_msg(unsigned char *m, size_t len)
 	free(m);
 }
 
+/* Connections' messages (relay.c's): on the channel when it is up. */
 void
 agent_send(const void *p, size_t len)
 {
-	send_all(p, len);
+	send_all_fd(chfd != -1 ? chfd : 1, p, len);
 }
 
 void
 agent_send_msg(unsigned char *m, size_t len)
 {
-	send_msg(m, len);
+	if (m == NULL) {
+		agent_warn("a message: %s", strerror(errno));
+		quit(1);
+	}
+	agent_send(m, len);
+	free(m);
 }
 
 static void
@@ -559,12 +581,16 @@ dispatch(const struct agent_hdr *h, const unsigned char *p)
 	return -1;
 }
 
-/* Reads the worker's stream; the agent ends at its EOF or a bad message. */
+/*
+ * Reads the worker's stream (fd 0) or the channel; the agent ends at
+ * either's EOF or a bad message.  Only connections' messages come on
+ * the channel.
+ */
 static void
-read_worker(struct agent_reader *rd)
+read_worker(int fd, struct agent_reader *rd)
 {
 	static unsigned char buf[READ_CHUNK];
-	ssize_t n = read(0, buf, sizeof buf);
+	ssize_t n = read(fd, buf, sizeof buf);
 	size_t off, t;
 	int done;
 
@@ -582,7 +608,8 @@ read_worker(struct agent_reader *rd)
 			agent_warn("a bad message header from the worker");
 			quit(1);
 		}
-		if (done && dispatch(&rd->hdr, rd->buf) == -1) {
+		if (done && ((fd == chfd && !agent_type_conn(rd->hdr.type)) ||
+		                dispatch(&rd->hdr, rd->buf) == -1)) {
 			agent_warn("a bad message from the worker (type %u)",
 			    (unsigned int)rd->hdr.type);
 			quit(1);
@@ -642,9 +669,49 @@ stdio_open(void)
 		close(fd);
 }
 
+/*
+ * The connections' channel, when the worker offers one: connected, and
+ * the token sent as its first message.  The variable goes either way,
+ * so that no command inherits it.  Without it, connections stay on the
+ * worker's stream.
+ */
+static void
+channel_open(void)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	const char *tok = getenv(AGENT_CHANNEL_ENV);
+	char token[AGENT_TOKEN_MAX + 1];
+	unsigned char *m;
+	size_t len;
+	int fd;
+
+	if (tok == NULL)
+		return;
+	snprintf(token, sizeof token, "%s", tok);
+	unsetenv(AGENT_CHANNEL_ENV);
+	if (*token == '\0' || strlen(tok) > AGENT_TOKEN_MAX) {
+		agent_warn("%s: a bad token", AGENT_CHANNEL_ENV);
+		return;
+	}
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s/%s", AGENT_CHANNEL_DIR,
+	    AGENT_CHANNEL_SOCK);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+		agent_warn("the channel %s: %s", sun.sun_path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	chfd = fd;
+	m = agent_msg_new(AGENT_CHANNEL, 0, 0, token, strlen(token), &len);
+	agent_send_msg(m, len);
+	explicit_bzero(token, sizeof token);
+}
+
 static void
 setup(void)
 {
+	struct agent_hdr hh;
 	struct agent_hello h;
 	unsigned char *m;
 	sigset_t set;
@@ -669,11 +736,16 @@ setup(void)
 	 */
 	if (prctl(PR_SET_DUMPABLE, 0) == -1)
 		agent_warn("PR_SET_DUMPABLE: %s", strerror(errno));
+	channel_open();
 	h.version = AGENT_VERSION;
 	h.pid = (uint32_t)getpid();
 	h.uid = (uint32_t)getuid();
 	h.gid = (uint32_t)getgid();
 	m = agent_hello_encode(&h, &len);
+	if (m != NULL && chfd != -1 && agent_hdr_decode(m, &hh) == 0) {
+		hh.flags = AGENT_F_CHANNEL;
+		agent_hdr_encode(&hh, m);
+	}
 	send_msg(m, len);
 }
 
@@ -681,28 +753,31 @@ int
 main(void)
 {
 	/*
-	 * Worker, signals, then per command two output pipes and stdin,
-	 * then the connections' (relay.c's, last).
+	 * Worker, signals, the channel, then per command two output pipes and
+	 * stdin, then the connections' (relay.c's, last).
 	 */
-	struct pollfd pfd[2 + 3 * MAX_CMDS + RELAY_MAX_FDS];
+	struct pollfd pfd[3 + 3 * MAX_CMDS + RELAY_MAX_FDS];
 	struct {
 		struct cmd *c;
 		uint32_t id;
 		int k; /* 0, 1: an output pipe; 2: standard input */
-	} ref[2 + 3 * MAX_CMDS];
-	struct agent_reader rd;
+	} ref[3 + 3 * MAX_CMDS];
+	struct agent_reader rd, crd;
 	struct cmd *c;
 	int64_t now;
 	int i, k, n, nc, timeout;
 
 	setup();
 	agent_reader_init(&rd);
+	agent_reader_init(&crd);
 	for (;;) {
 		now = now_ms();
 		timeout = -1;
 		n = 0;
 		pfd[n++] = (struct pollfd){.fd = 0, .events = POLLIN};
 		pfd[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+		/* -1 without a channel: poll() passes it by. */
+		pfd[n++] = (struct pollfd){.fd = chfd, .events = POLLIN};
 		for (i = 0; i < MAX_CMDS; i++) {
 			c = &cmds[i];
 			if (c->id == 0)
@@ -746,7 +821,7 @@ main(void)
 		if (pfd[1].revents != 0)
 			reap();
 		/* A command may have ended meanwhile: its id and fd tell. */
-		for (i = 2; i < nc; i++) {
+		for (i = 3; i < nc; i++) {
 			c = ref[i].c;
 			if (pfd[i].revents == 0 || c->id != ref[i].id)
 				continue;
@@ -767,6 +842,8 @@ main(void)
 		relay_ready(pfd + nc, n - nc);
 		/* Last: a RUN (or DIAL) may take a slot that ended above. */
 		if (pfd[0].revents != 0)
-			read_worker(&rd);
+			read_worker(0, &rd);
+		if (chfd != -1 && pfd[2].revents != 0)
+			read_worker(chfd, &crd);
 	}
 }

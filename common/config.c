@@ -635,7 +635,7 @@ int
 config_parse(struct config *c, int argc, char **argv, FILE *err)
 {
 	enum { N = sizeof opts / sizeof opts[0] };
-	struct option lopts[N + 7];
+	struct option lopts[N + 8];
 	const char *v;
 	char *end;
 	size_t i;
@@ -667,7 +667,9 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	lopts[N + 4] =
 	    (struct option){"worker-uid", required_argument, NULL, 'U'};
 	lopts[N + 5] = (struct option){"help-man", no_argument, NULL, 'M'};
-	lopts[N + 6] = (struct option){NULL, 0, NULL, 0};
+	lopts[N + 6] =
+	    (struct option){"worker-channel", required_argument, NULL, 'C'};
+	lopts[N + 7] = (struct option){NULL, 0, NULL, 0};
 
 	optind = 0; /* 0, not 1: a full reset of getopt's state */
 	opterr = 0;
@@ -697,6 +699,10 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		case 'W':
 			free(c->worker_container);
 			c->worker_container = xstrdup(optarg);
+			break;
+		case 'C':
+			free(c->worker_channel);
+			c->worker_channel = xstrdup(optarg);
 			break;
 		case 'U':
 			errno = 0;
@@ -800,6 +806,7 @@ config_free(struct config *c)
 	free(c->log_level);
 	free(c->print_config);
 	free(c->worker_container);
+	free(c->worker_channel);
 	free(c->transport);
 	free(c->agent_mode);
 	free(c->agent_file);

@@ -112,6 +112,7 @@ struct config {
 	int help, version, help_man;
 	char *print_config;
 	char *worker_container; /* internal: run as a worker for this */
+	char *worker_channel; /* internal: the agent channel's directory */
 	long worker_uid; /* internal: the sandbox's uid, for the worker */
 };
 

@@ -96,18 +96,20 @@ docker_spec_json(const struct engine_spec *spec)
 		free(s);
 	}
 	json_object_object_add(h, "Tmpfs", t);
-	if (spec->bind_file != NULL) {
+	if (spec->nbinds > 0) {
 		a = json_object_new_array();
-		t = json_object_new_object();
-		json_object_object_add(
-		    t, "Type", json_object_new_string("bind"));
-		json_object_object_add(
-		    t, "Source", json_object_new_string(spec->bind_file));
-		json_object_object_add(
-		    t, "Target", json_object_new_string(spec->bind_target));
-		json_object_object_add(
-		    t, "ReadOnly", json_object_new_boolean(1));
-		json_object_array_add(a, t);
+		for (i = 0; i < spec->nbinds; i++) {
+			t = json_object_new_object();
+			json_object_object_add(
+			    t, "Type", json_object_new_string("bind"));
+			json_object_object_add(t, "Source",
+			    json_object_new_string(spec->binds[i].source));
+			json_object_object_add(t, "Target",
+			    json_object_new_string(spec->binds[i].target));
+			json_object_object_add(
+			    t, "ReadOnly", json_object_new_boolean(1));
+			json_object_array_add(a, t);
+		}
 		json_object_object_add(h, "Mounts", a);
 	}
 	json_object_object_add(

@@ -87,6 +87,7 @@ struct engine_tmpfs {
 	int mode;
 };
 
+#define ENGINE_MAX_BINDS 2
 struct engine_spec {
 	const char *image;
 	const char *name; /* the container's name, or NULL */
@@ -102,8 +103,11 @@ struct engine_spec {
 	long long nofile, fsize_bytes; /* ulimits */
 	struct engine_tmpfs tmpfs[ENGINE_MAX_TMPFS];
 	int ntmpfs;
-	/* One host file bound read-only into it (the agent), or NULL. */
-	const char *bind_file, *bind_target;
+	/* Host paths bound read-only into it (the agent, its channel). */
+	struct engine_bind {
+		const char *source, *target;
+	} binds[ENGINE_MAX_BINDS];
+	int nbinds;
 };
 
 /* A command to run in a container. */

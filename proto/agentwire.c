@@ -37,6 +37,7 @@ type_known(unsigned int type)
 	case AGENT_KILL:
 	case AGENT_SWEEP:
 	case AGENT_HELLO:
+	case AGENT_CHANNEL:
 	case AGENT_STARTED:
 	case AGENT_OUT:
 	case AGENT_SENT:
@@ -64,8 +65,27 @@ flags_valid(unsigned int type, unsigned int flags)
 		return (flags & ~(unsigned int)AGENT_F_EOF) == 0;
 	case AGENT_OUT:
 		return flags == AGENT_F_STDOUT || flags == AGENT_F_STDERR;
+	case AGENT_HELLO:
+		return (flags & ~(unsigned int)AGENT_F_CHANNEL) == 0;
 	}
 	return flags == 0;
+}
+
+int
+agent_type_conn(unsigned int type)
+{
+	switch (type) {
+	case AGENT_LISTEN:
+	case AGENT_DIAL:
+	case AGENT_DATA:
+	case AGENT_ACK:
+	case AGENT_CLOSE:
+	case AGENT_LISTENING:
+	case AGENT_ACCEPT:
+	case AGENT_OPENED:
+		return 1;
+	}
+	return 0;
 }
 
 size_t
@@ -97,6 +117,8 @@ agent_type_max(unsigned int type)
 		return 4;
 	case AGENT_HELLO:
 		return 16;
+	case AGENT_CHANNEL:
+		return AGENT_TOKEN_MAX;
 	case AGENT_EXIT:
 		return EXIT_FIXED + AGENT_MAX_ERROR;
 	}

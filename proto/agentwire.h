@@ -64,7 +64,8 @@
  * A message about a connection that is gone is late, not wrong: dropped.
  *
  * Agent to worker:
- *	HELLO	(0) uint32 version, pid, uid, gid; the first message.
+ *	HELLO	(0) uint32 version, pid, uid, gid; the first message.  Flag
+ *		AGENT_F_CHANNEL: the connections' channel is up (below).
  *	STARTED	(id) uint32 pid: the command runs.
  *	OUT	(id) output bytes, flag AGENT_F_STDOUT or AGENT_F_STDERR;
  *		never more, in all, than the credit given.
@@ -82,6 +83,19 @@
  *		AGENT_MAX_CONNS at once.
  *	OPENED	(conn) empty: a DIAL connected.
  *
+ * The connections' channel: when the agent's environment names
+ * AGENT_CHANNEL_ENV (its value a token of AGENT_TOKEN_MAX bytes at
+ * most), the worker listens on the unix socket AGENT_CHANNEL_SOCK, in a
+ * directory of the host bound read-only into the sandbox, and the agent
+ * connects to it before its HELLO and sends CHANNEL (0) with the token
+ * as its payload, its first message there.  Its HELLO then carries
+ * AGENT_F_CHANNEL, and every message about connections (LISTEN, DIAL,
+ * DATA, ACK, CLOSE; LISTENING, ACCEPT, OPENED) goes that way both ways,
+ * off the exec's stream and past the engine: the bulk of a connection
+ * costs a unix socket, not the engine's attach stream.  Nothing else
+ * goes there.  Without it (no socket, a runtime that cannot pass one)
+ * everything stays on the exec's stream.
+ *
  * Fields (RUN, SWEEP): uint16 tag, uint32 len, len bytes, one after the
  * other, filling the payload exactly; no field holds a NUL byte.
  *
@@ -98,7 +112,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_VERSION 2
+#define AGENT_VERSION 3
 #define AGENT_HDR_LEN 12
 /* The largest payload of any type (a RUN: the command and its env). */
 #define AGENT_MAX_PAYLOAD (1024 * 1024 + 64 * 1024)
@@ -114,6 +128,11 @@
 #define AGENT_CONN_AGENT 0x80000000u /* set in the ids of ACCEPTs */
 /* Where the agent is in every sandbox (a read-only bind mount). */
 #define AGENT_PATH "/.mcp-sandboxd-agent"
+/* The connections' channel: its directory in the sandbox (a read-only
+ * bind mount), its socket there, and the agent's variable. */
+#define AGENT_CHANNEL_DIR "/.mcp-sandboxd-channel"
+#define AGENT_CHANNEL_SOCK "sock"
+#define AGENT_CHANNEL_ENV "MCP_SANDBOXD_CHANNEL"
 
 enum agent_type {
 	AGENT_RUN = 1,
@@ -129,6 +148,7 @@ enum agent_type {
 	AGENT_CLOSE = 34,
 
 	AGENT_HELLO = 64,
+	AGENT_CHANNEL = 73, /* (on the channel only, below) */
 	AGENT_STARTED = 65,
 	AGENT_OUT = 66,
 	AGENT_SENT = 67,
@@ -142,6 +162,10 @@ enum agent_type {
 #define AGENT_F_STDOUT 0x1
 #define AGENT_F_STDERR 0x2
 #define AGENT_F_EOF 0x4
+#define AGENT_F_CHANNEL 0x8 /* HELLO: the connections' channel is up */
+
+/* Whether a type is one of those about connections (the channel's). */
+int agent_type_conn(unsigned int);
 
 enum agent_field {
 	AGENT_FIELD_ARG = 1,

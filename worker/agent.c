@@ -12,6 +12,10 @@
  * exec (worker/exec.c falls back when agent_cmd_new() says no), and the
  * agent is started again after a backoff.  A broken agent that will not
  * exit is killed by its token, as a command is (killer.c).
+ *
+ * Connections' messages take the agent's channel instead of its stream
+ * when it has one (channel.c): its HELLO says so, and it is ready only
+ * once the channel's token has come too.
  */
 #include <sys/queue.h>
 
@@ -70,6 +74,9 @@ struct agent {
 	enum agent_state state;
 	struct engine_exec *ex;
 	struct agent_reader rd;
+	struct channel *ch; /* the connections' channel, or NULL */
+	int hello_wait; /* a HELLO came that waits for the channel */
+	uint32_t hello_pid;
 	struct agent_cmds cmds;
 	size_t ncmds;
 	uint32_t next_id;
@@ -130,16 +137,21 @@ agent_send(struct agent *a, unsigned char *msg, size_t len)
 }
 
 /* A message made by the codec (NULL: it did not fit), sent and freed;
- * -1 if the agent is not up to take it. */
+ * -1 if the agent is not up to take it.  A connection's goes on the
+ * channel when there is one. */
 int
 agent_send_msg(struct worker *w, unsigned char *msg, size_t len)
 {
 	struct agent *a = w->agent;
+	struct agent_hdr h;
 
 	if (msg == NULL || a == NULL || a->state != A_READY) {
 		free(msg);
 		return -1;
 	}
+	if (channel_up(a->ch) && agent_hdr_decode(msg, &h) == 0 &&
+	    agent_type_conn(h.type))
+		return channel_send(a->ch, msg, len);
 	agent_send(a, msg, len);
 	return 0;
 }
@@ -268,12 +280,30 @@ agent_killed(void *arg, const char *err)
 		log_warnx("agent: kill: %s", err);
 }
 
+/* Up: commands (and connections) go through it from now on. */
+static void
+agent_ready_now(struct agent *a)
+{
+	evtimer_del(a->timer);
+	a->hello_wait = 0;
+	a->state = A_READY;
+	a->why[0] = '\0';
+	acct_prepare();
+	agent_notify(a, 1);
+	proxy_agent_ready(a->w);
+	log_debug("agent: ready, pid %u (in the sandbox)%s",
+	    (unsigned)a->hello_pid,
+	    channel_up(a->ch) ? ", connections on its channel" : "");
+}
+
 static int
-agent_hello(struct agent *a, const unsigned char *p, size_t len)
+agent_hello(
+    struct agent *a, const struct agent_hdr *hdr, const unsigned char *p)
 {
 	struct agent_hello h;
 
-	if (a->state != A_STARTING || agent_hello_decode(p, len, &h) == -1) {
+	if (a->state != A_STARTING || a->hello_wait ||
+	    agent_hello_decode(p, hdr->len, &h) == -1) {
 		agent_bad(a, "a bad or second HELLO");
 		return -1;
 	}
@@ -287,13 +317,61 @@ agent_hello(struct agent *a, const unsigned char *p, size_t len)
 		    a, "it runs as uid %u, not the sandbox's", (unsigned)h.uid);
 		return -1;
 	}
-	evtimer_del(a->timer);
-	a->state = A_READY;
-	a->why[0] = '\0';
-	acct_prepare();
-	agent_notify(a, 1);
-	proxy_agent_ready(a->w);
-	log_debug("agent: ready, pid %u (in the sandbox)", (unsigned)h.pid);
+	a->hello_pid = h.pid;
+	if (!(hdr->flags & AGENT_F_CHANNEL)) {
+		/* It did not come: nobody else may take its place. */
+		channel_close(a->ch);
+		agent_ready_now(a);
+		return 0;
+	}
+	if (a->ch == NULL) {
+		agent_bad(a, "it says it has a channel it was never given");
+		return -1;
+	}
+	if (channel_up(a->ch))
+		agent_ready_now(a);
+	else
+		a->hello_wait = 1; /* its token is on its way */
+	return 0;
+}
+
+/* The channel's token came (channel.c). */
+void
+agent_channel_up(struct worker *w)
+{
+	struct agent *a = w->agent;
+
+	if (a != NULL && a->state == A_STARTING && a->hello_wait)
+		agent_ready_now(a);
+}
+
+/* The channel broke, or said what it may not (channel.c). */
+void
+agent_channel_lost(struct worker *w, const char *why)
+{
+	if (w->agent != NULL)
+		agent_bad(w->agent, "%s", why);
+}
+
+/* A message on the channel: a connection's; -1 once the agent is lost. */
+int
+agent_channel_message(
+    struct worker *w, const struct agent_hdr *h, const unsigned char *p)
+{
+	struct agent *a = w->agent;
+	char why[128];
+
+	if (a == NULL)
+		return -1;
+	if (a->state != A_READY || !agent_type_conn(h->type)) {
+		agent_bad(a, "message %u on the channel%s", h->type,
+		    a->state != A_READY ? " before its HELLO" : "");
+		return -1;
+	}
+	if (relay_message(w, h, p, why, sizeof why) == -1) {
+		agent_bad(a, "%s", why);
+		return -1;
+	}
 	return 0;
 }
 
@@ -309,7 +387,7 @@ agent_message(
 	int stream;
 
 	if (h->type == AGENT_HELLO)
-		return agent_hello(a, p, h->len);
+		return agent_hello(a, h, p);
 	if (a->state != A_READY) {
 		agent_bad(a, "message %u before its HELLO", h->type);
 		return -1;
@@ -479,14 +557,20 @@ agent_spawn(struct agent *a)
 {
 	struct engine_exec_spec spec;
 	const char *argv[] = {AGENT_PATH, NULL};
-	const char *env[2] = {NULL, NULL};
+	const char *env[3] = {NULL, NULL, NULL};
 	struct timeval tv = {AGENT_HELLO_MS / 1000, 0};
-	char *tok;
+	const char *chtok;
+	char *tok, *chenv = NULL;
 
 	snprintf(a->token, sizeof a->token, "%08x%08x%08x", (unsigned)getpid(),
 	    (unsigned)a->restarts, (unsigned)random());
 	xasprintf(&tok, "%s=%s", EXEC_TOKEN_ENV, a->token);
 	env[0] = tok;
+	if ((chtok = channel_listen(a->ch)) != NULL) {
+		xasprintf(&chenv, "%s=%s", AGENT_CHANNEL_ENV, chtok);
+		env[1] = chenv;
+	}
+	a->hello_wait = 0;
 	memset(&spec, 0, sizeof spec);
 	spec.argv = argv;
 	spec.user = a->w->exec_user;
@@ -502,6 +586,9 @@ agent_spawn(struct agent *a)
 		a->ex = engine_exec_new(
 		    a->w->engine, a->w->container, &spec, &agent_exec_cbs, a);
 	free(tok);
+	if (chenv != NULL)
+		explicit_bzero(chenv, strlen(chenv));
+	free(chenv);
 	evtimer_add(a->timer, &tv);
 }
 
@@ -528,6 +615,8 @@ agent_lost(struct agent *a, const char *why)
 	if (a->state == A_READY)
 		agent_notify(a, 0);
 	a->state = A_WAIT;
+	a->hello_wait = 0;
+	channel_close(a->ch);
 	relay_agent_lost(a->w);
 	a->restarts++;
 	snprintf(a->why, sizeof a->why, "the agent is restarting: %s", why);
@@ -567,6 +656,8 @@ agent_start(struct worker *w)
 	a->backoff_ms = AGENT_BACKOFF_MIN_MS;
 	a->next_id = 1;
 	w->agent = a;
+	if (w->conf->agent)
+		a->ch = channel_new(w, w->conf->worker_channel);
 	if (!w->conf->agent) {
 		snprintf(
 		    a->why, sizeof a->why, "the agent is off (--agent off)");
@@ -596,10 +687,10 @@ agent_stop(struct worker *w)
 		killer_cancel(a->killer);
 	event_free(a->timer);
 	agent_reader_clear(&a->rd);
+	channel_free(a->ch);
 	free(a);
 }
 
-/* Why a command as user cannot go through the agent now, or NULL. */
 /* Whether the agent is up (it may still be too busy for a command). */
 int
 agent_ready(struct worker *w)
@@ -607,6 +698,7 @@ agent_ready(struct worker *w)
 	return w->agent != NULL && w->agent->state == A_READY;
 }
 
+/* Why a command as user cannot go through the agent now, or NULL. */
 const char *
 agent_unusable(struct worker *w, const char *user)
 {

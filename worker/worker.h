@@ -15,6 +15,7 @@ struct engine;
 struct wexec;
 struct agent;
 struct agent_cmd;
+struct agent_hdr;
 struct engine_exec;
 
 struct worker {
@@ -93,6 +94,19 @@ void agent_stop(struct worker *);
 void agent_input(struct worker *, const char *, size_t);
 const char *agent_unusable(struct worker *, const char *);
 int agent_ready(struct worker *);
+void agent_channel_up(struct worker *);
+void agent_channel_lost(struct worker *, const char *);
+int agent_channel_message(
+    struct worker *, const struct agent_hdr *, const unsigned char *);
+
+/* channel.c: the agent's connections' channel (agentwire.h). */
+struct channel;
+struct channel *channel_new(struct worker *, const char *);
+void channel_free(struct channel *);
+const char *channel_listen(struct channel *);
+void channel_close(struct channel *);
+int channel_up(const struct channel *);
+int channel_send(struct channel *, unsigned char *, size_t);
 struct agent_cmd *agent_cmd_new(struct worker *,
     const struct engine_exec_spec *, const char *,
     const struct engine_exec_cbs *, void *);

@@ -15,8 +15,10 @@
  * callback that may still name the sandbox.
  */
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@
 #include "engine.h"
 #include "log.h"
 #include "mcp.h"
+#include "random.h"
 #include "sandbox.h"
 #include "spool.h"
 #include "xmalloc.h"
@@ -230,6 +233,7 @@ sandbox_free(void *arg)
 	free(sb->name);
 	free(sb->image);
 	free(sb->workdir);
+	free(sb->chandir);
 	json_object_put(sb->env);
 	free(sb->idem_key);
 	json_object_put(sb->idem_args);
@@ -248,6 +252,8 @@ sandbox_unref(struct sandbox *sb)
 	defer_free(sandbox_free, sb);
 }
 
+static void sandbox_channel_remove(struct sandbox *);
+
 /* Out of the registry: nothing finds it, nothing of it runs on. */
 static void
 sandbox_unregister(struct sandbox *sb)
@@ -265,6 +271,7 @@ sandbox_unregister(struct sandbox *sb)
 	sb->expiry = NULL;
 	spool_dir_free(sb->spool);
 	sb->spool = NULL;
+	sandbox_channel_remove(sb);
 	if (sb->respawn != NULL)
 		event_free(sb->respawn);
 	sb->respawn = NULL;
@@ -1273,6 +1280,48 @@ screate_leave(struct screate *s)
 }
 
 /*
+ * The agent's channel (worker/channel.c): a directory of the instance's
+ * private one, bound read-only into the sandbox, where its worker puts
+ * the socket.  0, or -1 (logged) and the agent goes without.
+ */
+static int
+sandbox_channel_dir(struct sandbox *sb)
+{
+	char hex[17];
+
+	if (sb->chandir != NULL)
+		return 0;
+	if (spool_root_path() == NULL)
+		return -1;
+	random_hex(hex, 8);
+	xasprintf(&sb->chandir, "%s/ch-%s", spool_root_path(), hex);
+	if (mkdir(sb->chandir, 0755) == -1 || chmod(sb->chandir, 0755) == -1) {
+		log_warnx("the agent's channel: mkdir %s: %s", sb->chandir,
+		    strerror(errno));
+		free(sb->chandir);
+		sb->chandir = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+sandbox_channel_remove(struct sandbox *sb)
+{
+	char *sock;
+
+	if (sb->chandir == NULL)
+		return;
+	xasprintf(&sock, "%s/%s", sb->chandir, AGENT_CHANNEL_SOCK);
+	(void)unlink(sock);
+	free(sock);
+	if (rmdir(sb->chandir) == -1 && errno != ENOENT)
+		log_warnx("rmdir %s: %s", sb->chandir, strerror(errno));
+	free(sb->chandir);
+	sb->chandir = NULL;
+}
+
+/*
  * The container: what this sandbox is (image, keep-alive, user, workdir,
  * environment, labels, limits, tmpfs mounts); the engine adds SPEC.md
  * section 6's hardening, always (engine/docker-spec.c).
@@ -1341,8 +1390,15 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	spec->fsize_bytes = c->fsize_mb * 1024 * 1024;
 	spec_tmpfs(spec, "/tmp", c->tmp_mb, 0, -1, 01777);
 	spec_tmpfs(spec, sb->workdir, c->workdir_mb, 1, sb->uid, 0755);
-	if ((spec->bind_file = agentfile_path()) != NULL)
-		spec->bind_target = AGENT_PATH;
+	if ((spec->binds[0].source = agentfile_path()) != NULL) {
+		spec->binds[0].target = AGENT_PATH;
+		spec->nbinds = 1;
+		if (sandbox_channel_dir(sb) == 0) {
+			spec->binds[1].source = sb->chandir;
+			spec->binds[1].target = AGENT_CHANNEL_DIR;
+			spec->nbinds = 2;
+		}
+	}
 	s->volumes = json_object_new_array();
 }
 

@@ -56,6 +56,7 @@ struct sandbox {
 	char *name;
 	char *image;
 	char *workdir;
+	char *chandir; /* the agent's channel's directory on the host */
 	struct engine *engine; /* where its container is (not owned) */
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */

@@ -394,7 +394,7 @@ wproc_spawn(
 	char cap[32], logkb[32], uid[32], imgkb[32];
 	/* The options a worker reads, the egress lists' values each after
 	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
-	char *argv[20 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
+	char *argv[22 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
 	    sb->id, "--docker-host", c->docker_host, "--log-level",
 	    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
 	    "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
@@ -404,6 +404,10 @@ wproc_spawn(
 
 	for (argc = 0; argv[argc] != NULL; argc++)
 		continue;
+	if (sb->chandir != NULL) {
+		argv[argc++] = "--worker-channel";
+		argv[argc++] = sb->chandir;
+	}
 	for (i = 0; i < c->egress_allow.n && i < CONFIG_MAX_LIST; i++) {
 		argv[argc++] = "--egress-allow";
 		argv[argc++] = c->egress_allow.v[i];

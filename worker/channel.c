@@ -1,0 +1,322 @@
+/*
+ * The agent's connections' channel (proto/agentwire.h): a unix socket in
+ * a directory of the host that the sandbox has bound read-only at
+ * AGENT_CHANNEL_DIR (the supervisor makes it, --worker-channel names it).
+ * The connections' messages (relay.c's, proxy.c's) go this way both ways
+ * instead of the agent's exec stream, which the engine copies through
+ * its attach stream: that stream is the cap of a relayed connection's
+ * bytes, this socket is not.
+ *
+ * Each start of the agent gets a new token (channel_listen()); the first
+ * connection whose first message is CHANNEL with that token is the
+ * channel, and the socket is unlinked and its listener closed then, so
+ * nothing else connects.  Sandbox code runs as the agent's user and may
+ * connect too: at most CHANNEL_MAX_PENDING connections wait for their
+ * token, each CHANNEL_TOKEN_SECONDS at most.  What comes on the channel
+ * is the agent's, as hostile as its stream (agent.c checks it the same
+ * way, relay.c its connections).
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "agentwire.h"
+#include "log.h"
+#include "random.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define CHANNEL_MAX_PENDING 4
+#define CHANNEL_TOKEN_SECONDS 5
+/* Read ahead of the messages taken: one whole DATA and more. */
+#define CHANNEL_READ_MAX (256 * 1024)
+
+struct chconn {
+	struct channel *ch;
+	struct bufferevent *bev;
+	struct agent_reader rd;
+	LIST_ENTRY(chconn) entry;
+};
+
+struct channel {
+	struct worker *w;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct evconnlistener *lev;
+	char token[AGENT_TOKEN_MAX + 1]; /* "" while not listening */
+	LIST_HEAD(, chconn) pending;
+	size_t npending;
+	struct chconn *up; /* the channel, once its token came */
+};
+
+static void
+chconn_free(struct chconn *cc)
+{
+	struct channel *ch = cc->ch;
+
+	if (cc == ch->up)
+		ch->up = NULL;
+	else {
+		LIST_REMOVE(cc, entry);
+		ch->npending--;
+	}
+	bufferevent_free(cc->bev);
+	agent_reader_clear(&cc->rd);
+	free(cc);
+}
+
+static void
+channel_unlisten(struct channel *ch)
+{
+	if (ch->lev != NULL) {
+		evconnlistener_free(ch->lev);
+		ch->lev = NULL;
+		(void)unlink(ch->path);
+	}
+	explicit_bzero(ch->token, sizeof ch->token);
+	ch->token[0] = '\0';
+}
+
+/* The agent is gone: its channel, and whatever waits, closed. */
+void
+channel_close(struct channel *ch)
+{
+	struct chconn *cc;
+
+	if (ch == NULL)
+		return;
+	channel_unlisten(ch);
+	if (ch->up != NULL)
+		chconn_free(ch->up);
+	while ((cc = LIST_FIRST(&ch->pending)) != NULL)
+		chconn_free(cc);
+}
+
+/* Whether the channel came (its token was right). */
+int
+channel_up(const struct channel *ch)
+{
+	return ch != NULL && ch->up != NULL;
+}
+
+/* A message made by the codec, on the channel and freed; -1 if it is not
+ * up. */
+int
+channel_send(struct channel *ch, unsigned char *msg, size_t len)
+{
+	if (!channel_up(ch)) {
+		free(msg);
+		return -1;
+	}
+	bufferevent_write(ch->up->bev, msg, len);
+	free(msg);
+	return 0;
+}
+
+/* Whether the first message is the CHANNEL of this start's token. */
+static int
+channel_token_ok(
+    struct channel *ch, const struct agent_hdr *h, const unsigned char *p)
+{
+	size_t n = strlen(ch->token), i;
+	unsigned char d = 0;
+
+	if (h->type != AGENT_CHANNEL || h->id != 0 || h->len != n || n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		d |= (unsigned char)(p[i] ^ (unsigned char)ch->token[i]);
+	return d == 0;
+}
+
+/* The token came: this is the channel, and nothing else may connect. */
+static void
+channel_open(struct channel *ch, struct chconn *cc)
+{
+	struct chconn *o;
+
+	LIST_REMOVE(cc, entry);
+	ch->npending--;
+	ch->up = cc;
+	channel_unlisten(ch);
+	while ((o = LIST_FIRST(&ch->pending)) != NULL)
+		chconn_free(o);
+	bufferevent_set_timeouts(cc->bev, NULL, NULL);
+	log_debug("agent: its connections take the channel");
+	agent_channel_up(ch->w);
+}
+
+static void
+chconn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct chconn *cc = arg;
+	struct channel *ch = cc->ch;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	unsigned char buf[16384];
+	size_t n, off, t;
+	int done;
+
+	while (
+	    (n = evbuffer_remove(in, buf, sizeof buf)) > 0 && n != (size_t)-1) {
+		for (off = 0; off < n; off += t) {
+			t = agent_reader_take(
+			    &cc->rd, buf + off, n - off, &done);
+			if (t == (size_t)-1) {
+				if (cc != ch->up) {
+					log_warnx("agent: a connection to the "
+					          "channel without its token");
+					chconn_free(cc);
+					return;
+				}
+				agent_channel_lost(ch->w,
+				    "a bad message header "
+				    "on the channel");
+				return;
+			}
+			if (!done)
+				continue;
+			if (cc != ch->up) {
+				if (!channel_token_ok(
+				        ch, &cc->rd.hdr, cc->rd.buf)) {
+					log_warnx("agent: a connection to the "
+					          "channel without its token");
+					chconn_free(cc);
+					return;
+				}
+				channel_open(ch, cc);
+				continue;
+			}
+			/* agent.c may close the channel: nothing of cc after.
+			 */
+			if (agent_channel_message(
+			        ch->w, &cc->rd.hdr, cc->rd.buf) == -1)
+				return;
+		}
+	}
+}
+
+static void
+chconn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct chconn *cc = arg;
+	struct channel *ch = cc->ch;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	if (cc != ch->up) {
+		chconn_free(cc);
+		return;
+	}
+	agent_channel_lost(ch->w, (what & BEV_EVENT_EOF) ? "the channel closed"
+	                                                 : "the channel broke");
+}
+
+static void
+channel_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct channel *ch = arg;
+	struct timeval tv = {CHANNEL_TOKEN_SECONDS, 0};
+	struct chconn *cc;
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	if (ch->npending >= CHANNEL_MAX_PENDING) {
+		evutil_closesocket(fd);
+		return;
+	}
+	cc = xcalloc(1, sizeof *cc);
+	cc->ch = ch;
+	agent_reader_init(&cc->rd);
+	cc->bev = bufferevent_socket_new(
+	    ch->w->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (cc->bev == NULL) {
+		evutil_closesocket(fd);
+		agent_reader_clear(&cc->rd);
+		free(cc);
+		return;
+	}
+	LIST_INSERT_HEAD(&ch->pending, cc, entry);
+	ch->npending++;
+	bufferevent_setwatermark(cc->bev, EV_READ, 0, CHANNEL_READ_MAX);
+	bufferevent_setcb(cc->bev, chconn_read_cb, NULL, chconn_event_cb, cc);
+	bufferevent_set_timeouts(cc->bev, &tv, NULL);
+	bufferevent_enable(cc->bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * Listens anew for the agent about to start: the token its environment
+ * gets, or NULL when there is no channel (then everything takes the
+ * agent's stream).
+ */
+const char *
+channel_listen(struct channel *ch)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+
+	if (ch == NULL)
+		return NULL;
+	channel_close(ch);
+	memcpy(sun.sun_path, ch->path, sizeof sun.sun_path);
+	(void)unlink(ch->path);
+	ch->lev = evconnlistener_new_bind(ch->w->base, channel_accept, ch,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, CHANNEL_MAX_PENDING,
+	    (struct sockaddr *)&sun, (int)sizeof sun);
+	if (ch->lev == NULL) {
+		log_warnx("agent: cannot listen on %s: %s", ch->path,
+		    strerror(errno));
+		return NULL;
+	}
+	/* The sandbox user connects: its uid is not the worker's. */
+	if (chmod(ch->path, 0666) == -1) {
+		log_warnx("agent: chmod %s: %s", ch->path, strerror(errno));
+		channel_unlisten(ch);
+		return NULL;
+	}
+	random_hex(ch->token, 16);
+	return ch->token;
+}
+
+/* The channel of the directory dir (NULL: none; then NULL). */
+struct channel *
+channel_new(struct worker *w, const char *dir)
+{
+	struct channel *ch;
+	int n;
+
+	if (dir == NULL || *dir == '\0')
+		return NULL;
+	ch = xcalloc(1, sizeof *ch);
+	ch->w = w;
+	LIST_INIT(&ch->pending);
+	n = snprintf(
+	    ch->path, sizeof ch->path, "%s/%s", dir, AGENT_CHANNEL_SOCK);
+	if (n < 0 || (size_t)n >= sizeof ch->path) {
+		log_warnx("agent: the channel's path %s/%s is too long", dir,
+		    AGENT_CHANNEL_SOCK);
+		free(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+void
+channel_free(struct channel *ch)
+{
+	if (ch == NULL)
+		return;
+	channel_close(ch);
+	free(ch);
+}
