@@ -50,6 +50,8 @@ void agent_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void agent_send(const void *, size_t);
 /* Sends a message made by the codec (NULL: the agent ends) and frees it. */
 void agent_send_msg(unsigned char *, size_t);
+/* Writes what agent_send() holds for the channel. */
+void agent_flush(void);
 
 /* The most descriptors relay_poll() adds: the listener and each connection. */
 #define RELAY_MAX_FDS (AGENT_MAX_CONNS + 1)

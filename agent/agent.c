@@ -74,6 +74,9 @@ struct cmd {
 static struct cmd cmds[MAX_CMDS];
 static int sigfd = -1;
 static int chfd = -1; /* the connections' channel, when it is up */
+/* What goes on the channel, written once a round. */
+static unsigned char chout[2 * (AGENT_HDR_LEN + AGENT_DATA_CHUNK)];
+static size_t chlen;
 /* One OUT, read in place behind its header. */
 static unsigned char obuf[AGENT_HDR_LEN + AGENT_DATA_CHUNK];
 
@@ -146,11 +149,33 @@ send_msg(unsigned char *m, size_t len)
 	free(m);
 }
 
-/* Connections' messages (relay.c's): on the channel when it is up. */
+/*
+ * Connections' messages (relay.c's): on the channel when it is up, one
+ * write for all of a round's (agent_flush(), before each poll()).
+ */
 void
 agent_send(const void *p, size_t len)
 {
-	send_all_fd(chfd != -1 ? chfd : 1, p, len);
+	if (chfd == -1) {
+		send_all(p, len);
+		return;
+	}
+	if (chlen + len > sizeof chout)
+		agent_flush();
+	if (len > sizeof chout) {
+		send_all_fd(chfd, p, len);
+		return;
+	}
+	memcpy(chout + chlen, p, len);
+	chlen += len;
+}
+
+void
+agent_flush(void)
+{
+	if (chlen > 0)
+		send_all_fd(chfd, chout, chlen);
+	chlen = 0;
 }
 
 void
@@ -808,6 +833,7 @@ main(void)
 		}
 		nc = n;
 		n += relay_poll(pfd + nc);
+		agent_flush();
 		if (poll(pfd, (nfds_t)n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;

@@ -42,6 +42,7 @@ struct conn {
 	uint32_t id; /* 0: a free slot */
 	int fd;
 	uint64_t credit; /* DATA bytes it may still send to the worker */
+	uint64_t acks; /* written to the socket, not ACKed yet */
 	unsigned char *buf; /* the worker's bytes not written yet, from off */
 	size_t off, len, cap;
 	uint32_t port; /* DIAL's, for a why */
@@ -204,8 +205,6 @@ conn_read(struct conn *c)
 static int
 conn_write(struct conn *c)
 {
-	size_t len;
-	unsigned char *m;
 	ssize_t n;
 
 	n = write(c->fd, c->buf + c->off, c->len);
@@ -224,8 +223,7 @@ conn_write(struct conn *c)
 		c->buf = NULL;
 		c->off = c->cap = 0;
 	}
-	m = agent_msg_u32(AGENT_ACK, c->id, (uint32_t)n, &len);
-	agent_send_msg(m, len);
+	c->acks += (uint64_t)n; /* ACKed before the next poll() */
 	return conn_shut(c);
 }
 
@@ -450,13 +448,23 @@ msg_dial(uint32_t id, const unsigned char *p, size_t plen)
 	return 0;
 }
 
-/* DATA of the worker's: held, within the window the agent gave. */
+/* DATA of the worker's: written at once as far as the socket takes it
+ * (nothing held before it), the rest held, within the window the agent
+ * gave; what was written is ACKed. */
 static int
 msg_data(struct conn *c, unsigned int flags, const unsigned char *p, size_t n)
 {
+	ssize_t w;
+
 	if (c->wreof || n > AGENT_CONN_WINDOW - c->len)
 		return -1;
 	c->held = 0;
+	if (n > 0 && c->len == 0 && !c->connecting &&
+	    (w = write(c->fd, p, n)) > 0) {
+		p += w;
+		n -= (size_t)w;
+		c->acks += (uint64_t)w;
+	}
 	if (n > 0 && conn_hold(c, p, n) == -1) {
 		conn_fail(c, "out of memory");
 		return 0;
@@ -512,8 +520,20 @@ int
 relay_poll(struct pollfd *pfd)
 {
 	struct conn *c;
+	unsigned char *m;
+	size_t len;
 	short ev;
 	int i, n = 0;
+
+	/* What the sockets took since the last time, one ACK each. */
+	for (i = 0; i < AGENT_MAX_CONNS; i++) {
+		c = &conns[i];
+		if (c->id == 0 || c->acks == 0)
+			continue;
+		m = agent_msg_u32(AGENT_ACK, c->id, (uint32_t)c->acks, &len);
+		agent_send_msg(m, len);
+		c->acks = 0;
+	}
 
 	if (lfd != -1) {
 		refs[n].slot = -1;

@@ -251,6 +251,8 @@ channel_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	LIST_INSERT_HEAD(&ch->pending, cc, entry);
 	ch->npending++;
 	bufferevent_setwatermark(cc->bev, EV_READ, 0, CHANNEL_READ_MAX);
+	bufferevent_set_max_single_read(cc->bev, CHANNEL_READ_MAX);
+	bufferevent_set_max_single_write(cc->bev, CHANNEL_READ_MAX);
 	bufferevent_setcb(cc->bev, chconn_read_cb, NULL, chconn_event_cb, cc);
 	bufferevent_set_timeouts(cc->bev, &tv, NULL);
 	bufferevent_enable(cc->bev, EV_READ | EV_WRITE);

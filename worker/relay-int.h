@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #define RELAY_MAX_CONNS 64 /* of a sandbox, open at once, both kinds */
+#define RELAY_MAX_WRITE (256 * 1024) /* a write to a socket, at most */
 
 struct bufferevent;
 struct evbuffer_cb_entry;

@@ -312,8 +312,11 @@ rconn_new(struct expose *ex, evutil_socket_t fd, uint32_t id)
 		return NULL;
 	}
 	/* The host's bytes wait in the kernel while the agent's window is
-	 * shut: at most one chunk is read ahead of it. */
+	 * shut: at most one chunk is read ahead of it.  A chunk a read, not
+	 * libevent's 16 KiB. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_DATA_CHUNK);
+	bufferevent_set_max_single_read(c->bev, AGENT_DATA_CHUNK);
+	bufferevent_set_max_single_write(c->bev, RELAY_MAX_WRITE);
 	bufferevent_setcb(
 	    c->bev, rconn_read_cb, rconn_write_cb, rconn_event_cb, c);
 	c->drain =

@@ -8,6 +8,7 @@
  * "localhost" goes through the proxy, resolved on the host.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <netinet/in.h>
@@ -654,5 +655,119 @@ Test(egress, slow_reader_and_refused_connects, .timeout = 600)
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);
+	host_stop(&h);
+}
+
+/* The ch-* directories under dir's instance directories. */
+static int
+channel_dirs(const char *dir)
+{
+	char cmd[512], *out;
+	int st, n;
+
+	snprintf(cmd, sizeof cmd,
+	    "find '%s' -mindepth 2 -maxdepth 2 -name 'ch-*' | wc -l", dir);
+	out = h_run(cmd, &st);
+	n = atoi(out);
+	free(out);
+	return n;
+}
+
+/*
+ * The connections take the agent's channel, a unix socket in a host
+ * directory bound read-only into the sandbox (worker/channel.c): the
+ * socket is gone from there once the agent took it, nothing can be
+ * written there, and the directory is removed with the sandbox.  Sandbox
+ * code that kills the agent gets a new one, with a channel of its own,
+ * and egress works again.
+ */
+Test(egress, connections_take_the_agents_channel, .timeout = 300)
+{
+	struct h_server *s;
+	struct host h;
+	json_object *r;
+	char rt[64], args[256], url[128], *cid, *out;
+	int i, agent = 0;
+
+	host_start(&h);
+	snprintf(rt, sizeof rt, "/tmp/mcp-egress-rt-XXXXXX");
+	cr_assert_not_null(mkdtemp(rt));
+	s = h_start("--agent", "on", "--egress-allow", "localhost",
+	    "--egress-allow-address", "127.0.0.1", "--runtime-dir", rt, NULL);
+	json_object_put(h_initialize(s));
+	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
+	cid = h_create(s, args);
+	cr_expect_eq(channel_dirs(rt), 1);
+	out = h_exec_ok(s, cid,
+	    "ls -A /.mcp-sandboxd-channel; echo listed; "
+	    "touch /.mcp-sandboxd-channel/x 2>/dev/null || echo read-only");
+	cr_expect_str_eq(out, "listed\nread-only\n");
+	free(out);
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
+	cr_expect(h_bool(h_first(r), "agent"));
+	json_object_put(r);
+
+	/* Killed from inside: back, with a new channel. */
+	r = h_exec(s, cid, "pkill -KILL -f mcp-sandboxd-agent; sleep 0.2", 30);
+	json_object_put(r);
+	for (i = 0; i < 100 && !agent; i++) {
+		r = h_exec(s, cid, "true", 30);
+		agent = h_bool(h_first(r), "agent");
+		json_object_put(r);
+		if (!agent)
+			usleep(100000);
+	}
+	cr_assert(agent, "the agent did not come back");
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
+	cr_expect_not_null(entry(r, "localhost", h.http, 1));
+	json_object_put(r);
+
+	h_stop(s, cid);
+	free(cid);
+	cr_expect_eq(channel_dirs(rt), 0,
+	    "a channel's directory outlived "
+	    "its sandbox");
+	h_finish(s);
+	h_rm_rf(rt);
+	host_stop(&h);
+}
+
+/*
+ * Where no socket can be made (a runtime directory too deep for a unix
+ * socket's path), the connections take the agent's stream: slower, the
+ * same to the sandbox.
+ */
+Test(egress, without_a_channel_the_stream_carries_them, .timeout = 300)
+{
+	struct h_server *s;
+	struct host h;
+	json_object *r;
+	char base[64], rt[192], args[256], url[128], *cid;
+
+	host_start(&h);
+	snprintf(base, sizeof base, "/tmp/mcp-egress-rt-XXXXXX");
+	cr_assert_not_null(mkdtemp(base));
+	snprintf(rt, sizeof rt,
+	    "%s/a-directory-deep-enough-that-no-unix-socket-path-fits-under-"
+	    "it-at-all",
+	    base);
+	cr_assert_eq(mkdir(rt, 0700), 0, "%s", rt);
+	s = h_start("--agent", "on", "--egress-allow", "localhost",
+	    "--egress-allow-address", "127.0.0.1", "--runtime-dir", rt, NULL);
+	json_object_put(h_initialize(s));
+	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
+	cid = h_create(s, args);
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
+	cr_expect_not_null(entry(r, "localhost", h.http, 1));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	h_rm_rf(base);
 	host_stop(&h);
 }
