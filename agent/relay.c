@@ -134,12 +134,28 @@ conn_fail(struct conn *c, const char *fmt, ...)
 	conn_free(c);
 }
 
-/* Frees c if both ways ended with EOF (all written); -1 if it did. */
+/* What the socket took, ACKed now (else before the next poll()). */
+static void
+conn_ack(struct conn *c)
+{
+	unsigned char *m;
+	size_t len;
+
+	if (c->acks == 0)
+		return;
+	m = agent_msg_u32(AGENT_ACK, c->id, (uint32_t)c->acks, &len);
+	agent_send_msg(m, len);
+	c->acks = 0;
+}
+
+/* Frees c if both ways ended with EOF (all written and ACKed); -1 if it
+ * did. */
 static int
 conn_done(struct conn *c)
 {
 	if (!c->rdeof || !c->wrshut)
 		return 0;
+	conn_ack(c);
 	conn_free(c);
 	return -1;
 }
@@ -520,20 +536,13 @@ int
 relay_poll(struct pollfd *pfd)
 {
 	struct conn *c;
-	unsigned char *m;
-	size_t len;
 	short ev;
 	int i, n = 0;
 
 	/* What the sockets took since the last time, one ACK each. */
-	for (i = 0; i < AGENT_MAX_CONNS; i++) {
-		c = &conns[i];
-		if (c->id == 0 || c->acks == 0)
-			continue;
-		m = agent_msg_u32(AGENT_ACK, c->id, (uint32_t)c->acks, &len);
-		agent_send_msg(m, len);
-		c->acks = 0;
-	}
+	for (i = 0; i < AGENT_MAX_CONNS; i++)
+		if (conns[i].id != 0)
+			conn_ack(&conns[i]);
 
 	if (lfd != -1) {
 		refs[n].slot = -1;

@@ -10,7 +10,7 @@
 static const unsigned int all_types[] = {AGENT_RUN, AGENT_INPUT, AGENT_CREDIT,
     AGENT_KILL, AGENT_SWEEP, AGENT_LISTEN, AGENT_DIAL, AGENT_DATA, AGENT_ACK,
     AGENT_CLOSE, AGENT_HELLO, AGENT_STARTED, AGENT_OUT, AGENT_SENT, AGENT_EXIT,
-    AGENT_SWEPT, AGENT_LISTENING, AGENT_ACCEPT, AGENT_OPENED};
+    AGENT_SWEPT, AGENT_LISTENING, AGENT_ACCEPT, AGENT_OPENED, AGENT_CHANNEL};
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
 /* A flag each type takes (OUT needs one of its two). */
@@ -69,7 +69,8 @@ Test(agentwire, type_maxima)
 	cr_expect_eq(agent_type_max(AGENT_OPENED), 0);
 	cr_expect_eq(agent_type_max(0), 0);
 	cr_expect_eq(agent_type_max(8), 0);
-	cr_expect_eq(agent_type_max(73), 0);
+	cr_expect_eq(agent_type_max(AGENT_CHANNEL), AGENT_TOKEN_MAX);
+	cr_expect_eq(agent_type_max(74), 0);
 	cr_expect_eq(agent_type_max(0xffff), 0);
 }
 
@@ -114,10 +115,29 @@ Test(agentwire, header_of_every_type_at_its_maximum)
 	}
 }
 
+/* The connections' messages, which take the agent's channel. */
+Test(agentwire, connection_types_are_the_channels)
+{
+	static const unsigned int conn[] = {AGENT_LISTEN, AGENT_DIAL,
+	    AGENT_DATA, AGENT_ACK, AGENT_CLOSE, AGENT_LISTENING, AGENT_ACCEPT,
+	    AGENT_OPENED};
+	size_t i, j;
+	int want;
+
+	for (i = 0; i < NTYPES; i++) {
+		for (want = 0, j = 0; j < sizeof conn / sizeof conn[0]; j++)
+			want |= all_types[i] == conn[j];
+		cr_expect_eq(agent_type_conn(all_types[i]), want, "type %u",
+		    all_types[i]);
+	}
+	cr_expect_not(agent_type_conn(0));
+	cr_expect_not(agent_type_conn(0xffff));
+}
+
 Test(agentwire, header_refuses_unknown_types)
 {
 	static const unsigned int bad[] = {
-	    0, 8, 31, 35, 63, 73, 100, 0x8001, 0xffff};
+	    0, 8, 31, 35, 63, 74, 100, 0x8001, 0xffff};
 	unsigned char b[AGENT_HDR_LEN];
 	struct agent_hdr h;
 	size_t i;
@@ -144,6 +164,8 @@ Test(agentwire, header_refuses_flags_a_type_does_not_take)
 			else if (all_types[i] == AGENT_INPUT ||
 			         all_types[i] == AGENT_DATA)
 				ok = f == 0 || f == AGENT_F_EOF;
+			else if (all_types[i] == AGENT_HELLO)
+				ok = f == 0 || f == AGENT_F_CHANNEL;
 			else
 				ok = f == 0;
 			raw_hdr(b, all_types[i], f, 0, 1);
