@@ -1591,3 +1591,128 @@ Test(lifecycle, run_result_egress_is_cut_at_its_bound)
 	cr_assert(json_object_get_boolean(v));
 	json_object_put(r);
 }
+
+/* --- the egress tools, called as a client calls them --- */
+
+static void
+egress_allowed(void)
+{
+	parse_config("--egress-allow", "*.example.org:443");
+}
+
+/* A tools/call of the session (initialized first): the call's id. */
+static int
+tool_call(struct client *cl, const char *tool, const char *args)
+{
+	static const char init[] =
+	    "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+	    "\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":"
+	    "{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}";
+	char *line;
+	int n = next_call_id++, len;
+
+	if (!cl->sess->initialized)
+		mcp_handle_line(cl->sess, init, strlen(init));
+	len = asprintf(&line,
+	    "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+	    n, tool, args);
+	cr_assert_gt(len, 0);
+	mcp_handle_line(cl->sess, line, (size_t)len);
+	free(line);
+	return n;
+}
+
+Test(lifecycle, egress_tools_set_and_show_the_list, .init = egress_allowed)
+{
+	struct client *cl = client_new();
+	json_object *r, *s, *v;
+	const char *cid;
+	char args[256];
+
+	r = wait_reply(
+	    cl, tool_call(cl, "sandbox_initialize",
+	            "{\"image\":\"" IMAGE "\",\"egress\":["
+	            "\"A.Example.org:443\",\"a.example.org.:443\"]}"));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cid = container_of(r);
+	cr_assert_str_eq(
+	    structured_json(r, "egress"), "[\"a.example.org:443\"]");
+	cr_assert_eq(worker_log_count("egress a.example.org:443", cid), 1);
+
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"egress\":[\"*.b.example.org:443\"]}",
+	    cid);
+	r = wait_reply(cl, tool_call(cl, "sandbox_set_egress", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert_str_eq(
+	    structured_json(r, "egress"), "[\"*.b.example.org:443\"]");
+	cr_assert_str_eq(structured_json(r, "proxy_port"), "3128");
+	snprintf(args, sizeof args, "\"%s\"", cid);
+	cr_assert_str_eq(structured_json(r, "container_id"), args);
+	cr_assert(strstr(text_of(r), "*.b.example.org:443") != NULL, "%s",
+	    text_of(r));
+
+	snprintf(args, sizeof args, "{\"container_id\":\"%s\"}", cid);
+	r = wait_reply(cl, tool_call(cl, "get_sandbox_status", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert(json_object_object_get_ex(r, "structuredContent", &s));
+	v = json_object_array_get_idx(
+	    json_object_object_get(s, "sandboxes"), 0);
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(
+	        json_object_object_get(v, "egress"), JSON_C_TO_STRING_PLAIN),
+	    "[\"*.b.example.org:443\"]");
+	cr_assert(strstr(text_of(r), "egress to *.b.example.org:443") != NULL,
+	    "%s", text_of(r));
+
+	/* Refused: named, and the list stays. */
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"egress\":[\"evil.org\"]}", cid);
+	r = wait_reply(cl, tool_call(cl, "sandbox_set_egress", args));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "\"evil.org\" is not allowed") != NULL &&
+	              strstr(text_of(r), "*.example.org:443") != NULL,
+	    "%s", text_of(r));
+	cr_assert_eq(worker_log_count("call egress", cid), 2);
+
+	/* Off. */
+	snprintf(
+	    args, sizeof args, "{\"container_id\":\"%s\",\"egress\":[]}", cid);
+	r = wait_reply(cl, tool_call(cl, "sandbox_set_egress", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert_str_eq(structured_json(r, "egress"), "[]");
+	cr_assert_str_eq(structured_json(r, "proxy_port"), "0");
+	cr_assert(strstr(text_of(r), "off") != NULL, "%s", text_of(r));
+	cr_assert_null(sandbox_find(NULL, cid)->egress);
+
+	/* A create asking for more than the operator allows makes nothing. */
+	r = wait_reply(cl, tool_call(cl, "sandbox_initialize",
+	                       "{\"image\":\"" IMAGE "\",\"egress\":["
+	                       "\"example.org:443\"]}"));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "egress[0] \"example.org:443\"") != NULL,
+	    "%s", text_of(r));
+	cr_assert_eq(sandbox_count(), 1);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* With no --egress-allow, egress is off on the server. */
+Test(lifecycle, egress_tools_say_egress_is_off_without_egress_allow)
+{
+	struct client *cl = client_new();
+	json_object *r;
+
+	r = wait_reply(cl, tool_call(cl, "sandbox_initialize",
+	                       "{\"image\":\"" IMAGE "\",\"egress\":["
+	                       "\"example.org\"]}"));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "egress is off on this server (the "
+	                             "operator's --egress-allow allows no "
+	                             "host)") != NULL,
+	    "%s", text_of(r));
+	cr_assert_eq(sandbox_count(), 0);
+	cr_assert_eq(fake_containers(eng), 0);
+	client_close(cl);
+}
