@@ -1562,6 +1562,7 @@ run_true(const char *mode)
 Test(lifecycle, run_result_carries_its_egress_entries_checked)
 {
 	json_object *r = run_true(NULL), *a, *e;
+	char refused[64];
 
 	cr_assert(json_object_object_get_ex(r, "egress", &a));
 	cr_assert_eq(json_object_array_length(a), 2, "%s",
@@ -1577,6 +1578,9 @@ Test(lifecycle, run_result_carries_its_egress_entries_checked)
 	    "{\"host\":\"evil?.example\",\"port\":80,\"allowed\":false,"
 	    "\"reason\":\"not in the sandbox's list\",\"connections\":0}");
 	cr_assert(!json_object_object_get_ex(r, "egress_cut", NULL));
+	/* What install_package's error names. */
+	xrun_egress_refused(r, refused, sizeof refused);
+	cr_assert_str_eq(refused, "evil?.example:80");
 	json_object_put(r);
 }
 
