@@ -231,6 +231,10 @@ main(int argc, char **argv)
 	if (hostpolicy_empty(&sup.hosts))
 		log_info("no host directory is allowed for the file tools "
 		         "(--allow-dir)");
+	if (conf.egress_allow.n > 0 && !conf.agent)
+		log_warnx("--egress-allow is of no use with --agent off: the "
+		          "egress proxy runs through the agent, and sandboxes "
+		          "asking for egress are refused");
 	if (spool_init(sup.instance, sup.boot_id, sup.start_ticks) == -1)
 		fatal("cannot make a private directory for output spools");
 #ifdef MCP_SANDBOXD_FIXTURES

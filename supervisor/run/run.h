@@ -97,6 +97,7 @@ void xrun_links(json_object *, json_object *);
 	"\"egress_cut\":{\"type\":\"boolean\",\"description\":\"there were "   \
 	"more than 64 entries: the rest are left out\"},"
 const char *xrun_failure(json_object *, const char *);
+void xrun_egress_refused(json_object *, char *, size_t);
 
 /* bgproc.c: background processes (sandbox_exec background: true) */
 struct bgproc;

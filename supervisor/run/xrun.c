@@ -572,3 +572,35 @@ xrun_failure(json_object *r, const char *fallback)
 		return json_object_get_string(v);
 	return fallback;
 }
+
+/*
+ * The hosts the egress proxy refused during a run (its result's egress),
+ * "host:port, ..." into buf, for a message; "" when none was.
+ */
+void
+xrun_egress_refused(json_object *r, char *buf, size_t len)
+{
+	json_object *a, *e, *v;
+	size_t i, o = 0;
+	int w;
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	if (!json_object_object_get_ex(r, "egress", &a) ||
+	    !json_object_is_type(a, json_type_array))
+		return;
+	for (i = 0; i < json_object_array_length(a) && o < len; i++) {
+		e = json_object_array_get_idx(a, i);
+		if (!json_object_object_get_ex(e, "allowed", &v) ||
+		    json_object_get_boolean(v))
+			continue;
+		w = snprintf(buf + o, len - o, "%s%s:%lld", o > 0 ? ", " : "",
+		    json_object_get_string(json_object_object_get(e, "host")),
+		    (long long)json_object_get_int64(
+		        json_object_object_get(e, "port")));
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+}

@@ -271,6 +271,7 @@ egresslist_resent(
 	/* Lost meanwhile: the next worker is given it in turn. */
 	if (err == NULL || sb->dead || sb->worker == NULL)
 		return;
+	sb->egress_stale = 1;
 	egresslist_printable(err, why, sizeof why);
 	log_warnx("%s: %.12s: the new worker refused the egress list (%s); "
 	          "asked again when its agent is up",
@@ -289,11 +290,11 @@ egresslist_respawned(struct sandbox *sb)
 {
 	if (sb->egress == NULL || sb->worker == NULL)
 		return;
-	sb->egress_stale = 1; /* until the new worker has taken it */
 	egresslist_send(sb, sb->egress, egresslist_resent, NULL);
 }
 
-/* Its worker's agent is up: a list its worker refused is sent again. */
+/* Its worker's agent is up: a list its worker refused is sent again
+ * (a refusal comes before the agent's news on the channel). */
 void
 egresslist_agent_ready(struct sandbox *sb)
 {

@@ -92,8 +92,8 @@ struct sandbox {
 	int exposed; /* how many: it is not paused while it has some */
 	/* Egress by allowlist (egresslist.c): its patterns in canonical
 	 * form, an array of strings (owned), NULL: none, egress off; and
-	 * whether its worker has yet to take them (a new worker refused
-	 * them: sent again when its agent is up). */
+	 * whether its worker refused them after a restart (sent again when
+	 * its agent is up). */
 	json_object *egress;
 	int egress_stale;
 	TAILQ_ENTRY(sandbox) entry;

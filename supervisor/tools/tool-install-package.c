@@ -37,8 +37,7 @@ static const char output_schema[] =
     "\"manager\":{\"type\":\"string\"},"
     "\"installed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"already_present\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"string\"}},"
-    "\"output\":{\"type\":\"string\"}},"
+    "\"string\"}}," XRUN_EGRESS_SCHEMA "\"output\":{\"type\":\"string\"}},"
     "\"required\":[\"manager\",\"installed\",\"output\"]}";
 
 /* Which manager: engine/scripts/probe-manager.sh, embedded (a probe). */
@@ -63,6 +62,7 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 {
 	struct inst *in = arg;
 	json_object *v, *o, *installed, *present, *stdout_s;
+	char refused[512];
 	const char *out;
 
 	(void)run;
@@ -73,9 +73,20 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 	out = stdout_s != NULL ? json_object_get_string(stdout_s) : "";
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
-		mcp_call_reply(
-		    in->call, tool_error("%s install failed: %s\n%s",
-		                  in->manager, xrun_failure(r, ""), out));
+		/* A host its egress list does not allow is the likely cause. */
+		xrun_egress_refused(r, refused, sizeof refused);
+		mcp_call_reply(in->call,
+		    tool_error("%s install failed: %s%s%s%s\n%s", in->manager,
+		        xrun_failure(r, ""),
+		        *refused != '\0' ? "\n(the sandbox's egress proxy "
+		                           "refused: "
+		                         : "",
+		        refused,
+		        *refused != '\0' ? "; sandbox_set_egress can allow "
+		                           "hosts within the operator's "
+		                           "--egress-allow)"
+		                         : "",
+		        out));
 		goto out;
 	}
 	installed = json_object_new_array();
@@ -91,6 +102,10 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 	json_object_object_add(o, "output",
 	    stdout_s != NULL ? json_object_get(stdout_s)
 	                     : json_object_new_string(""));
+	if (json_object_object_get_ex(r, "egress", &v))
+		json_object_object_add(o, "egress", json_object_get(v));
+	if (json_object_object_get_ex(r, "egress_cut", &v))
+		json_object_object_add(o, "egress_cut", json_object_get(v));
 	mcp_call_reply(in->call, tool_result(o, out, 0));
 out:
 	inst_free(in);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <json-c/json.h>
 
@@ -1220,4 +1221,502 @@ Test(lifecycle, unexposed_port_leaves_the_list)
 	cr_assert_eq(unexpose_port(NULL, sb, 8000, unexposed_cb, &why), -1);
 	client_close(cl);
 	wait_nothing_left();
+}
+
+/* --- egress allowlists (sandbox/egresslist.c), against the fake worker --- */
+
+#define EGRESS_LIST "[\"a.example.org:443\",\"*.b.example.org:443\"]"
+#define EGRESS_LOGGED "egress a.example.org:443,*.b.example.org:443"
+
+/* A sandbox_initialize with an egress list (checked, as the tool does):
+ * the call's id. */
+static int
+create_egress(struct client *cl, const char *workdir, const char *list)
+{
+	struct limits lim = {conf.memory_mb, conf.cpus, conf.pids};
+	struct sandbox *sb;
+	json_object *id;
+	struct call *c;
+	int n = next_call_id++;
+
+	id = json_object_new_int(n);
+	c = mcp_call_new(cl->sess, id, "sandbox_initialize");
+	json_object_put(id);
+	sb = sandbox_create(
+	    c, IMAGE, NULL, NULL, workdir, "none", &lim, conf.ttl);
+	cr_assert_not_null(sb);
+	cr_assert_not_null(sb->egress = json_tokener_parse(list));
+	return n;
+}
+
+static const char *
+structured_json(json_object *r, const char *key)
+{
+	json_object *s, *v;
+
+	if (!json_object_object_get_ex(r, "structuredContent", &s) ||
+	    !json_object_object_get_ex(s, key, &v))
+		return NULL;
+	return json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+}
+
+static int took;
+static char took_error[256];
+
+static void
+took_cb(struct sandbox *sb, json_object *res, const char *err, void *arg)
+{
+	(void)sb;
+	(void)res;
+	(void)arg;
+	snprintf(took_error, sizeof took_error, "%s", err != NULL ? err : "");
+	took++;
+}
+
+Test(lifecycle, egress_list_reaches_the_worker_before_the_create_answers)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	json_object *r;
+	const char *cid;
+
+	r = wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cid = container_of(r);
+	/* Taken before the answer: the first command has it. */
+	cr_assert_eq(worker_log_count(EGRESS_LOGGED, cid), 1);
+	cr_assert_str_eq(structured_json(r, "egress"), EGRESS_LIST);
+	cr_assert(
+	    strstr(text_of(r), "a.example.org:443") != NULL, "%s", text_of(r));
+	sb = sandbox_find(NULL, cid);
+	cr_assert_eq(sb->state, SB_READY);
+	cr_assert_not_null(sb->egress);
+	cr_assert_eq(sb->egress_stale, 0);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* A sandbox without a list: no egress call, nothing in its answer. */
+Test(lifecycle, no_egress_list_no_egress_call)
+{
+	struct client *cl = client_new();
+	json_object *r;
+	const char *cid;
+
+	r = wait_reply(cl, create(cl, IMAGE));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cid = container_of(r);
+	cr_assert_null(structured_json(r, "egress"));
+	cr_assert_eq(worker_log_count("call egress", cid), 0);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+Test(lifecycle, refused_egress_list_fails_the_create_and_leaves_nothing)
+{
+	struct client *cl = client_new();
+	json_object *r;
+
+	setenv("FAKE_WORKER_MODE", "refuse-egress", 1);
+	r = wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "egress list") != NULL &&
+	              strstr(text_of(r), "fake refusal") != NULL,
+	    "%s", text_of(r));
+	unsetenv("FAKE_WORKER_MODE");
+	wait_nothing_left();
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, NULL), 1);
+	cr_assert_eq(stats.sandboxes_failed, 1);
+	cr_assert_eq(stats.sandboxes_created, 0);
+	client_close(cl);
+}
+
+/* Its worker dies on the egress call: the create fails, nothing left. */
+Test(lifecycle, worker_dying_on_the_egress_call_fails_the_create)
+{
+	struct client *cl = client_new();
+	json_object *r;
+	int id;
+
+	setenv("FAKE_WORKER_MODE", "crash-on-call", 1);
+	id = create_egress(cl, "/workspace", EGRESS_LIST);
+	WAIT_FOR(worker_log_count("crash", NULL) == 1);
+	unsetenv("FAKE_WORKER_MODE");
+	r = wait_reply(cl, id);
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "egress list") != NULL, "%s", text_of(r));
+	wait_nothing_left();
+	cr_assert_eq(stats.sandboxes_failed, 1);
+	client_close(cl);
+}
+
+Test(lifecycle, egress_list_is_given_again_to_a_new_worker)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid;
+
+	cid = container_of(
+	    wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST)));
+	cr_assert_not_null(cid);
+	sb = sandbox_find(NULL, cid);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("hello", cid) == 2 &&
+	         worker_log_count(EGRESS_LOGGED, cid) == 2 &&
+	         sb->egress_stale == 0);
+	cr_assert_eq(worker_log_count("call egress", cid), 2);
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(sb->egress, JSON_C_TO_STRING_PLAIN),
+	    EGRESS_LIST);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* A new worker that refuses it (its agent not up) is asked again once
+ * its agent is. */
+Test(
+    lifecycle, egress_list_refused_by_a_new_worker_is_sent_when_its_agent_is_up)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	const char *cid;
+
+	cid = container_of(
+	    wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST)));
+	sb = sandbox_find(NULL, cid);
+	setenv("FAKE_WORKER_MODE", "agent-late", 1);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("call-refused egress", cid) == 1 &&
+	         worker_log_count(EGRESS_LOGGED, cid) == 2 &&
+	         sb->egress_stale == 0);
+	unsetenv("FAKE_WORKER_MODE");
+	cr_assert(sb->agent_ready);
+	cr_assert_eq(worker_log_count("call egress", cid), 3);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+Test(lifecycle, pool_container_handed_out_with_egress_gets_it,
+    .init = warm_pool_one)
+{
+	struct client *cl;
+	json_object *r;
+	char *pooled;
+
+	pool_start();
+	WAIT_FOR(pool_ready() == 1);
+	pooled = strdup(fake_container_id(eng, 0));
+	cr_assert_eq(worker_log_count("call egress", pooled), 0);
+	cl = client_new();
+	r = wait_reply(cl, create_egress(cl, POOL_WORKDIR, EGRESS_LIST));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert(from_pool(r));
+	cr_assert_str_eq(container_of(r), pooled);
+	cr_assert_eq(worker_log_count(EGRESS_LOGGED, pooled), 1);
+	cr_assert_str_eq(structured_json(r, "egress"), EGRESS_LIST);
+	free(pooled);
+	client_close(cl);
+}
+
+/* sandbox_set_egress's part: a new list replaces the old, [] is off, and
+ * a new worker then gets none. */
+Test(lifecycle, new_egress_list_replaces_the_old_and_empty_turns_it_off)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	json_object *l, *op;
+	const char *cid;
+	int done = 0;
+
+	cid = create_ok(cl, NULL);
+	sb = sandbox_find(NULL, cid);
+	cr_assert_null(sb->egress);
+	l = json_tokener_parse("[\"c.example.org\"]");
+	egresslist_send(sb, l, took_cb, NULL);
+	cr_assert_null(sb->egress, "kept once the worker took it");
+	WAIT_FOR(took == 1);
+	cr_assert_str_eq(took_error, "");
+	cr_assert_eq(sb->egress, l);
+	cr_assert_eq(worker_log_count("egress c.example.org", cid), 1);
+	json_object_put(l);
+	l = json_object_new_array();
+	egresslist_send(sb, l, took_cb, NULL);
+	WAIT_FOR(took == 2);
+	json_object_put(l);
+	cr_assert_null(sb->egress);
+	cr_assert_eq(worker_log_count("egress -", cid), 1);
+	/* Off: the next worker is told nothing (the kill goes after any). */
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("hello", cid) == 2 && sb->worker != NULL);
+	op = json_tokener_parse("{\"op\":\"kill\",\"tokens\":[]}");
+	wproc_call(sb->worker, op, NULL, kill_done, &done);
+	json_object_put(op);
+	WAIT_FOR(done == 1);
+	cr_assert_eq(worker_log_count("call egress", cid), 2);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* A list the worker refuses leaves the one before. */
+Test(lifecycle, refused_new_egress_list_keeps_the_one_before)
+{
+	struct client *cl = client_new();
+	struct sandbox *sb;
+	json_object *l;
+	const char *cid;
+
+	cid = container_of(
+	    wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST)));
+	sb = sandbox_find(NULL, cid);
+	setenv("FAKE_WORKER_MODE", "refuse-egress", 1);
+	kill(wproc_pid(sb->worker), SIGKILL);
+	WAIT_FOR(worker_log_count("call-refused egress", cid) == 1);
+	unsetenv("FAKE_WORKER_MODE");
+	l = json_tokener_parse("[\"c.example.org\"]");
+	egresslist_send(sb, l, took_cb, NULL);
+	WAIT_FOR(took == 1);
+	json_object_put(l);
+	cr_assert(strstr(took_error, "fake refusal") != NULL, "%s", took_error);
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(sb->egress, JSON_C_TO_STRING_PLAIN),
+	    EGRESS_LIST);
+	cr_assert_eq(sb->egress_stale, 1);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* The proxy's notices: counted by verdict and bytes, for /metrics. */
+Test(lifecycle, egress_notices_are_counted_for_the_metrics)
+{
+	struct client *cl = client_new();
+	struct evbuffer *b;
+	char *text;
+
+	setenv("FAKE_WORKER_MODE", "notify-egress", 1);
+	cr_assert(!is_error(
+	    wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST))));
+	unsetenv("FAKE_WORKER_MODE");
+	WAIT_FOR(stats.egress_allowed + stats.egress_refused == 2);
+	cr_assert_eq(stats.egress_allowed, 1);
+	cr_assert_eq(stats.egress_refused, 1);
+	cr_assert_eq(stats.egress_bytes_out, 1200);
+	cr_assert_eq(stats.egress_bytes_in, 34000);
+	b = evbuffer_new();
+	stats_prometheus(b);
+	evbuffer_add(b, "", 1);
+	text = (char *)evbuffer_pullup(b, -1);
+	cr_assert(strstr(text, "# TYPE mcp_sandboxd_egress_connections_total "
+	                       "counter\n") != NULL);
+	cr_assert(strstr(text, "mcp_sandboxd_egress_connections_total{verdict="
+	                       "\"allowed\"} 1\n") != NULL);
+	cr_assert(strstr(text, "mcp_sandboxd_egress_connections_total{verdict="
+	                       "\"refused\"} 1\n") != NULL);
+	cr_assert(strstr(text, "# TYPE mcp_sandboxd_egress_bytes_total "
+	                       "counter\n") != NULL);
+	cr_assert(strstr(text, "mcp_sandboxd_egress_bytes_total{direction="
+	                       "\"out\"} 1200\n") != NULL);
+	cr_assert(strstr(text, "mcp_sandboxd_egress_bytes_total{direction="
+	                       "\"in\"} 34000\n") != NULL);
+	evbuffer_free(b);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+static json_object *ran;
+
+static void
+ran_cb(struct xrun *x, json_object *r, void *arg)
+{
+	(void)x;
+	(void)arg;
+	ran = json_object_get(r);
+}
+
+/* An exec's result as xrun.c makes it, on a sandbox with a list. */
+static json_object *
+run_true(const char *mode)
+{
+	struct client *cl = client_new();
+	struct xrun_opts o;
+	struct sandbox *sb;
+	const char *cid;
+
+	if (mode != NULL)
+		setenv("FAKE_WORKER_MODE", mode, 1);
+	cid = container_of(
+	    wait_reply(cl, create_egress(cl, "/workspace", EGRESS_LIST)));
+	unsetenv("FAKE_WORKER_MODE");
+	cr_assert_not_null(cid);
+	sb = sandbox_find(NULL, cid);
+	memset(&o, 0, sizeof o);
+	o.command = "true";
+	o.timeout_ms = 10000;
+	ran = NULL;
+	xrun_start(NULL, sb, &o, ran_cb, NULL);
+	WAIT_FOR(ran != NULL);
+	return ran;
+}
+
+/* The worker's entries, checked: only the schema's members, of its
+ * types, printable, counts not negative; what is no entry left out. */
+Test(lifecycle, run_result_carries_its_egress_entries_checked)
+{
+	json_object *r = run_true(NULL), *a, *e;
+	char refused[64];
+
+	cr_assert(json_object_object_get_ex(r, "egress", &a));
+	cr_assert_eq(json_object_array_length(a), 2, "%s",
+	    json_object_to_json_string(a));
+	e = json_object_array_get_idx(a, 0);
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN),
+	    "{\"host\":\"example.org\",\"port\":443,\"allowed\":true,"
+	    "\"connections\":2,\"bytes_out\":100,\"bytes_in\":5000}");
+	e = json_object_array_get_idx(a, 1);
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN),
+	    "{\"host\":\"evil?.example\",\"port\":80,\"allowed\":false,"
+	    "\"reason\":\"not in the sandbox's list\",\"connections\":0}");
+	cr_assert(!json_object_object_get_ex(r, "egress_cut", NULL));
+	/* What install_package's error names. */
+	xrun_egress_refused(r, refused, sizeof refused);
+	cr_assert_str_eq(refused, "evil?.example:80");
+	json_object_put(r);
+}
+
+/* At most PROTO_MAX_EGRESS entries, then egress_cut. */
+Test(lifecycle, run_result_egress_is_cut_at_its_bound)
+{
+	json_object *r = run_true("many-egress"), *a, *v;
+
+	cr_assert(json_object_object_get_ex(r, "egress", &a));
+	cr_assert_eq(json_object_array_length(a), PROTO_MAX_EGRESS);
+	cr_assert(json_object_object_get_ex(r, "egress_cut", &v));
+	cr_assert(json_object_get_boolean(v));
+	json_object_put(r);
+}
+
+/* --- the egress tools, called as a client calls them --- */
+
+static void
+egress_allowed(void)
+{
+	parse_config("--egress-allow", "*.example.org:443");
+}
+
+/* A tools/call of the session (initialized first): the call's id. */
+static int
+tool_call(struct client *cl, const char *tool, const char *args)
+{
+	static const char init[] =
+	    "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+	    "\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":"
+	    "{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}";
+	char *line;
+	int n = next_call_id++, len;
+
+	if (!cl->sess->initialized)
+		mcp_handle_line(cl->sess, init, strlen(init));
+	len = asprintf(&line,
+	    "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+	    n, tool, args);
+	cr_assert_gt(len, 0);
+	mcp_handle_line(cl->sess, line, (size_t)len);
+	free(line);
+	return n;
+}
+
+Test(lifecycle, egress_tools_set_and_show_the_list, .init = egress_allowed)
+{
+	struct client *cl = client_new();
+	json_object *r, *s, *v;
+	const char *cid;
+	char args[256];
+
+	r = wait_reply(
+	    cl, tool_call(cl, "sandbox_initialize",
+	            "{\"image\":\"" IMAGE "\",\"egress\":["
+	            "\"A.Example.org:443\",\"a.example.org.:443\"]}"));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cid = container_of(r);
+	cr_assert_str_eq(
+	    structured_json(r, "egress"), "[\"a.example.org:443\"]");
+	cr_assert_eq(worker_log_count("egress a.example.org:443", cid), 1);
+
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"egress\":[\"*.b.example.org:443\"]}",
+	    cid);
+	r = wait_reply(cl, tool_call(cl, "sandbox_set_egress", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert_str_eq(
+	    structured_json(r, "egress"), "[\"*.b.example.org:443\"]");
+	cr_assert_str_eq(structured_json(r, "proxy_port"), "3128");
+	snprintf(args, sizeof args, "\"%s\"", cid);
+	cr_assert_str_eq(structured_json(r, "container_id"), args);
+	cr_assert(strstr(text_of(r), "*.b.example.org:443") != NULL, "%s",
+	    text_of(r));
+
+	snprintf(args, sizeof args, "{\"container_id\":\"%s\"}", cid);
+	r = wait_reply(cl, tool_call(cl, "get_sandbox_status", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert(json_object_object_get_ex(r, "structuredContent", &s));
+	v = json_object_array_get_idx(
+	    json_object_object_get(s, "sandboxes"), 0);
+	cr_assert_str_eq(
+	    json_object_to_json_string_ext(
+	        json_object_object_get(v, "egress"), JSON_C_TO_STRING_PLAIN),
+	    "[\"*.b.example.org:443\"]");
+	cr_assert(strstr(text_of(r), "egress to *.b.example.org:443") != NULL,
+	    "%s", text_of(r));
+
+	/* Refused: named, and the list stays. */
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"egress\":[\"evil.org\"]}", cid);
+	r = wait_reply(cl, tool_call(cl, "sandbox_set_egress", args));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "\"evil.org\" is not allowed") != NULL &&
+	              strstr(text_of(r), "*.example.org:443") != NULL,
+	    "%s", text_of(r));
+	cr_assert_eq(worker_log_count("call egress", cid), 2);
+
+	/* Off. */
+	snprintf(
+	    args, sizeof args, "{\"container_id\":\"%s\",\"egress\":[]}", cid);
+	r = wait_reply(cl, tool_call(cl, "sandbox_set_egress", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert_str_eq(structured_json(r, "egress"), "[]");
+	cr_assert_str_eq(structured_json(r, "proxy_port"), "0");
+	cr_assert(strstr(text_of(r), "off") != NULL, "%s", text_of(r));
+	cr_assert_null(sandbox_find(NULL, cid)->egress);
+
+	/* A create asking for more than the operator allows makes nothing. */
+	r = wait_reply(cl, tool_call(cl, "sandbox_initialize",
+	                       "{\"image\":\"" IMAGE "\",\"egress\":["
+	                       "\"example.org:443\"]}"));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "egress[0] \"example.org:443\"") != NULL,
+	    "%s", text_of(r));
+	cr_assert_eq(sandbox_count(), 1);
+	client_close(cl);
+	wait_nothing_left();
+}
+
+/* With no --egress-allow, egress is off on the server. */
+Test(lifecycle, egress_tools_say_egress_is_off_without_egress_allow)
+{
+	struct client *cl = client_new();
+	json_object *r;
+
+	r = wait_reply(cl, tool_call(cl, "sandbox_initialize",
+	                       "{\"image\":\"" IMAGE "\",\"egress\":["
+	                       "\"example.org\"]}"));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "egress is off on this server (the "
+	                             "operator's --egress-allow allows no "
+	                             "host)") != NULL,
+	    "%s", text_of(r));
+	cr_assert_eq(sandbox_count(), 0);
+	cr_assert_eq(fake_containers(eng), 0);
+	client_close(cl);
 }
