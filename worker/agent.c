@@ -546,7 +546,10 @@ agent_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (a->state == A_STARTING)
+	if (a->state == A_STARTING && a->hello_wait)
+		agent_bad(a, "its channel's token did not come within %d ms",
+		    AGENT_HELLO_MS);
+	else if (a->state == A_STARTING)
 		agent_bad(a, "no HELLO within %d ms", AGENT_HELLO_MS);
 	else if (a->state == A_WAIT)
 		agent_spawn(a);

@@ -25,9 +25,15 @@ static const char agent_prelude[] =
     "import os, struct, sys, time\n"
     "def send(t, i, p=b'', f=0):\n"
     "    os.write(1, struct.pack('>HHII', t, f, len(p), i) + p)\n"
-    "def hello(v=2):\n"
+    "def hello(v=3, f=0):\n"
     "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
-    " os.getgid()))\n"
+    " os.getgid()), f)\n"
+    "def channel(token):\n"
+    "    import socket\n"
+    "    c = socket.socket(socket.AF_UNIX)\n"
+    "    c.connect('/.mcp-sandboxd-channel/sock')\n"
+    "    c.sendall(struct.pack('>HHII', 73, 0, len(token), 0) + token)\n"
+    "    return c\n"
     "def exact(n):\n"
     "    b = b''\n"
     "    while len(b) < n:\n"
@@ -447,6 +453,45 @@ Test(agent, hostile_silent, .timeout = 180)
 	finish(s, cid);
 }
 
+/*
+ * The connections' channel, claimed by an agent with the wrong token (it
+ * is never up, so neither is the agent), or used for what is not a
+ * connection's (the agent is stopped): commands take the engine's exec.
+ */
+Test(agent, hostile_channel, .timeout = 180)
+{
+	struct h_server *s;
+	json_object *r, *f;
+	char *cid;
+
+	s = start_with_agent("c = channel(b'not-the-token')\n"
+	                     "hello(f=8)\n"
+	                     "time.sleep(600)\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	sleep(2);
+	f = exec_first(s, cid, "echo fine", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "fine\n");
+	expect_fallback(f, NULL);
+	json_object_put(r);
+	finish(s, cid);
+
+	s = start_with_agent(
+	    "c = channel(os.environ['MCP_SANDBOXD_CHANNEL'].encode())\n"
+	    "hello(f=8)\n"
+	    "c.sendall(struct.pack('>HHII', 65, 0, 4, 1) + b'\\0\\0\\0\\1')\n"
+	    "time.sleep(600)\n");
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	sleep(2);
+	f = exec_first(s, cid, "echo fine", &r);
+	cr_expect_str_eq(h_str(f, "stdout"), "fine\n");
+	expect_fallback(f, NULL);
+	json_object_put(r);
+	json_object_put(h_request(s, "ping", NULL, 5000));
+	finish(s, cid);
+}
+
 /* Another version, or a HELLO as another user: never used. */
 Test(agent, hostile_handshake, .timeout = 120)
 {
@@ -466,7 +511,7 @@ Test(agent, hostile_handshake, .timeout = 120)
 	finish(s, cid);
 
 	s = start_with_agent(
-	    "send(64, 0, struct.pack('>IIII', 2, os.getpid(), 0, 0))\n"
+	    "send(64, 0, struct.pack('>IIII', 3, os.getpid(), 0, 0))\n"
 	    "time.sleep(600)\n");
 	json_object_put(h_initialize(s));
 	cid = h_create(s, NULL);

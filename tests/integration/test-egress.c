@@ -192,6 +192,41 @@ server(void)
 	return s;
 }
 
+/* A sandbox of s whose list is localhost:port. */
+static char *
+create_allowed(struct h_server *s, int port)
+{
+	char args[128];
+
+	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", port);
+	return h_create(s, args);
+}
+
+/* hello.txt through the proxy: its body, and an allowed entry. */
+static void
+expect_hello(struct h_server *s, const char *cid, int port)
+{
+	json_object *r;
+	char url[128];
+
+	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", port);
+	r = fetch(s, cid, url);
+	cr_expect_str_eq(out_of(r), HELLO);
+	cr_expect_not_null(entry(r, "localhost", port, 1), "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+}
+
+/* The sandbox stopped, the server and the host's servers too. */
+static void
+finish(struct h_server *s, char *cid, struct host *h)
+{
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	host_stop(h);
+}
+
 /* The call must be a tool error whose text says what. */
 static void
 expect_tool_error(json_object *r, const char *what, const char *says)
@@ -384,10 +419,7 @@ Test(egress, allowlist_end_to_end, .timeout = 600)
 	cr_expect_str_eq(out_of(r), HELLO);
 	json_object_put(r);
 
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
-	host_stop(&h);
+	finish(s, cid, &h);
 }
 
 /* The proxy's bounds, as the sandbox sees them. */
@@ -396,12 +428,11 @@ Test(egress, bad_requests_are_answered, .timeout = 300)
 	struct h_server *s;
 	struct host h;
 	json_object *r;
-	char args[256], url[128], *cid;
+	char *cid;
 
 	host_start(&h);
 	s = server();
-	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
-	cid = h_create(s, args);
+	cid = create_allowed(s, h.http);
 	r = run(s, cid,
 	    "python3 - <<'EOF'\n"
 	    "import socket\n"
@@ -488,14 +519,8 @@ Test(egress, bad_requests_are_answered, .timeout = 300)
 	cr_expect_leq(atoi(out_of(r) + 5), 64, "%s", out_of(r));
 	cr_expect_geq(atoi(out_of(r) + 5), 1, "%s", out_of(r));
 	json_object_put(r);
-	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
-	r = fetch(s, cid, url);
-	cr_expect_str_eq(out_of(r), HELLO);
-	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
-	host_stop(&h);
+	expect_hello(s, cid, h.http);
+	finish(s, cid, &h);
 }
 
 /* pip and npm install from local package servers through the proxy. */
@@ -504,12 +529,11 @@ Test(egress, package_managers_install_through_it, .timeout = 600)
 	struct h_server *s;
 	struct host h;
 	json_object *r;
-	char args[512], cmd[512], *cid;
+	char cmd[512], *cid;
 
 	host_start(&h);
 	s = server();
-	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
-	cid = h_create(s, args);
+	cid = create_allowed(s, h.http);
 	snprintf(cmd, sizeof cmd,
 	    "PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --user "
 	    "--no-input --disable-pip-version-check --index-url "
@@ -544,10 +568,7 @@ Test(egress, package_managers_install_through_it, .timeout = 600)
 	cr_expect_not_null(entry(r, "localhost", h.http, 1), "%s",
 	    json_object_to_json_string(h_first(r)));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
-	host_stop(&h);
+	finish(s, cid, &h);
 }
 
 /* The peak VmRSS of a process while a call runs. */
@@ -589,8 +610,7 @@ Test(egress, slow_reader_and_refused_connects, .timeout = 600)
 
 	host_start(&h);
 	s = server();
-	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
-	cid = h_create(s, args);
+	cid = create_allowed(s, h.http);
 	r = call(s, "get_sandbox_status", "{\"container_id\":\"%s\"}", cid);
 	memset(&sm, 0, sizeof sm);
 	sm.pid = (pid_t)h_int(r, "structuredContent.sandboxes.0.worker_pid");
@@ -652,10 +672,7 @@ Test(egress, slow_reader_and_refused_connects, .timeout = 600)
 	cr_expect_not_null(entry(r, "localhost", h.http, 0), "%s",
 	    json_object_to_json_string(h_first(r)));
 	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
-	host_stop(&h);
+	finish(s, cid, &h);
 }
 
 /* The ch-* directories under dir's instance directories. */
@@ -686,7 +703,7 @@ Test(egress, connections_take_the_agents_channel, .timeout = 300)
 	struct h_server *s;
 	struct host h;
 	json_object *r;
-	char rt[64], args[256], url[128], *cid, *out;
+	char rt[64], url[128], *cid, *out;
 	int i, agent = 0;
 
 	host_start(&h);
@@ -695,8 +712,7 @@ Test(egress, connections_take_the_agents_channel, .timeout = 300)
 	s = h_start("--agent", "on", "--egress-allow", "localhost",
 	    "--egress-allow-address", "127.0.0.1", "--runtime-dir", rt, NULL);
 	json_object_put(h_initialize(s));
-	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
-	cid = h_create(s, args);
+	cid = create_allowed(s, h.http);
 	cr_expect_eq(channel_dirs(rt), 1);
 	out = h_exec_ok(s, cid,
 	    "ls -A /.mcp-sandboxd-channel; echo listed; "
@@ -744,8 +760,7 @@ Test(egress, without_a_channel_the_stream_carries_them, .timeout = 300)
 {
 	struct h_server *s;
 	struct host h;
-	json_object *r;
-	char base[64], rt[192], args[256], url[128], *cid;
+	char base[64], rt[192], *cid;
 
 	host_start(&h);
 	snprintf(base, sizeof base, "/tmp/mcp-egress-rt-XXXXXX");
@@ -758,16 +773,8 @@ Test(egress, without_a_channel_the_stream_carries_them, .timeout = 300)
 	s = h_start("--agent", "on", "--egress-allow", "localhost",
 	    "--egress-allow-address", "127.0.0.1", "--runtime-dir", rt, NULL);
 	json_object_put(h_initialize(s));
-	snprintf(args, sizeof args, "{\"egress\":[\"localhost:%d\"]}", h.http);
-	cid = h_create(s, args);
-	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
-	r = fetch(s, cid, url);
-	cr_expect_str_eq(out_of(r), HELLO);
-	cr_expect_not_null(entry(r, "localhost", h.http, 1));
-	json_object_put(r);
-	h_stop(s, cid);
-	free(cid);
-	h_finish(s);
+	cid = create_allowed(s, h.http);
+	expect_hello(s, cid, h.http);
+	finish(s, cid, &h);
 	h_rm_rf(base);
-	host_stop(&h);
 }
