@@ -605,7 +605,7 @@ Test(egress, slow_reader_and_refused_connects, .timeout = 600)
 	struct sampler sm;
 	struct host h;
 	json_object *r;
-	char args[256], cmd[1024], url[128], *cid;
+	char cmd[1024], url[128], *cid;
 	long before;
 
 	host_start(&h);
@@ -664,7 +664,7 @@ Test(egress, slow_reader_and_refused_connects, .timeout = 600)
 	 * proxy refuses. */
 	s = h_start("--agent", "on", "--egress-allow", "localhost", NULL);
 	json_object_put(h_initialize(s));
-	cid = h_create(s, args);
+	cid = create_allowed(s, h.http);
 	snprintf(url, sizeof url, "http://localhost:%d/hello.txt", h.http);
 	r = fetch(s, cid, url);
 	cr_expect(h_contains(out_of(r), "HTTP 403"), "%s", out_of(r));
