@@ -13,8 +13,9 @@
  * Contracts: each command's callbacks come in order (started, output,
  * done) and done once; no output past the credit given; nothing after
  * done; no crash, no leak.  The seeds carry the connections' messages
- * too (LISTENING, ACCEPT, OPENED, DATA, ACK, CLOSE: make-corpus), which
- * this end of the agent does not take yet: they must end it cleanly.
+ * too (LISTENING, ACCEPT, OPENED, DATA, ACK, CLOSE: make-corpus): an
+ * ACCEPT is a connection to the egress proxy (worker/proxy.c), whose
+ * sandbox has no list here, so that its head is read and refused.
  */
 #include <sys/queue.h>
 
@@ -152,6 +153,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fw = &w;
 	acct_stop(); /* no cgroup here: runs are never measured */
 	relay_start(&w);
+	proxy_start(&w);
 	agent_start(&w);
 	flags = data[0];
 	ncmds = (flags >> 1) & 7;
@@ -175,6 +177,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		step = step * 7 % 253 + 1;
 	}
 	relay_stop(&w);
+	proxy_stop(&w);
 	agent_stop(&w);
 	return 0;
 }
