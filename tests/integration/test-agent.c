@@ -454,33 +454,17 @@ Test(agent, hostile_silent, .timeout = 180)
 }
 
 /*
- * The connections' channel, claimed by an agent with the wrong token (it
- * is never up, so neither is the agent), or used for what is not a
- * connection's (the agent is stopped): commands take the engine's exec.
+ * A server whose agent is the stand-in body: never trusted, so that a
+ * command takes the engine's exec and works, and the server answers.
  */
-Test(agent, hostile_channel, .timeout = 180)
+static void
+expect_never_trusted(const char *body)
 {
 	struct h_server *s;
 	json_object *r, *f;
 	char *cid;
 
-	s = start_with_agent("c = channel(b'not-the-token')\n"
-	                     "hello(f=8)\n"
-	                     "time.sleep(600)\n");
-	json_object_put(h_initialize(s));
-	cid = h_create(s, NULL);
-	sleep(2);
-	f = exec_first(s, cid, "echo fine", &r);
-	cr_expect_str_eq(h_str(f, "stdout"), "fine\n");
-	expect_fallback(f, NULL);
-	json_object_put(r);
-	finish(s, cid);
-
-	s = start_with_agent(
-	    "c = channel(os.environ['MCP_SANDBOXD_CHANNEL'].encode())\n"
-	    "hello(f=8)\n"
-	    "c.sendall(struct.pack('>HHII', 65, 0, 4, 1) + b'\\0\\0\\0\\1')\n"
-	    "time.sleep(600)\n");
+	s = start_with_agent(body);
 	json_object_put(h_initialize(s));
 	cid = h_create(s, NULL);
 	sleep(2);
@@ -492,32 +476,29 @@ Test(agent, hostile_channel, .timeout = 180)
 	finish(s, cid);
 }
 
+/*
+ * The connections' channel, claimed by an agent with the wrong token (it
+ * is never up, so neither is the agent), or used for what is not a
+ * connection's (the agent is stopped): commands take the engine's exec.
+ */
+Test(agent, hostile_channel, .timeout = 180)
+{
+	expect_never_trusted("c = channel(b'not-the-token')\n"
+	                     "hello(f=8)\n"
+	                     "time.sleep(600)\n");
+	expect_never_trusted(
+	    "c = channel(os.environ['MCP_SANDBOXD_CHANNEL'].encode())\n"
+	    "hello(f=8)\n"
+	    "c.sendall(struct.pack('>HHII', 65, 0, 4, 1) + b'\\0\\0\\0\\1')\n"
+	    "time.sleep(600)\n");
+}
+
 /* Another version, or a HELLO as another user: never used. */
 Test(agent, hostile_handshake, .timeout = 120)
 {
-	struct h_server *s;
-	json_object *r, *f;
-	char *cid;
-
-	s = start_with_agent("hello(1)\n"
+	expect_never_trusted("hello(1)\n"
 	                     "time.sleep(600)\n");
-	json_object_put(h_initialize(s));
-	cid = h_create(s, NULL);
-	sleep(2);
-	f = exec_first(s, cid, "echo fine", &r);
-	cr_expect_str_eq(h_str(f, "stdout"), "fine\n");
-	expect_fallback(f, NULL);
-	json_object_put(r);
-	finish(s, cid);
-
-	s = start_with_agent(
+	expect_never_trusted(
 	    "send(64, 0, struct.pack('>IIII', 3, os.getpid(), 0, 0))\n"
 	    "time.sleep(600)\n");
-	json_object_put(h_initialize(s));
-	cid = h_create(s, NULL);
-	sleep(2);
-	f = exec_first(s, cid, "echo fine", &r);
-	expect_fallback(f, NULL);
-	json_object_put(r);
-	finish(s, cid);
 }

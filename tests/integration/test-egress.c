@@ -523,6 +523,20 @@ Test(egress, bad_requests_are_answered, .timeout = 300)
 	finish(s, cid, &h);
 }
 
+/* cmd through the proxy prints want, and reached localhost:port. */
+static void
+expect_output(struct h_server *s, const char *cid, const char *cmd,
+    const char *want, int port)
+{
+	json_object *r = run(s, cid, cmd);
+
+	cr_expect_str_eq(
+	    out_of(r), want, "%s", json_object_to_json_string(h_first(r)));
+	cr_expect_not_null(entry(r, "localhost", port, 1), "%s",
+	    json_object_to_json_string(h_first(r)));
+	json_object_put(r);
+}
+
 /* pip and npm install from local package servers through the proxy. */
 Test(egress, package_managers_install_through_it, .timeout = 600)
 {
@@ -540,12 +554,7 @@ Test(egress, package_managers_install_through_it, .timeout = 600)
 	    "http://localhost:%d/simple/ demo-egress >/dev/null && "
 	    "python3 -c 'import demo_egress; print(demo_egress.VALUE)'",
 	    h.http);
-	r = run(s, cid, cmd);
-	cr_expect_str_eq(out_of(r), "from the local index\n", "pip: %s",
-	    json_object_to_json_string(h_first(r)));
-	cr_expect_not_null(entry(r, "localhost", h.http, 1), "%s",
-	    json_object_to_json_string(h_first(r)));
-	json_object_put(r);
+	expect_output(s, cid, cmd, "from the local index\n", h.http);
 	h_stop(s, cid);
 	free(cid);
 
@@ -562,12 +571,7 @@ Test(egress, package_managers_install_through_it, .timeout = 600)
 	    "demo-egress >/dev/null && node -e "
 	    "'console.log(require(\"demo-egress\"))'",
 	    h.http);
-	r = run(s, cid, cmd);
-	cr_expect_str_eq(out_of(r), "from the local registry\n", "npm: %s",
-	    json_object_to_json_string(h_first(r)));
-	cr_expect_not_null(entry(r, "localhost", h.http, 1), "%s",
-	    json_object_to_json_string(h_first(r)));
-	json_object_put(r);
+	expect_output(s, cid, cmd, "from the local registry\n", h.http);
 	finish(s, cid, &h);
 }
 
