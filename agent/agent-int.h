@@ -52,11 +52,14 @@ void agent_send(const void *, size_t);
 void agent_send_msg(unsigned char *, size_t);
 /* Writes what agent_send() holds for the channel. */
 void agent_flush(void);
+/* A message (freed) on the channel with a descriptor riding along; -1
+ * (and nothing sent) without a channel. */
+int agent_send_fd(unsigned char *, size_t, int);
 
 /* The most descriptors relay_poll() adds: the listener and each connection. */
 #define RELAY_MAX_FDS (AGENT_MAX_CONNS + 1)
 /*
- * A LISTEN, DIAL, DATA, ACK or CLOSE of the worker's; -1 if the protocol
+ * A LISTEN, DIAL, PASS, DATA, ACK or CLOSE of the worker's; -1 if the protocol
  * does not allow it (the agent ends).
  */
 int relay_dispatch(const struct agent_hdr *, const unsigned char *);

@@ -2,9 +2,9 @@
  * The agent in each sandbox (agentwire.h).  A worker starts it once, as
  * the sandbox user, through one long-lived exec: the worker's messages
  * arrive on standard input (RUN, INPUT, CREDIT, KILL, SWEEP; LISTEN,
- * DIAL, and DATA, ACK, CLOSE of connections), the agent's leave on
+ * DIAL, PASS, and DATA, ACK, CLOSE of connections), the agent's leave on
  * standard output (HELLO, STARTED, OUT, SENT, EXIT, SWEPT; LISTENING,
- * ACCEPT, OPENED, DATA, ACK, CLOSE).  Commands are this file's (with
+ * ACCEPT, OPENED, PASSED, DATA, ACK, CLOSE).  Commands are this file's (with
  * spawn.c and sweep.c); connections, the egress proxy's listener and
  * the ports the worker dials, are relay.c's.  One thread, one poll()
  * loop over both; SIGCHLD through a signalfd; the agent is the
@@ -176,6 +176,58 @@ agent_flush(void)
 	if (chlen > 0)
 		send_all_fd(chfd, chout, chlen);
 	chlen = 0;
+}
+
+/*
+ * The message m (freed) on the channel with fd riding along (one
+ * sendmsg: the worker finds the descriptor with the bytes that end in
+ * it), after everything agent_send() holds; -1 without a channel.
+ */
+int
+agent_send_fd(unsigned char *m, size_t len, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct pollfd pfd = {.fd = chfd, .events = POLLOUT};
+	struct iovec iov = {.iov_base = m, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = u.buf,
+	    .msg_controllen = sizeof u.buf};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (m == NULL) {
+		agent_warn("a message: %s", strerror(errno));
+		quit(1);
+	}
+	if (chfd == -1) {
+		free(m);
+		return -1;
+	}
+	agent_flush();
+	memset(&u, 0, sizeof u);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	while ((n = sendmsg(chfd, &mh, MSG_NOSIGNAL)) == -1) {
+		if (errno == EAGAIN)
+			(void)poll(&pfd, 1, -1);
+		else if (errno != EINTR) {
+			agent_warn("sendmsg: %s", strerror(errno));
+			quit(1);
+		}
+	}
+	/* The descriptor went with the first byte; the rest, if any, as
+	 * any other bytes. */
+	if ((size_t)n < len)
+		send_all_fd(chfd, m + n, len - (size_t)n);
+	free(m);
+	return 0;
 }
 
 void
@@ -598,6 +650,7 @@ dispatch(const struct agent_hdr *h, const unsigned char *p)
 		return msg_sweep(h->id, p, h->len);
 	case AGENT_LISTEN:
 	case AGENT_DIAL:
+	case AGENT_PASS:
 	case AGENT_DATA:
 	case AGENT_ACK:
 	case AGENT_CLOSE:

@@ -17,6 +17,13 @@
  *   everything written, is gone without one.
  *
  * What arrives for a connection that is gone is late: dropped.
+ *
+ * On the channel, the worker asks for a connection's socket once it is
+ * through (PASS): the agent writes what it holds of the worker's, then
+ * sends the socket itself with PASSED and forgets the connection, and
+ * the worker relays that socket to the host's directly, with no DATA,
+ * ACK or copy here.  A connection that reached an end is kept (PASSED
+ * with AGENT_F_KEPT) and goes on as before.
  */
 #include <sys/socket.h>
 
@@ -51,6 +58,7 @@ struct conn {
 	int wreof; /* the worker's EOF came */
 	int wrshut; /* ... and the socket's writing is shut down */
 	int held; /* hung up, nothing to do: not polled until a message */
+	int passing; /* PASS came: passed once everything is written */
 };
 
 static struct conn conns[AGENT_MAX_CONNS];
@@ -217,6 +225,33 @@ conn_read(struct conn *c)
 	return c->rdeof ? conn_done(c) : 0;
 }
 
+/*
+ * A PASS, once what the worker sent is written: the socket goes to the
+ * worker with PASSED and the connection is forgotten here (-1); or, at
+ * an end or without a channel, PASSED with AGENT_F_KEPT and it goes on.
+ */
+static int
+conn_pass(struct conn *c)
+{
+	unsigned char *m;
+	size_t len;
+
+	if (c->len > 0)
+		return 0;
+	c->passing = 0;
+	conn_ack(c);
+	if (!c->rdeof && !c->wreof && !c->connecting) {
+		m = agent_msg_new(AGENT_PASSED, 0, c->id, NULL, 0, &len);
+		if (agent_send_fd(m, len, c->fd) == 0) {
+			conn_free(c);
+			return -1;
+		}
+	}
+	m = agent_msg_new(AGENT_PASSED, AGENT_F_KEPT, c->id, NULL, 0, &len);
+	agent_send_msg(m, len);
+	return 0;
+}
+
 /* Writes what the socket takes of the worker's bytes, answering ACK. */
 static int
 conn_write(struct conn *c)
@@ -240,6 +275,8 @@ conn_write(struct conn *c)
 		c->off = c->cap = 0;
 	}
 	c->acks += (uint64_t)n; /* ACKed before the next poll() */
+	if (c->passing)
+		return conn_pass(c);
 	return conn_shut(c);
 }
 
@@ -299,7 +336,7 @@ conn_ready(struct conn *c, short revents)
 		conn_connected(c);
 		return;
 	}
-	if (!c->rdeof && c->credit > 0 &&
+	if (!c->rdeof && !c->passing && c->credit > 0 &&
 	    (revents & (POLLIN | POLLHUP | POLLERR))) {
 		tried = 1;
 		if (conn_read(c) == -1)
@@ -472,7 +509,7 @@ msg_data(struct conn *c, unsigned int flags, const unsigned char *p, size_t n)
 {
 	ssize_t w;
 
-	if (c->wreof || n > AGENT_CONN_WINDOW - c->len)
+	if (c->wreof || c->passing || n > AGENT_CONN_WINDOW - c->len)
 		return -1;
 	c->held = 0;
 	if (n > 0 && c->len == 0 && !c->connecting &&
@@ -504,6 +541,15 @@ relay_dispatch(const struct agent_hdr *h, const unsigned char *p)
 		return msg_listen(h->id, p, h->len);
 	case AGENT_DIAL:
 		return msg_dial(h->id, p, h->len);
+	case AGENT_PASS:
+		if (h->id == 0)
+			return -1;
+		if ((c = conn_find(h->id)) != NULL && !c->passing) {
+			c->passing = 1;
+			c->held = 0;
+			(void)conn_pass(c);
+		}
+		return 0;
 	}
 	if (h->id == 0)
 		return -1;
@@ -557,7 +603,8 @@ relay_poll(struct pollfd *pfd)
 			ev = POLLOUT;
 		else {
 			/* No events: its errors and hang-up only. */
-			ev = !c->rdeof && c->credit > 0 ? POLLIN : 0;
+			ev = !c->rdeof && !c->passing && c->credit > 0 ? POLLIN
+			                                               : 0;
 			if (c->len > 0)
 				ev |= POLLOUT;
 		}

@@ -45,12 +45,14 @@ type_known(unsigned int type)
 	case AGENT_SWEPT:
 	case AGENT_LISTEN:
 	case AGENT_DIAL:
+	case AGENT_PASS:
 	case AGENT_DATA:
 	case AGENT_ACK:
 	case AGENT_CLOSE:
 	case AGENT_LISTENING:
 	case AGENT_ACCEPT:
 	case AGENT_OPENED:
+	case AGENT_PASSED:
 		return 1;
 	}
 	return 0;
@@ -67,6 +69,8 @@ flags_valid(unsigned int type, unsigned int flags)
 		return flags == AGENT_F_STDOUT || flags == AGENT_F_STDERR;
 	case AGENT_HELLO:
 		return (flags & ~(unsigned int)AGENT_F_CHANNEL) == 0;
+	case AGENT_PASSED:
+		return (flags & ~(unsigned int)AGENT_F_KEPT) == 0;
 	}
 	return flags == 0;
 }
@@ -77,12 +81,14 @@ agent_type_conn(unsigned int type)
 	switch (type) {
 	case AGENT_LISTEN:
 	case AGENT_DIAL:
+	case AGENT_PASS:
 	case AGENT_DATA:
 	case AGENT_ACK:
 	case AGENT_CLOSE:
 	case AGENT_LISTENING:
 	case AGENT_ACCEPT:
 	case AGENT_OPENED:
+	case AGENT_PASSED:
 		return 1;
 	}
 	return 0;
@@ -104,6 +110,8 @@ agent_type_max(unsigned int type)
 	case AGENT_LISTENING:
 		return 4 + AGENT_MAX_ERROR;
 	case AGENT_OPENED:
+	case AGENT_PASS:
+	case AGENT_PASSED:
 		return 0;
 	case AGENT_LISTEN:
 	case AGENT_DIAL:

@@ -82,6 +82,15 @@
  *		proxy's port.  The agent refuses (closes) one past
  *		AGENT_MAX_CONNS at once.
  *	OPENED	(conn) empty: a DIAL connected.
+        PASSED	(conn) empty: the connection's socket itself rides with
+                this message (SCM_RIGHTS, in the one sendmsg that carries
+                its bytes), and the agent has forgotten the connection:
+                nothing more about it either way; the worker relays that
+                socket itself.  Flag AGENT_F_KEPT: the agent keeps it (an
+                end reached, or no channel), the connection goes on as
+                DATA.  The worker sends PASS only while neither end has
+                sent EOF, and nothing for the connection after it but
+                ACK and CLOSE, until PASSED comes.
  *
  * The connections' channel: when the agent's environment names
  * AGENT_CHANNEL_ENV (its value a token of AGENT_TOKEN_MAX bytes at
@@ -90,7 +99,8 @@
  * connects to it before its HELLO and sends CHANNEL (0) with the token
  * as its payload, its first message there.  Its HELLO then carries
  * AGENT_F_CHANNEL, and every message about connections (LISTEN, DIAL,
- * DATA, ACK, CLOSE; LISTENING, ACCEPT, OPENED) goes that way both ways,
+ * DATA, ACK, CLOSE, PASS; LISTENING, ACCEPT, OPENED, PASSED) goes that way both
+ ways,
  * off the exec's stream and past the engine: the bulk of a connection
  * costs a unix socket, not the engine's attach stream.  Nothing else
  * goes there.  Without it (no socket, a runtime that cannot pass one)
@@ -112,7 +122,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_VERSION 3
+#define AGENT_VERSION 4
 #define AGENT_HDR_LEN 12
 /* The largest payload of any type (a RUN: the command and its env). */
 #define AGENT_MAX_PAYLOAD (1024 * 1024 + 64 * 1024)
@@ -142,6 +152,7 @@ enum agent_type {
 	AGENT_SWEEP = 5,
 	AGENT_LISTEN = 6,
 	AGENT_DIAL = 7,
+	AGENT_PASS = 8,
 
 	AGENT_DATA = 32,
 	AGENT_ACK = 33,
@@ -157,12 +168,14 @@ enum agent_type {
 	AGENT_LISTENING = 70,
 	AGENT_ACCEPT = 71,
 	AGENT_OPENED = 72,
+	AGENT_PASSED = 74,
 };
 
 #define AGENT_F_STDOUT 0x1
 #define AGENT_F_STDERR 0x2
 #define AGENT_F_EOF 0x4
 #define AGENT_F_CHANNEL 0x8 /* HELLO: the connections' channel is up */
+#define AGENT_F_KEPT 0x10 /* PASSED: no socket, the agent keeps it */
 
 /* Whether a type is one of those about connections (the channel's). */
 int agent_type_conn(unsigned int);

@@ -701,6 +701,17 @@ agent_ready(struct worker *w)
 	return w->agent != NULL && w->agent->state == A_READY;
 }
 
+/* The connections' channel of the agent, if it is ready and has one. */
+struct channel *
+agent_channel(struct worker *w)
+{
+	struct agent *a = w->agent;
+
+	if (a == NULL || a->state != A_READY || !channel_up(a->ch))
+		return NULL;
+	return a->ch;
+}
+
 /* Why a command as user cannot go through the agent now, or NULL. */
 const char *
 agent_unusable(struct worker *w, const char *user)

@@ -15,6 +15,12 @@
  * token, each CHANNEL_TOKEN_SECONDS at most.  What comes on the channel
  * is the agent's, as hostile as its stream (agent.c checks it the same
  * way, relay.c its connections).
+ *
+ * The channel is read with recvmsg(), for the sockets the agent passes
+ * (PASSED): each descriptor that comes is queued, in order, and taken
+ * by the PASSED whose bytes it came with (channel_take_fd()); the kernel
+ * never gives one before the bytes that were sent with it.  At most
+ * CHANNEL_MAX_FDS wait; more, or any before the token, are closed.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -39,13 +45,17 @@
 #include "xmalloc.h"
 
 #define CHANNEL_MAX_PENDING 4
+#define CHANNEL_MAX_FDS 8 /* passed, not taken yet */
+#define CHANNEL_FDS_A_READ 4
+#define CHANNEL_READS_A_ROUND 8 /* then the loop's other events */
 #define CHANNEL_TOKEN_SECONDS 5
 /* Read ahead of the messages taken: one whole DATA and more. */
 #define CHANNEL_READ_MAX (256 * 1024)
 
 struct chconn {
 	struct channel *ch;
-	struct bufferevent *bev;
+	struct bufferevent *bev; /* written through; read by rev */
+	struct event *rev;
 	struct agent_reader rd;
 	LIST_ENTRY(chconn) entry;
 };
@@ -58,19 +68,45 @@ struct channel {
 	LIST_HEAD(, chconn) pending;
 	size_t npending;
 	struct chconn *up; /* the channel, once its token came */
+	int fds[CHANNEL_MAX_FDS]; /* passed, in the order they came */
+	size_t nfds;
 };
+
+/* The passed descriptors not taken: closed. */
+static void
+channel_drop_fds(struct channel *ch)
+{
+	while (ch->nfds > 0)
+		(void)close(ch->fds[--ch->nfds]);
+}
+
+/* The oldest descriptor the agent passed, or -1 when none came. */
+int
+channel_take_fd(struct channel *ch)
+{
+	int fd;
+
+	if (ch == NULL || ch->nfds == 0)
+		return -1;
+	fd = ch->fds[0];
+	memmove(ch->fds, ch->fds + 1, (ch->nfds - 1) * sizeof ch->fds[0]);
+	ch->nfds--;
+	return fd;
+}
 
 static void
 chconn_free(struct chconn *cc)
 {
 	struct channel *ch = cc->ch;
 
-	if (cc == ch->up)
+	if (cc == ch->up) {
 		ch->up = NULL;
-	else {
+		channel_drop_fds(ch);
+	} else {
 		LIST_REMOVE(cc, entry);
 		ch->npending--;
 	}
+	event_free(cc->rev);
 	bufferevent_free(cc->bev);
 	agent_reader_clear(&cc->rd);
 	free(cc);
@@ -156,57 +192,119 @@ channel_open(struct channel *ch, struct chconn *cc)
 	while ((o = LIST_FIRST(&ch->pending)) != NULL)
 		chconn_free(o);
 	// NOLINTEND(clang-analyzer-unix.Malloc)
-	bufferevent_set_timeouts(cc->bev, NULL, NULL);
+	event_add(cc->rev, NULL); /* no timeout now */
 	log_debug("agent: its connections take the channel");
 	agent_channel_up(ch->w);
 }
 
-static void
-chconn_read_cb(struct bufferevent *bev, void *arg)
+/*
+ * Takes n bytes read from cc: its messages, or its token first.  -1 if
+ * cc is gone (or the agent: nothing of cc after).
+ */
+static int
+chconn_take(struct chconn *cc, const unsigned char *buf, size_t n)
 {
-	struct chconn *cc = arg;
 	struct channel *ch = cc->ch;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	unsigned char buf[16384];
-	size_t n, off, t;
+	size_t off, t;
 	int done;
 
-	while (
-	    (n = evbuffer_remove(in, buf, sizeof buf)) > 0 && n != (size_t)-1) {
-		for (off = 0; off < n; off += t) {
-			t = agent_reader_take(
-			    &cc->rd, buf + off, n - off, &done);
-			if (t == (size_t)-1) {
-				if (cc != ch->up) {
-					log_warnx("agent: a connection to the "
-					          "channel without its token");
-					chconn_free(cc);
-					return;
-				}
-				agent_channel_lost(ch->w,
-				    "a bad message header "
-				    "on the channel");
-				return;
-			}
-			if (!done)
-				continue;
+	for (off = 0; off < n; off += t) {
+		t = agent_reader_take(&cc->rd, buf + off, n - off, &done);
+		if (t == (size_t)-1) {
 			if (cc != ch->up) {
-				if (!channel_token_ok(
-				        ch, &cc->rd.hdr, cc->rd.buf)) {
-					log_warnx("agent: a connection to the "
-					          "channel without its token");
-					chconn_free(cc);
-					return;
-				}
-				channel_open(ch, cc);
-				continue;
+				log_warnx("agent: a connection to the "
+				          "channel without its token");
+				chconn_free(cc);
+				return -1;
 			}
-			/* agent.c may close the channel: nothing of cc after.
-			 */
-			if (agent_channel_message(
-			        ch->w, &cc->rd.hdr, cc->rd.buf) == -1)
-				return;
+			agent_channel_lost(
+			    ch->w, "a bad message header on the channel");
+			return -1;
 		}
+		if (!done)
+			continue;
+		if (cc != ch->up) {
+			if (!channel_token_ok(ch, &cc->rd.hdr, cc->rd.buf)) {
+				log_warnx("agent: a connection to the "
+				          "channel without its token");
+				chconn_free(cc);
+				return -1;
+			}
+			channel_open(ch, cc);
+			continue;
+		}
+		if (agent_channel_message(ch->w, &cc->rd.hdr, cc->rd.buf) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* The descriptors that came with a read: queued for the channel's
+ * PASSED, else closed. */
+static void
+chconn_fds(struct chconn *cc, struct msghdr *mh)
+{
+	struct channel *ch = cc->ch;
+	struct cmsghdr *cm;
+	size_t i, n;
+	int fd;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+			if (cc == ch->up && ch->nfds < CHANNEL_MAX_FDS)
+				ch->fds[ch->nfds++] = fd;
+			else
+				(void)close(fd);
+		}
+	}
+}
+
+static void
+chconn_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static unsigned char buf[CHANNEL_READ_MAX];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(CHANNEL_FDS_A_READ * sizeof(int))];
+	} u;
+	struct chconn *cc = arg;
+	struct channel *ch = cc->ch;
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+	struct msghdr mh;
+	ssize_t n;
+	int i;
+
+	if (what & EV_TIMEOUT) {
+		if (cc != ch->up)
+			chconn_free(cc);
+		return;
+	}
+	for (i = 0; i < CHANNEL_READS_A_ROUND; i++) {
+		memset(&mh, 0, sizeof mh);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof u.b;
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			if (cc != ch->up)
+				chconn_free(cc);
+			else
+				agent_channel_lost(
+				    ch->w, n == 0 ? "the channel closed"
+				                  : "the channel broke");
+			return;
+		}
+		chconn_fds(cc, &mh);
+		if (chconn_take(cc, buf, (size_t)n) == -1)
+			return;
 	}
 }
 
@@ -253,14 +351,21 @@ channel_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		free(cc);
 		return;
 	}
+	cc->rev = event_new(
+	    ch->w->base, fd, EV_READ | EV_PERSIST, chconn_read_cb, cc);
+	if (cc->rev == NULL) {
+		bufferevent_free(cc->bev);
+		agent_reader_clear(&cc->rd);
+		free(cc);
+		return;
+	}
 	LIST_INSERT_HEAD(&ch->pending, cc, entry);
 	ch->npending++;
-	bufferevent_setwatermark(cc->bev, EV_READ, 0, CHANNEL_READ_MAX);
-	bufferevent_set_max_single_read(cc->bev, CHANNEL_READ_MAX);
 	bufferevent_set_max_single_write(cc->bev, CHANNEL_READ_MAX);
-	bufferevent_setcb(cc->bev, chconn_read_cb, NULL, chconn_event_cb, cc);
-	bufferevent_set_timeouts(cc->bev, &tv, NULL);
-	bufferevent_enable(cc->bev, EV_READ | EV_WRITE);
+	bufferevent_setcb(cc->bev, NULL, NULL, chconn_event_cb, cc);
+	bufferevent_disable(cc->bev, EV_READ);
+	bufferevent_enable(cc->bev, EV_WRITE);
+	event_add(cc->rev, &tv);
 }
 
 /*

@@ -286,6 +286,7 @@ px_through(struct rconn *c)
 	c->opened = 1;
 	bufferevent_set_timeouts(bev, NULL, NULL);
 	logs_addf("egress", "%s:%u: connected", p->t.host, p->t.port);
+	rconn_pass(c);
 	rconn_pump(c);
 	if (c->eof_agent)
 		rconn_written(c);

@@ -18,6 +18,9 @@
 
 #define RELAY_MAX_CONNS 64 /* of a sandbox, open at once, both kinds */
 #define RELAY_MAX_WRITE (256 * 1024) /* a write to a socket, at most */
+/* A passed connection: bytes held each way, and a read, at most. */
+#define RELAY_SPLICE_MAX (256 * 1024)
+#define RELAY_SPLICE_READ (128 * 1024)
 
 struct bufferevent;
 struct evbuffer_cb_entry;
@@ -31,6 +34,7 @@ struct rconn {
 	struct pxconn *px; /* or the proxy's, NULL for an exposed port */
 	uint32_t id;
 	struct bufferevent *bev; /* the host's socket */
+	struct bufferevent *sbev; /* the sandbox's, once the agent passed it */
 	struct evbuffer_cb_entry *drain; /* on its output */
 	long long credit; /* DATA the agent still takes */
 	long long window; /* DATA the agent may still send */
@@ -43,6 +47,8 @@ struct rconn {
 	int eof_host; /* the host socket's end was read: EOF sent */
 	int eof_agent; /* the agent's EOF came: shut down once written */
 	int shut; /* the host socket's writing is shut down */
+	int sshut; /* the sandbox socket's (passed) is */
+	int passing; /* PASS sent, PASSED not come yet */
 	LIST_ENTRY(rconn) entry;
 };
 
@@ -61,6 +67,7 @@ struct rconn *rconn_new(struct expose *, evutil_socket_t, uint32_t);
 void rconn_free(struct rconn *, const char *);
 void rconn_pump(struct rconn *);
 void rconn_ack(struct rconn *, int);
+void rconn_pass(struct rconn *);
 void rconn_send_close(struct rconn *, const char *);
 void rconn_written(struct rconn *);
 int rconn_send_data(struct rconn *, const void *, size_t, int);

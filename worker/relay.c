@@ -23,9 +23,19 @@
  * end does, and there are at most RELAY_MAX_CONNS of them.  An agent
  * that sends past its window, or a DATA for a connection it was never
  * given, broke the protocol and is stopped (agent.c).
+ *
+ * Once a connection is through (an exposed port's OPENED, the proxy's
+ * answer sent) and the agent has its channel, the worker asks for the
+ * sandbox's socket itself (PASS).  What came before PASSED still comes
+ * as DATA; the host's bytes wait meanwhile.  Then the worker relays the
+ * two sockets itself (rconn_spliced()): no DATA, no ACK, no copy in the
+ * agent, each way at most RELAY_SPLICE_MAX held here and reading stopped
+ * above it.  The socket the agent passes is checked: a connected TCP
+ * stream socket, or the agent broke the protocol.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <netinet/in.h>
 
@@ -111,8 +121,12 @@ rconn_free(struct rconn *c, const char *why)
 	relay->nconns--;
 	if (c->head)
 		relay->nheads--;
-	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->drain);
+	if (c->drain != NULL)
+		evbuffer_remove_cb_entry(
+		    bufferevent_get_output(c->bev), c->drain);
 	bufferevent_free(c->bev);
+	if (c->sbev != NULL)
+		bufferevent_free(c->sbev);
 	free(c);
 }
 
@@ -150,7 +164,7 @@ rconn_pump(struct rconn *c)
 	unsigned char *m;
 	size_t n, len = 0;
 
-	if (!c->opened)
+	if (!c->opened || c->passing || c->sbev != NULL)
 		return;
 	while (c->credit > 0 && (n = evbuffer_get_length(in)) > 0) {
 		if (n > sizeof buf)
@@ -288,6 +302,205 @@ rconn_event_cb(struct bufferevent *bev, short what, void *arg)
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		rconn_free(c, why);
 	}
+}
+
+/* Whether a passed socket is what it must be: a TCP stream, connected
+ * or being connected, not a listener; made nonblocking. */
+static int
+rconn_fd_ok(int fd)
+{
+	socklen_t sl;
+	struct stat st;
+	int v;
+
+	if (fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode))
+		return 0;
+	sl = sizeof v;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &sl) == -1 ||
+	    (v != AF_INET && v != AF_INET6))
+		return 0;
+	sl = sizeof v;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &sl) == -1 ||
+	    v != SOCK_STREAM)
+		return 0;
+	sl = sizeof v;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &sl) == -1 || v != 0)
+		return 0;
+	return evutil_make_socket_nonblocking(fd) == 0;
+}
+
+/* A passed connection whose both ways ended: gone. */
+static int
+rconn_spliced_done(struct rconn *c)
+{
+	if (!c->shut || !c->sshut)
+		return 0;
+	rconn_free(c, NULL);
+	return 1;
+}
+
+/* The bytes read on one end (from) to the other's output, within the
+ * bound; at the reader's EOF, the other's writing shut once it is
+ * written.  1 if c is gone. */
+static int
+rconn_splice(struct rconn *c, struct bufferevent *from)
+{
+	int host = from == c->bev;
+	struct bufferevent *to = host ? c->sbev : c->bev;
+	struct evbuffer *in = bufferevent_get_input(from);
+	struct evbuffer *out = bufferevent_get_output(to);
+	size_t n = evbuffer_get_length(in);
+	int eof = host ? c->eof_host != 0 : c->eof_agent;
+	int *shut = host ? &c->sshut : &c->shut;
+
+	if (n > 0) {
+		evbuffer_add_buffer(out, in);
+		if (host)
+			c->bytes_out += (long long)n;
+		else
+			c->bytes_in += (long long)n;
+	}
+	if (eof || evbuffer_get_length(out) >= RELAY_SPLICE_MAX)
+		bufferevent_disable(from, EV_READ);
+	else
+		bufferevent_enable(from, EV_READ);
+	if (eof && !*shut && evbuffer_get_length(out) == 0) {
+		*shut = 1;
+		(void)shutdown(bufferevent_getfd(to), SHUT_WR);
+		return rconn_spliced_done(c);
+	}
+	return 0;
+}
+
+static void
+rconn_splice_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)rconn_splice(arg, bev);
+}
+
+/* One end's output went down: the other end may read again. */
+static void
+rconn_splice_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct rconn *c = arg;
+
+	(void)rconn_splice(c, bev == c->bev ? c->sbev : c->bev);
+}
+
+static void
+rconn_splice_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct rconn *c = arg;
+
+	if (what & BEV_EVENT_EOF) {
+		if (bev == c->bev)
+			c->eof_host = 2;
+		else
+			c->eof_agent = 1;
+		(void)rconn_splice(c, bev);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		rconn_free(c, NULL);
+}
+
+/*
+ * The agent passed the sandbox's end (fd): from now on the two sockets
+ * are relayed here.  The host's bytes that waited go first; the host's
+ * output still holds what came as DATA, which goes on out.
+ */
+static void
+rconn_spliced(struct rconn *c, int fd)
+{
+	struct bufferevent *b[2];
+	int i;
+
+	c->passing = 0;
+	c->sbev = bufferevent_socket_new(relay->w->base, fd,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (c->sbev == NULL) {
+		(void)close(fd);
+		rconn_free(c, "out of memory");
+		return;
+	}
+	/* Nothing more to ACK: the agent is out of it. */
+	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->drain);
+	c->drain = NULL;
+	b[0] = c->bev;
+	b[1] = c->sbev;
+	for (i = 0; i < 2; i++) {
+		bufferevent_setwatermark(b[i], EV_READ, 0, 0);
+		bufferevent_setwatermark(
+		    b[i], EV_WRITE, RELAY_SPLICE_MAX / 2, 0);
+		bufferevent_set_max_single_read(b[i], RELAY_SPLICE_READ);
+		bufferevent_set_max_single_write(b[i], RELAY_MAX_WRITE);
+		bufferevent_setcb(b[i], rconn_splice_read_cb,
+		    rconn_splice_write_cb, rconn_splice_event_cb, c);
+		bufferevent_enable(b[i], EV_WRITE);
+	}
+	if (c->eof_host != 0)
+		c->eof_host = 2;
+	if (rconn_splice(c, c->bev) == 0)
+		(void)rconn_splice(c, c->sbev);
+}
+
+/* The connection is through: its socket asked of the agent, when it
+ * has a channel to pass it on and neither end has ended. */
+void
+rconn_pass(struct rconn *c)
+{
+	unsigned char *m;
+	size_t len = 0;
+
+	if (c->passing || c->sbev != NULL || !c->opened || c->eof_host ||
+	    c->eof_agent || c->refused || agent_channel(relay->w) == NULL)
+		return;
+	m = agent_msg_new(AGENT_PASS, 0, c->id, NULL, 0, &len);
+	if (agent_send_msg(relay->w, m, len) == 0)
+		c->passing = 1;
+}
+
+/* PASSED: the socket that came with it spliced, or (KEPT) the relay
+ * goes on as DATA; -1 if the agent broke the protocol. */
+static int
+rconn_passed(struct rconn *c, unsigned int flags, char *why, size_t whylen)
+{
+	struct channel *ch = agent_channel(relay->w);
+	int fd;
+
+	if (flags & AGENT_F_KEPT) {
+		if (c != NULL) {
+			c->passing = 0;
+			rconn_pump(c);
+			if (c->eof_agent)
+				rconn_written(c);
+		}
+		return 0;
+	}
+	if ((fd = channel_take_fd(ch)) == -1) {
+		/* Lost on the way (this process's descriptors ran out). */
+		if (ch == NULL) {
+			snprintf(why, whylen, "PASSED without a channel");
+			return -1;
+		}
+		log_warnx("agent: a passed connection came without its socket");
+		if (c != NULL)
+			rconn_free(c, "its socket did not come");
+		return 0;
+	}
+	if (!rconn_fd_ok(fd)) {
+		(void)close(fd);
+		snprintf(why, whylen,
+		    "a passed descriptor that is not a "
+		    "connection's socket");
+		return -1;
+	}
+	if (c == NULL) { /* closed here meanwhile */
+		(void)close(fd);
+		return 0;
+	}
+	rconn_spliced(c, fd);
+	return 0;
 }
 
 struct rconn *
@@ -481,14 +694,26 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 			snprintf(why, whylen, "OPENED of a connection it made");
 			return -1;
 		}
+		/* Its socket, if it came, is closed. */
+		if (h->type == AGENT_PASSED)
+			return rconn_passed(NULL, h->flags, why, whylen);
 		return 0;
 	}
+	if (c->sbev != NULL || (h->type == AGENT_PASSED && !c->passing)) {
+		snprintf(why, whylen, "a message %u for connection %u%s",
+		    h->type, (unsigned)h->id,
+		    c->sbev != NULL ? ", which it passed" : " never passed");
+		return -1;
+	}
 	switch (h->type) {
+	case AGENT_PASSED:
+		return rconn_passed(c, h->flags, why, whylen);
 	case AGENT_OPENED:
 		if (c->opened || c->px != NULL)
 			break;
 		c->opened = 1;
 		logs_addf("port", "%d: a connection opened", c->ex->port);
+		rconn_pass(c);
 		rconn_pump(c);
 		return 0;
 	case AGENT_DATA:

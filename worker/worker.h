@@ -98,6 +98,7 @@ void agent_channel_up(struct worker *);
 void agent_channel_lost(struct worker *, const char *);
 int agent_channel_message(
     struct worker *, const struct agent_hdr *, const unsigned char *);
+struct channel *agent_channel(struct worker *);
 
 /* channel.c: the agent's connections' channel (agentwire.h). */
 struct channel;
@@ -107,6 +108,7 @@ const char *channel_listen(struct channel *);
 void channel_close(struct channel *);
 int channel_up(const struct channel *);
 int channel_send(struct channel *, unsigned char *, size_t);
+int channel_take_fd(struct channel *);
 struct agent_cmd *agent_cmd_new(struct worker *,
     const struct engine_exec_spec *, const char *,
     const struct engine_exec_cbs *, void *);
