@@ -17,7 +17,11 @@
 
 #include <criterion/criterion.h>
 
+#include "agentwire.h"
 #include "harness.h"
+
+#define STR(x) #x
+#define XSTR(x) STR(x)
 
 /* What every hostile agent (Python, in the test image) starts with. */
 static const char agent_prelude[] =
@@ -25,26 +29,27 @@ static const char agent_prelude[] =
     "import os, struct, sys, time\n"
     "def send(t, i, p=b'', f=0):\n"
     "    os.write(1, struct.pack('>HHII', t, f, len(p), i) + p)\n"
-    "def hello(v=3, f=0):\n"
-    "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
-    " os.getgid()), f)\n"
-    "def channel(token):\n"
-    "    import socket\n"
-    "    c = socket.socket(socket.AF_UNIX)\n"
-    "    c.connect('/.mcp-sandboxd-channel/sock')\n"
-    "    c.sendall(struct.pack('>HHII', 73, 0, len(token), 0) + token)\n"
-    "    return c\n"
-    "def exact(n):\n"
-    "    b = b''\n"
-    "    while len(b) < n:\n"
-    "        c = os.read(0, n - len(b))\n"
-    "        if not c:\n"
-    "            sys.exit(0)\n"
-    "        b += c\n"
-    "    return b\n"
-    "def msg():\n"
-    "    t, f, n, i = struct.unpack('>HHII', exact(12))\n"
-    "    return t, f, i, exact(n)\n";
+    "def hello(v=" XSTR(
+        AGENT_VERSION) ", f=0):\n"
+                       "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
+                       " os.getgid()), f)\n"
+                       "def channel(token):\n"
+                       "    import socket\n"
+                       "    c = socket.socket(socket.AF_UNIX)\n"
+                       "    c.connect('/.mcp-sandboxd-channel/sock')\n"
+                       "    c.sendall(struct.pack('>HHII', 73, 0, len(token), 0) + token)\n"
+                       "    return c\n"
+                       "def exact(n):\n"
+                       "    b = b''\n"
+                       "    while len(b) < n:\n"
+                       "        c = os.read(0, n - len(b))\n"
+                       "        if not c:\n"
+                       "            sys.exit(0)\n"
+                       "        b += c\n"
+                       "    return b\n"
+                       "def msg():\n"
+                       "    t, f, n, i = struct.unpack('>HHII', exact(12))\n"
+                       "    return t, f, i, exact(n)\n";
 
 static char agent_path[64];
 
@@ -498,7 +503,7 @@ Test(agent, hostile_handshake, .timeout = 120)
 {
 	expect_never_trusted("hello(1)\n"
 	                     "time.sleep(600)\n");
-	expect_never_trusted(
-	    "send(64, 0, struct.pack('>IIII', 3, os.getpid(), 0, 0))\n"
-	    "time.sleep(600)\n");
+	expect_never_trusted("send(64, 0, struct.pack('>IIII', " XSTR(
+	    AGENT_VERSION) ", os.getpid(), 0, 0))\n"
+	                   "time.sleep(600)\n");
 }

@@ -10,7 +10,8 @@
 static const unsigned int all_types[] = {AGENT_RUN, AGENT_INPUT, AGENT_CREDIT,
     AGENT_KILL, AGENT_SWEEP, AGENT_LISTEN, AGENT_DIAL, AGENT_DATA, AGENT_ACK,
     AGENT_CLOSE, AGENT_HELLO, AGENT_STARTED, AGENT_OUT, AGENT_SENT, AGENT_EXIT,
-    AGENT_SWEPT, AGENT_LISTENING, AGENT_ACCEPT, AGENT_OPENED, AGENT_CHANNEL};
+    AGENT_SWEPT, AGENT_LISTENING, AGENT_ACCEPT, AGENT_OPENED, AGENT_CHANNEL,
+    AGENT_PASS, AGENT_PASSED};
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
 /* A flag each type takes (OUT needs one of its two). */
@@ -67,10 +68,12 @@ Test(agentwire, type_maxima)
 	cr_expect_eq(agent_type_max(AGENT_LISTENING), 4 + AGENT_MAX_ERROR);
 	cr_expect_eq(agent_type_max(AGENT_ACCEPT), 4);
 	cr_expect_eq(agent_type_max(AGENT_OPENED), 0);
+	cr_expect_eq(agent_type_max(AGENT_PASS), 0);
+	cr_expect_eq(agent_type_max(AGENT_PASSED), 0);
 	cr_expect_eq(agent_type_max(0), 0);
-	cr_expect_eq(agent_type_max(8), 0);
+	cr_expect_eq(agent_type_max(9), 0);
 	cr_expect_eq(agent_type_max(AGENT_CHANNEL), AGENT_TOKEN_MAX);
-	cr_expect_eq(agent_type_max(74), 0);
+	cr_expect_eq(agent_type_max(75), 0);
 	cr_expect_eq(agent_type_max(0xffff), 0);
 }
 
@@ -120,7 +123,7 @@ Test(agentwire, connection_types_are_the_channels)
 {
 	static const unsigned int conn[] = {AGENT_LISTEN, AGENT_DIAL,
 	    AGENT_DATA, AGENT_ACK, AGENT_CLOSE, AGENT_LISTENING, AGENT_ACCEPT,
-	    AGENT_OPENED};
+	    AGENT_OPENED, AGENT_PASS, AGENT_PASSED};
 	size_t i, j;
 	int want;
 
@@ -137,7 +140,7 @@ Test(agentwire, connection_types_are_the_channels)
 Test(agentwire, header_refuses_unknown_types)
 {
 	static const unsigned int bad[] = {
-	    0, 8, 31, 35, 63, 74, 100, 0x8001, 0xffff};
+	    0, 9, 31, 35, 63, 75, 100, 0x8001, 0xffff};
 	unsigned char b[AGENT_HDR_LEN];
 	struct agent_hdr h;
 	size_t i;
@@ -156,7 +159,7 @@ Test(agentwire, header_refuses_flags_a_type_does_not_take)
 	size_t i;
 
 	for (i = 0; i < NTYPES; i++) {
-		for (f = 0; f < 0x10; f++) {
+		for (f = 0; f < 0x20; f++) {
 			int ok;
 
 			if (all_types[i] == AGENT_OUT)
@@ -164,6 +167,8 @@ Test(agentwire, header_refuses_flags_a_type_does_not_take)
 			else if (all_types[i] == AGENT_INPUT ||
 			         all_types[i] == AGENT_DATA)
 				ok = f == 0 || f == AGENT_F_EOF;
+			else if (all_types[i] == AGENT_PASSED)
+				ok = f == 0 || f == AGENT_F_KEPT;
 			else if (all_types[i] == AGENT_HELLO)
 				ok = f == 0 || f == AGENT_F_CHANNEL;
 			else
