@@ -236,18 +236,17 @@ px_arm(struct rconn *c, int seconds)
 void
 proxy_accept(uint32_t id)
 {
-	struct rconn tmp = {.id = id};
 	struct rconn *c;
 	struct pxconn *p;
 
 	if (relay->nconns >= RELAY_MAX_CONNS) {
 		logs_addf("egress", "a connection refused: too many "
 		                    "connections");
-		rconn_send_close(&tmp, "too many connections");
+		relay_send_close(id, "too many connections");
 		return;
 	}
 	if ((c = rconn_new(NULL, -1, id)) == NULL) {
-		rconn_send_close(&tmp, "out of memory");
+		relay_send_close(id, "out of memory");
 		return;
 	}
 	p = xcalloc(1, sizeof *p);

@@ -18,13 +18,11 @@
 
 #define RELAY_MAX_CONNS 64 /* of a sandbox, open at once, both kinds */
 #define RELAY_MAX_WRITE (256 * 1024) /* a write to a socket, at most */
-/* A passed connection: bytes held each way, and a read, at most. */
-#define RELAY_SPLICE_MAX (256 * 1024)
-#define RELAY_SPLICE_READ (128 * 1024)
 
 struct bufferevent;
 struct evbuffer_cb_entry;
 struct expose;
+struct join;
 struct pxconn;
 struct worker;
 
@@ -34,7 +32,8 @@ struct rconn {
 	struct pxconn *px; /* or the proxy's, NULL for an exposed port */
 	uint32_t id;
 	struct bufferevent *bev; /* the host's socket */
-	struct bufferevent *sbev; /* the sandbox's, once the agent passed it */
+	int sfd; /* the sandbox's, once the agent passed it, or -1 */
+	struct join *join; /* its pipes, made for PASS; joining sfd and bev's */
 	struct evbuffer_cb_entry *drain; /* on its output */
 	long long credit; /* DATA the agent still takes */
 	long long window; /* DATA the agent may still send */
@@ -47,7 +46,6 @@ struct rconn {
 	int eof_host; /* the host socket's end was read: EOF sent */
 	int eof_agent; /* the agent's EOF came: shut down once written */
 	int shut; /* the host socket's writing is shut down */
-	int sshut; /* the sandbox socket's (passed) is */
 	int passing; /* PASS sent, PASSED not come yet */
 	LIST_ENTRY(rconn) entry;
 };
@@ -68,7 +66,7 @@ void rconn_free(struct rconn *, const char *);
 void rconn_pump(struct rconn *);
 void rconn_ack(struct rconn *, int);
 void rconn_pass(struct rconn *);
-void rconn_send_close(struct rconn *, const char *);
+void relay_send_close(uint32_t, const char *);
 void rconn_written(struct rconn *);
 int rconn_send_data(struct rconn *, const void *, size_t, int);
 void relay_answer(struct worker *, uint32_t, json_object *);

@@ -26,12 +26,12 @@
  *
  * Once a connection is through (an exposed port's OPENED, the proxy's
  * answer sent) and the agent has its channel, the worker asks for the
- * sandbox's socket itself (PASS).  What came before PASSED still comes
- * as DATA; the host's bytes wait meanwhile.  Then the worker relays the
- * two sockets itself (rconn_spliced()): no DATA, no ACK, no copy in the
- * agent, each way at most RELAY_SPLICE_MAX held here and reading stopped
- * above it.  The socket the agent passes is checked: a connected TCP
- * stream socket, or the agent broke the protocol.
+ * sandbox's socket itself (PASS), with a join's pipes made for it first
+ * (else it stays DATA).  What came before PASSED still comes as DATA; the
+ * host's bytes wait meanwhile.  Then the two sockets are joined in the
+ * kernel (join.c): no DATA, no ACK, no copy in the agent or here, each
+ * way at most a pipe held.  The socket the agent passes is checked: a
+ * TCP stream socket, not a listener, or the agent broke the protocol.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -55,6 +55,7 @@
 #include "agentwire.h"
 #include "config.h"
 #include "httphead.h"
+#include "join.h"
 #include "log.h"
 #include "proto.h"
 #include "relay-int.h"
@@ -90,13 +91,14 @@ rconn_find(uint32_t id)
 	return NULL;
 }
 
+/* Tells the agent that its connection id is closed, and why. */
 void
-rconn_send_close(struct rconn *c, const char *why)
+relay_send_close(uint32_t id, const char *why)
 {
 	unsigned char *m;
 	size_t len = 0;
 
-	m = agent_close_encode(c->id, why, &len);
+	m = agent_close_encode(id, why, &len);
 	(void)agent_send_msg(relay->w, m, len);
 }
 
@@ -107,8 +109,13 @@ rconn_send_close(struct rconn *c, const char *why)
 void
 rconn_free(struct rconn *c, const char *why)
 {
-	if (why != NULL)
-		rconn_send_close(c, why);
+	/* (A passed one the agent let go of when it passed it.) */
+	if (why != NULL && c->sfd == -1)
+		relay_send_close(c->id, why);
+	if (c->sfd != -1) {
+		c->bytes_out += join_bytes(c->join, 0);
+		c->bytes_in += join_bytes(c->join, 1);
+	}
 	if (c->px != NULL)
 		proxy_conn_end(c);
 	else
@@ -124,9 +131,10 @@ rconn_free(struct rconn *c, const char *why)
 	if (c->drain != NULL)
 		evbuffer_remove_cb_entry(
 		    bufferevent_get_output(c->bev), c->drain);
+	join_free(c->join);
+	if (c->sfd != -1)
+		(void)close(c->sfd);
 	bufferevent_free(c->bev);
-	if (c->sbev != NULL)
-		bufferevent_free(c->sbev);
 	free(c);
 }
 
@@ -164,7 +172,7 @@ rconn_pump(struct rconn *c)
 	unsigned char *m;
 	size_t n, len = 0;
 
-	if (!c->opened || c->passing || c->sbev != NULL)
+	if (!c->opened || c->passing || c->sfd != -1)
 		return;
 	while (c->credit > 0 && (n = evbuffer_get_length(in)) > 0) {
 		if (n > sizeof buf)
@@ -329,119 +337,41 @@ rconn_fd_ok(int fd)
 	return evutil_make_socket_nonblocking(fd) == 0;
 }
 
-/* A passed connection whose both ways ended: gone. */
-static int
-rconn_spliced_done(struct rconn *c)
-{
-	if (!c->shut || !c->sshut)
-		return 0;
-	rconn_free(c, NULL);
-	return 1;
-}
-
-/* The bytes read on one end (from) to the other's output, within the
- * bound; at the reader's EOF, the other's writing shut once it is
- * written.  1 if c is gone. */
-static int
-rconn_splice(struct rconn *c, struct bufferevent *from)
-{
-	int host = from == c->bev;
-	struct bufferevent *to = host ? c->sbev : c->bev;
-	struct evbuffer *in = bufferevent_get_input(from);
-	struct evbuffer *out = bufferevent_get_output(to);
-	size_t n = evbuffer_get_length(in);
-	int eof = host ? c->eof_host != 0 : c->eof_agent;
-	int *shut = host ? &c->sshut : &c->shut;
-
-	if (n > 0) {
-		evbuffer_add_buffer(out, in);
-		if (host)
-			c->bytes_out += (long long)n;
-		else
-			c->bytes_in += (long long)n;
-	}
-	if (eof || evbuffer_get_length(out) >= RELAY_SPLICE_MAX)
-		bufferevent_disable(from, EV_READ);
-	else
-		bufferevent_enable(from, EV_READ);
-	if (eof && !*shut && evbuffer_get_length(out) == 0) {
-		*shut = 1;
-		(void)shutdown(bufferevent_getfd(to), SHUT_WR);
-		return rconn_spliced_done(c);
-	}
-	return 0;
-}
-
+/* The joined sockets are done with, both ways or by an error. */
 static void
-rconn_splice_read_cb(struct bufferevent *bev, void *arg)
+rconn_joined(void *arg, const char *why)
 {
-	(void)rconn_splice(arg, bev);
-}
-
-/* One end's output went down: the other end may read again. */
-static void
-rconn_splice_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct rconn *c = arg;
-
-	(void)rconn_splice(c, bev == c->bev ? c->sbev : c->bev);
-}
-
-static void
-rconn_splice_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct rconn *c = arg;
-
-	if (what & BEV_EVENT_EOF) {
-		if (bev == c->bev)
-			c->eof_host = 2;
-		else
-			c->eof_agent = 1;
-		(void)rconn_splice(c, bev);
-		return;
-	}
-	if (what & BEV_EVENT_ERROR)
-		rconn_free(c, NULL);
+	rconn_free(arg, why);
 }
 
 /*
  * The agent passed the sandbox's end (fd): from now on the two sockets
- * are relayed here.  The host's bytes that waited go first; the host's
- * output still holds what came as DATA, which goes on out.
+ * are joined (join.c), and the agent is out of it.  The host's bytes that
+ * waited go first, into the sandbox; the host's output still holds what
+ * came as DATA, which goes on out.
  */
 static void
 rconn_spliced(struct rconn *c, int fd)
 {
-	struct bufferevent *b[2];
-	int i;
+	struct evbuffer *held[2];
+	int fds[2], eof[2];
 
 	c->passing = 0;
-	c->sbev = bufferevent_socket_new(relay->w->base, fd,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (c->sbev == NULL) {
-		(void)close(fd);
-		rconn_free(c, "out of memory");
-		return;
-	}
-	/* Nothing more to ACK: the agent is out of it. */
+	c->sfd = fd;
+	/* Nothing more to ACK; the host's bufferevent only holds its
+	 * socket from now on. */
 	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->drain);
 	c->drain = NULL;
-	b[0] = c->bev;
-	b[1] = c->sbev;
-	for (i = 0; i < 2; i++) {
-		bufferevent_setwatermark(b[i], EV_READ, 0, 0);
-		bufferevent_setwatermark(
-		    b[i], EV_WRITE, RELAY_SPLICE_MAX / 2, 0);
-		bufferevent_set_max_single_read(b[i], RELAY_SPLICE_READ);
-		bufferevent_set_max_single_write(b[i], RELAY_MAX_WRITE);
-		bufferevent_setcb(b[i], rconn_splice_read_cb,
-		    rconn_splice_write_cb, rconn_splice_event_cb, c);
-		bufferevent_enable(b[i], EV_WRITE);
-	}
-	if (c->eof_host != 0)
-		c->eof_host = 2;
-	if (rconn_splice(c, c->bev) == 0)
-		(void)rconn_splice(c, c->sbev);
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	held[0] = bufferevent_get_input(c->bev);
+	held[1] = bufferevent_get_output(c->bev);
+	/* Counted as sent now, as DATA is; the join counts what it reads. */
+	c->bytes_out += (long long)evbuffer_get_length(held[0]);
+	fds[0] = bufferevent_getfd(c->bev);
+	fds[1] = fd;
+	eof[0] = c->eof_host != 0;
+	eof[1] = c->eof_agent;
+	join_start(c->join, relay->w->base, fds, held, eof, rconn_joined, c);
 }
 
 /* The connection is through: its socket asked of the agent, when it
@@ -452,8 +382,11 @@ rconn_pass(struct rconn *c)
 	unsigned char *m;
 	size_t len = 0;
 
-	if (c->passing || c->sbev != NULL || !c->opened || c->eof_host ||
+	if (c->passing || c->sfd != -1 || !c->opened || c->eof_host ||
 	    c->eof_agent || c->refused || agent_channel(relay->w) == NULL)
+		return;
+	/* Without descriptors for the pipes, relayed as DATA still. */
+	if (c->join == NULL && (c->join = join_new()) == NULL)
 		return;
 	m = agent_msg_new(AGENT_PASS, 0, c->id, NULL, 0, &len);
 	if (agent_send_msg(relay->w, m, len) == 0)
@@ -471,6 +404,8 @@ rconn_passed(struct rconn *c, unsigned int flags, char *why, size_t whylen)
 	if (flags & AGENT_F_KEPT) {
 		if (c != NULL) {
 			c->passing = 0;
+			join_free(c->join);
+			c->join = NULL;
 			rconn_pump(c);
 			if (c->eof_agent)
 				rconn_written(c);
@@ -514,6 +449,7 @@ rconn_new(struct expose *ex, evutil_socket_t fd, uint32_t id)
 	c->id = id;
 	while (c->id == 0 || rconn_find(c->id) != NULL)
 		c->id = relay->next_id++ & ~AGENT_CONN_AGENT;
+	c->sfd = -1;
 	c->credit = AGENT_CONN_WINDOW;
 	c->window = AGENT_CONN_WINDOW;
 	c->bev = bufferevent_socket_new(relay->w->base, fd,
@@ -699,10 +635,10 @@ relay_message(struct worker *w, const struct agent_hdr *h,
 			return rconn_passed(NULL, h->flags, why, whylen);
 		return 0;
 	}
-	if (c->sbev != NULL || (h->type == AGENT_PASSED && !c->passing)) {
+	if (c->sfd != -1 || (h->type == AGENT_PASSED && !c->passing)) {
 		snprintf(why, whylen, "a message %u for connection %u%s",
 		    h->type, (unsigned)h->id,
-		    c->sbev != NULL ? ", which it passed" : " never passed");
+		    c->sfd != -1 ? ", which it passed" : " never passed");
 		return -1;
 	}
 	switch (h->type) {
