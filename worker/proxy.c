@@ -110,8 +110,7 @@ pxrec_sync(struct rconn *c)
 {
 	struct pxrec *r = pxrec_of(c);
 
-	r->bytes_out = c->bytes_in;
-	r->bytes_in = c->bytes_out;
+	rconn_counts(c, &r->bytes_out, &r->bytes_in);
 }
 
 static void
@@ -146,11 +145,11 @@ proxy_conn_end(struct rconn *c)
 	pxrec_sync(c);
 	r = pxrec_of(c);
 	px.recs[r->seq % PROXY_RECORDS] = *r;
-	logs_addf("egress", "%s:%u: %s%s%s (%lld bytes out, %lld in)",
+	logs_addf("egress", "%s:%u: %s%s%s (%lld bytes out, %lld in%s)",
 	    r->host[0] != '\0' ? r->host : "(no host)", r->port,
 	    r->allowed ? "allowed" : "refused",
 	    r->reason[0] != '\0' ? ": " : "", r->reason, r->bytes_out,
-	    r->bytes_in);
+	    r->bytes_in, c->sfd != -1 ? ", its socket passed" : "");
 	o = json_object_new_object();
 	json_object_object_add(o, "event", json_object_new_string("egress"));
 	json_object_object_add(o, "host", json_object_new_string(r->host));

@@ -65,6 +65,7 @@ struct rconn *rconn_new(struct expose *, evutil_socket_t, uint32_t);
 void rconn_free(struct rconn *, const char *);
 void rconn_pump(struct rconn *);
 void rconn_ack(struct rconn *, int);
+void rconn_counts(const struct rconn *, long long *, long long *);
 void rconn_pass(struct rconn *);
 void relay_send_close(uint32_t, const char *);
 void rconn_written(struct rconn *);

@@ -91,6 +91,18 @@ rconn_find(uint32_t id)
 	return NULL;
 }
 
+/* A connection's bytes so far: from the sandbox (in), into it (out). */
+void
+rconn_counts(const struct rconn *c, long long *in, long long *out)
+{
+	*in = c->bytes_in;
+	*out = c->bytes_out;
+	if (c->sfd != -1) {
+		*in += join_bytes(c->join, 1);
+		*out += join_bytes(c->join, 0);
+	}
+}
+
 /* Tells the agent that its connection id is closed, and why. */
 void
 relay_send_close(uint32_t id, const char *why)
@@ -112,18 +124,19 @@ rconn_free(struct rconn *c, const char *why)
 	/* (A passed one the agent let go of when it passed it.) */
 	if (why != NULL && c->sfd == -1)
 		relay_send_close(c->id, why);
-	if (c->sfd != -1) {
-		c->bytes_out += join_bytes(c->join, 0);
-		c->bytes_in += join_bytes(c->join, 1);
-	}
 	if (c->px != NULL)
 		proxy_conn_end(c);
-	else
+	else {
+		long long in, out;
+
+		rconn_counts(c, &in, &out);
 		logs_addf("port",
-		    "%d: a connection closed (%lld bytes in, %lld out)%s%s",
-		    c->ex != NULL ? c->ex->port : 0, c->bytes_out, c->bytes_in,
+		    "%d: a connection closed (%lld bytes in, %lld out%s)%s%s",
+		    c->ex != NULL ? c->ex->port : 0, out, in,
+		    c->sfd != -1 ? ", its socket passed" : "",
 		    why != NULL && *why != '\0' ? ": " : "",
 		    why != NULL ? why : "");
+	}
 	LIST_REMOVE(c, entry);
 	relay->nconns--;
 	if (c->head)

@@ -446,6 +446,42 @@ h_request(
 	return m;
 }
 
+/* resources/read of uri; the whole response. */
+json_object *
+h_read_uri(struct h_server *s, const char *uri)
+{
+	json_object *p;
+	long id;
+
+	p = json_object_new_object();
+	json_object_object_add(p, "uri", json_object_new_string(uri));
+	id = h_send_request_obj(s, "resources/read", p);
+	p = h_wait_id(s, id, 30000);
+	cr_assert_not_null(p, "no answer to resources/read %s", uri);
+	return p;
+}
+
+/* Whether the sandbox's activity log (containers://CID/logs) has needle,
+ * within ms (its lines come from the worker on their own). */
+int
+h_log_has(struct h_server *s, const char *cid, const char *needle, int ms)
+{
+	long long end = h_now_ms() + ms;
+	json_object *m;
+	char uri[256];
+	int found;
+
+	snprintf(uri, sizeof uri, "containers://%s/logs", cid);
+	for (;;) {
+		m = h_read_uri(s, uri);
+		found = h_contains(h_str(m, "result.contents.0.text"), needle);
+		json_object_put(m);
+		if (found || h_now_ms() >= end)
+			return found;
+		usleep(200 * 1000);
+	}
+}
+
 json_object *
 h_initialize(struct h_server *s)
 {

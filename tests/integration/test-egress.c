@@ -707,7 +707,7 @@ Test(egress, connections_take_the_agents_channel, .timeout = 300)
 	struct h_server *s;
 	struct host h;
 	json_object *r;
-	char rt[64], url[128], *cid, *out;
+	char rt[64], url[128], line[64], *cid, *out;
 	int i, agent = 0;
 
 	host_start(&h);
@@ -728,6 +728,11 @@ Test(egress, connections_take_the_agents_channel, .timeout = 300)
 	cr_expect_str_eq(out_of(r), HELLO);
 	cr_expect(h_bool(h_first(r), "agent"));
 	json_object_put(r);
+	/* Through: the agent passed its socket, the worker relays it. */
+	snprintf(line, sizeof line, "localhost:%d: allowed (", h.http);
+	cr_expect(h_log_has(s, cid, line, 5000));
+	cr_expect(h_log_has(s, cid, " in, its socket passed)", 5000),
+	    "the connection was never passed");
 
 	/* Killed from inside: back, with a new channel. */
 	r = h_exec(s, cid, "pkill -KILL -f mcp-sandboxd-agent; sleep 0.2", 30);
@@ -764,7 +769,7 @@ Test(egress, without_a_channel_the_stream_carries_them, .timeout = 300)
 {
 	struct h_server *s;
 	struct host h;
-	char base[64], rt[192], *cid;
+	char base[64], rt[192], line[64], *cid;
 
 	host_start(&h);
 	snprintf(base, sizeof base, "/tmp/mcp-egress-rt-XXXXXX");
@@ -779,6 +784,10 @@ Test(egress, without_a_channel_the_stream_carries_them, .timeout = 300)
 	json_object_put(h_initialize(s));
 	cid = create_allowed(s, h.http);
 	expect_hello(s, cid, h.http);
+	snprintf(line, sizeof line, "localhost:%d: allowed (", h.http);
+	cr_expect(h_log_has(s, cid, line, 5000));
+	cr_expect_not(h_log_has(s, cid, "its socket passed", 0),
+	    "a socket passed without a channel");
 	finish(s, cid, &h);
 	h_rm_rf(base);
 }

@@ -297,6 +297,11 @@ Test(expose, end_to_end_http, .timeout = 300)
 	json_object_put(r);
 	cr_expect_eq(h_dial((int)host_port), -1,
 	    "host port %lld still takes connections", host_port);
+	/* The connection went through the agent's channel and was handed
+	 * over: its socket passed, relayed by the worker on its own. */
+	cr_expect(h_log_has(s, cid, "8000: a connection closed (", 5000));
+	cr_expect(h_log_has(s, cid, " out, its socket passed)", 5000),
+	    "the exposed port's connection was never passed");
 	expect_tool_error(call(s, "sandbox_unexpose_port",
 	                      "{\"container_id\":\"%s\",\"port\":8000}", cid),
 	    "second unexpose", "not exposed", NULL);

@@ -538,21 +538,6 @@ Test(streaming, cancel_string_id_and_unknown, .timeout = 120)
 	teardown(s, cid);
 }
 
-/* resources/read; the whole response. */
-static json_object *
-read_uri(struct h_server *s, const char *uri)
-{
-	json_object *p;
-	long id;
-
-	p = json_object_new_object();
-	json_object_object_add(p, "uri", json_object_new_string(uri));
-	id = h_send_request_obj(s, "resources/read", p);
-	p = h_wait_id(s, id, 30000);
-	cr_assert_not_null(p, "no answer to resources/read %s", uri);
-	return p;
-}
-
 /* resources/read of uri+query: contents[0] (the response is kept in
  * *resp, to be released). */
 static json_object *
@@ -563,7 +548,7 @@ read_page(
 	json_object *c;
 
 	snprintf(full, sizeof full, "%s%s", uri, query);
-	*resp = read_uri(s, full);
+	*resp = h_read_uri(s, full);
 	c = h_get(*resp, "result.contents.0");
 	cr_assert_not_null(
 	    c, "read %s: %s", full, json_object_to_json_string(*resp));
@@ -578,7 +563,7 @@ error_code(struct h_server *s, const char *uri)
 	json_object *m;
 	int code;
 
-	m = read_uri(s, uri);
+	m = h_read_uri(s, uri);
 	cr_assert_not_null(h_get(m, "error"), "read %s did not fail: %.500s",
 	    uri, json_object_to_json_string(m));
 	code = (int)h_int(m, "error.code");
@@ -804,7 +789,7 @@ Test(streaming, unknown_resources, .timeout = 120)
 
 	/* The full id and the name work like the short id. */
 	snprintf(q, sizeof q, "sandbox://%s/exec/1/stdout?length=4", cid);
-	m = read_uri(s, q);
+	m = h_read_uri(s, q);
 	cr_expect_str_eq(h_str(m, "result.contents.0.text"), "1\n2\n", "%s",
 	    json_object_to_json_string(m));
 	json_object_put(m);
@@ -942,7 +927,7 @@ Test(streaming, progress_binary_output_is_utf8, .timeout = 120)
 
 	/* The activity log of binary output is text, repaired. */
 	snprintf(uri, sizeof uri, "containers://%s/logs", cid);
-	logs = read_uri(s, uri);
+	logs = h_read_uri(s, uri);
 	msg = h_str(logs, "result.contents.0.text");
 	cr_assert_not_null(
 	    msg, "log is not text: %.300s", json_object_to_json_string(logs));
