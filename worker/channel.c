@@ -20,7 +20,8 @@
  * (PASSED): each descriptor that comes is queued, in order, and taken
  * by the PASSED whose bytes it came with (channel_take_fd()); the kernel
  * never gives one before the bytes that were sent with it.  At most
- * CHANNEL_MAX_FDS wait; more, or any before the token, are closed.
+ * CHANNEL_MAX_FDS wait; more are closed, and those of a connection that
+ * never showed the token are closed with it.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -57,6 +58,8 @@ struct chconn {
 	struct bufferevent *bev; /* written through; read by rev */
 	struct event *rev;
 	struct agent_reader rd;
+	int fds[CHANNEL_MAX_FDS]; /* passed, in the order they came */
+	size_t nfds;
 	LIST_ENTRY(chconn) entry;
 };
 
@@ -68,29 +71,20 @@ struct channel {
 	LIST_HEAD(, chconn) pending;
 	size_t npending;
 	struct chconn *up; /* the channel, once its token came */
-	int fds[CHANNEL_MAX_FDS]; /* passed, in the order they came */
-	size_t nfds;
 };
-
-/* The passed descriptors not taken: closed. */
-static void
-channel_drop_fds(struct channel *ch)
-{
-	while (ch->nfds > 0)
-		(void)close(ch->fds[--ch->nfds]);
-}
 
 /* The oldest descriptor the agent passed, or -1 when none came. */
 int
 channel_take_fd(struct channel *ch)
 {
+	struct chconn *cc;
 	int fd;
 
-	if (ch == NULL || ch->nfds == 0)
+	if (ch == NULL || (cc = ch->up) == NULL || cc->nfds == 0)
 		return -1;
-	fd = ch->fds[0];
-	memmove(ch->fds, ch->fds + 1, (ch->nfds - 1) * sizeof ch->fds[0]);
-	ch->nfds--;
+	fd = cc->fds[0];
+	memmove(cc->fds, cc->fds + 1, (cc->nfds - 1) * sizeof cc->fds[0]);
+	cc->nfds--;
 	return fd;
 }
 
@@ -99,10 +93,11 @@ chconn_free(struct chconn *cc)
 {
 	struct channel *ch = cc->ch;
 
-	if (cc == ch->up) {
+	while (cc->nfds > 0) /* passed, never taken */
+		(void)close(cc->fds[--cc->nfds]);
+	if (cc == ch->up)
 		ch->up = NULL;
-		channel_drop_fds(ch);
-	} else {
+	else {
 		LIST_REMOVE(cc, entry);
 		ch->npending--;
 	}
@@ -239,12 +234,12 @@ chconn_take(struct chconn *cc, const unsigned char *buf, size_t n)
 	return 0;
 }
 
-/* The descriptors that came with a read: queued for the channel's
- * PASSED, else closed. */
+/* The descriptors that came with a read: queued, before its bytes are
+ * taken, for a PASSED among them (the token may come in the same read:
+ * a connection's queue is the channel's once it is), else closed. */
 static void
 chconn_fds(struct chconn *cc, struct msghdr *mh)
 {
-	struct channel *ch = cc->ch;
 	struct cmsghdr *cm;
 	size_t i, n;
 	int fd;
@@ -256,8 +251,8 @@ chconn_fds(struct chconn *cc, struct msghdr *mh)
 		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (i = 0; i < n; i++) {
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-			if (cc == ch->up && ch->nfds < CHANNEL_MAX_FDS)
-				ch->fds[ch->nfds++] = fd;
+			if (cc->nfds < CHANNEL_MAX_FDS)
+				cc->fds[cc->nfds++] = fd;
 			else
 				(void)close(fd);
 		}

@@ -22,34 +22,35 @@
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
+#define AGENT_VERSION_STR XSTR(AGENT_VERSION)
 
 /* What every hostile agent (Python, in the test image) starts with. */
 static const char agent_prelude[] =
     "#!/usr/bin/python3\n"
-    "import os, struct, sys, time\n"
+    "import os, socket, struct, sys, time\n"
     "def send(t, i, p=b'', f=0):\n"
     "    os.write(1, struct.pack('>HHII', t, f, len(p), i) + p)\n"
-    "def hello(v=" XSTR(
-        AGENT_VERSION) ", f=0):\n"
-                       "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
-                       " os.getgid()), f)\n"
-                       "def channel(token):\n"
-                       "    import socket\n"
-                       "    c = socket.socket(socket.AF_UNIX)\n"
-                       "    c.connect('/.mcp-sandboxd-channel/sock')\n"
-                       "    c.sendall(struct.pack('>HHII', 73, 0, len(token), 0) + token)\n"
-                       "    return c\n"
-                       "def exact(n):\n"
-                       "    b = b''\n"
-                       "    while len(b) < n:\n"
-                       "        c = os.read(0, n - len(b))\n"
-                       "        if not c:\n"
-                       "            sys.exit(0)\n"
-                       "        b += c\n"
-                       "    return b\n"
-                       "def msg():\n"
-                       "    t, f, n, i = struct.unpack('>HHII', exact(12))\n"
-                       "    return t, f, i, exact(n)\n";
+    "def hello(v=" AGENT_VERSION_STR ", f=0):\n"
+    "    send(64, 0, struct.pack('>IIII', v, os.getpid(), os.getuid(),"
+    " os.getgid()), f)\n"
+    "def channel(token):\n"
+    "    c = socket.socket(socket.AF_UNIX)\n"
+    "    c.connect('/.mcp-sandboxd-channel/sock')\n"
+    "    c.sendall(struct.pack('>HHII', 73, 0, len(token), 0) + token)\n"
+    "    return c\n"
+    "def passed(c, i, fd):\n"
+    "    socket.send_fds(c, [struct.pack('>HHII', 74, 0, 0, i)], [fd])\n"
+    "def exact(n):\n"
+    "    b = b''\n"
+    "    while len(b) < n:\n"
+    "        c = os.read(0, n - len(b))\n"
+    "        if not c:\n"
+    "            sys.exit(0)\n"
+    "        b += c\n"
+    "    return b\n"
+    "def msg():\n"
+    "    t, f, n, i = struct.unpack('>HHII', exact(12))\n"
+    "    return t, f, i, exact(n)\n";
 
 static char agent_path[64];
 
@@ -503,7 +504,64 @@ Test(agent, hostile_handshake, .timeout = 120)
 {
 	expect_never_trusted("hello(1)\n"
 	                     "time.sleep(600)\n");
-	expect_never_trusted("send(64, 0, struct.pack('>IIII', " XSTR(
-	    AGENT_VERSION) ", os.getpid(), 0, 0))\n"
-	                   "time.sleep(600)\n");
+	expect_never_trusted(
+	    "send(64, 0, struct.pack('>IIII', " AGENT_VERSION_STR
+	    ", os.getpid(), 0, 0))\n"
+	    "time.sleep(600)\n");
+}
+
+/*
+ * A PASSED whose descriptor is not a connection's socket (a pipe, a
+ * listener, a unix socket), for a connection never asked for: the agent
+ * broke the protocol, the descriptor is closed, and it is stopped, each
+ * time it comes back.  (It never answers a command: one that it took in
+ * the moment it was trusted is lost; one after it, on the engine's exec,
+ * works.)
+ */
+Test(agent, hostile_passed, .timeout = 300)
+{
+	static const char *const fds[] = {
+	    "fd = os.pipe()[0]\n",
+	    "l = socket.socket()\n"
+	    "l.bind(('127.0.0.1', 0))\n"
+	    "l.listen()\n"
+	    "fd = l.fileno()\n",
+	    "p = socket.socketpair()\n"
+	    "fd = p[0].fileno()\n",
+	};
+	struct h_server *s;
+	json_object *r, *f;
+	char body[1024], *cid;
+	size_t i;
+	int k, ok;
+
+	for (i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+		snprintf(body, sizeof body,
+		    "c = channel(os.environ['MCP_SANDBOXD_CHANNEL'].encode())\n"
+		    "hello(f=8)\n"
+		    "time.sleep(0.2)\n" /* the PASSED after the HELLO */
+		    "%s"
+		    "passed(c, 5, fd)\n"
+		    "time.sleep(600)\n",
+		    fds[i]);
+		s = start_with_agent(body);
+		json_object_put(h_initialize(s));
+		cid = h_create(s, NULL);
+		sleep(2);
+		for (ok = 0, k = 0; k < 5 && !ok; k++) {
+			r = h_exec(s, cid, "echo fine", 30);
+			f = h_first(r);
+			if ((ok = h_str(f, "stdout") != NULL &&
+			          strcmp(h_str(f, "stdout"), "fine\n") == 0))
+				expect_fallback(f, NULL);
+			else
+				cr_expect(h_contains(h_str(f, "error"),
+				              "not a connection's socket"),
+				    "%s", h_text(r));
+			json_object_put(r);
+		}
+		cr_expect(ok, "case %zu: no command ran", i);
+		json_object_put(h_request(s, "ping", NULL, 5000));
+		finish(s, cid);
+	}
 }
