@@ -10,7 +10,8 @@
  *
  * The pipes are made before a join is asked for (join_new()), so that a
  * caller without the descriptors can go on relaying another way.  The
- * sockets stay the caller's: join_free() closes the pipes only.
+ * sockets stay the caller's: join_free() closes the pipes only.  A
+ * splice(2) to a reset socket raises SIGPIPE, which the worker ignores.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,7 @@ struct join {
 	struct join_way way[2];
 	join_cb *cb;
 	void *arg;
+	int over; /* cb called: nothing more happens */
 };
 
 struct join *
@@ -188,21 +190,34 @@ join_way_wait(struct join_way *w)
 	}
 }
 
+/* Over: no event of it again, and the caller told, once. */
+static void
+join_end(struct join *j, const char *why)
+{
+	int i;
+
+	j->over = 1;
+	for (i = 0; i < 2; i++) {
+		(void)event_del(j->way[i].rev);
+		(void)event_del(j->way[i].wev);
+	}
+	j->cb(j->arg, why);
+}
+
 /* One way's turn; the join may be gone after it (its callback ran). */
 static void
 join_way_run(struct join_way *w)
 {
 	struct join *j = w->j;
 
-	if (join_way_move(w) == -1) {
-		j->cb(j->arg, strerror(errno));
+	if (j->over)
 		return;
-	}
-	if (j->way[0].shut && j->way[1].shut) {
-		j->cb(j->arg, NULL);
-		return;
-	}
-	join_way_wait(w);
+	if (join_way_move(w) == -1)
+		join_end(j, strerror(errno));
+	else if (j->way[0].shut && j->way[1].shut)
+		join_end(j, NULL);
+	else
+		join_way_wait(w);
 }
 
 static void
