@@ -124,7 +124,7 @@ join_way_move(struct join_way *w)
 	for (round = 0; round < JOIN_ROUNDS; round++) {
 		moved = 0;
 		while (evbuffer_get_length(w->held) > 0) {
-			if ((n = evbuffer_write(w->held, w->to)) == -1) {
+			if (evbuffer_write(w->held, w->to) == -1) {
 				if (join_again())
 					return 0;
 				return -1;
