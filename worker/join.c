@@ -166,28 +166,28 @@ join_way_move(struct join_way *w)
 	return 0;
 }
 
-/* A way's events as it now needs them: each changed only if it must. */
+/* An event added or deleted as wanted, only if that changes it. */
+static void
+join_event_want(struct event *ev, int *on, int want)
+{
+	if (want == *on)
+		return;
+	if (want)
+		(void)event_add(ev, NULL);
+	else
+		(void)event_del(ev);
+	*on = want;
+}
+
+/* A way's events as it now needs them. */
 static void
 join_way_wait(struct join_way *w)
 {
 	int held = evbuffer_get_length(w->held) > 0;
-	int wr = held || w->inpipe > 0;
-	int rd = !held && !w->eof && !w->full && w->inpipe < w->cap;
 
-	if (rd != w->reading) {
-		if (rd)
-			(void)event_add(w->rev, NULL);
-		else
-			(void)event_del(w->rev);
-		w->reading = rd;
-	}
-	if (wr != w->writing) {
-		if (wr)
-			(void)event_add(w->wev, NULL);
-		else
-			(void)event_del(w->wev);
-		w->writing = wr;
-	}
+	join_event_want(w->rev, &w->reading,
+	    !held && !w->eof && !w->full && w->inpipe < w->cap);
+	join_event_want(w->wev, &w->writing, held || w->inpipe > 0);
 }
 
 /* Over: no event of it again, and the caller told, once. */
