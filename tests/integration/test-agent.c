@@ -54,6 +54,17 @@ static const char agent_prelude[] =
 
 static char agent_path[64];
 
+/* The stand-in's file, gone even when a test asserted out of its body. */
+static void
+agent_file_gone(void)
+{
+	if (agent_path[0] != '\0')
+		unlink(agent_path);
+	agent_path[0] = '\0';
+}
+
+TestSuite(agent, .fini = agent_file_gone);
+
 /* A server whose sandboxes mount this program as their agent. */
 static struct h_server *
 start_with_agent(const char *body)
@@ -79,9 +90,7 @@ finish(struct h_server *s, char *cid)
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);
-	if (agent_path[0] != '\0')
-		unlink(agent_path);
-	agent_path[0] = '\0';
+	agent_file_gone();
 }
 
 /* An exec that must succeed; its first result (the caller puts r). */
