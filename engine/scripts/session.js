@@ -55,15 +55,47 @@ function outState() {
   }
   return st;
 }
-let buf = Buffer.alloc(0);
+/*
+ * What the call and this driver write goes through process.stdout and
+ * process.stderr, in order, and may still be queued in Node when the call
+ * ends; the markers go after it, once both have drained, straight to the
+ * descriptors (so that code that ended a stream still ends its call).
+ * Node makes both descriptors non-blocking once either stream is used, so a
+ * marker's write may be short or fail with EAGAIN while the reader is
+ * behind: the whole of it goes, waiting a little at a time.
+ */
+const nap = new Int32Array(new SharedArrayBuffer(4));
+function writeAll(fd, data) {
+  const b = typeof data === 'string' ? Buffer.from(data) : data;
+  for (let off = 0, ms = 1; off < b.length;) {
+    try {
+      off += fs.writeSync(fd, b, off);
+      ms = 1;
+    } catch (e) {
+      if (e.code !== 'EAGAIN') throw e;
+      Atomics.wait(nap, 0, 0, ms);
+      ms = Math.min(ms * 2, 50);
+    }
+  }
+}
+function drained(stream, cb) {
+  if (stream.writableLength === 0 || !stream.writable) return cb();
+  stream.write('', () => cb());
+}
+let buf = Buffer.alloc(0), busy = false;
 function end(st) {
-  fs.writeSync(2, '\x1eMCPEND:' + nonce + '\n');
-  fs.writeSync(1, '\x1eMCPEND:' + nonce + JSON.stringify(st) + '\n');
+  const mark = () => {
+    writeAll(2, '\x1eMCPEND:' + nonce + '\n');
+    writeAll(1, '\x1eMCPEND:' + nonce + JSON.stringify(st) + '\n');
+    busy = false;
+    take();
+  };
+  drained(process.stdout, () => drained(process.stderr, mark));
 }
 function cut(s) {
   const L = parseInt(errMax, 10);
   if (s.length <= L) return s;
-  try { fs.writeSync(2, s + '\n'); } catch (x) {}
+  process.stderr.write(s + '\n');
   return s.slice(0, 4096) + '\n[... ' + (s.length - L) + ' characters cut (the error is kept to ' + L + ' characters); the whole error is on stderr ...]\n' + s.slice(s.length - L + 4096);
 }
 function isPicture(v) {
@@ -83,7 +115,7 @@ function picture(where, b, path, size) {
     : {where: where, bytes: size, head: b.subarray(0, 4096).toString('base64')};
   if (path !== null) rec.path = path;
   const line = Buffer.from('\x1eMCPEND:' + nonce + 'IMG' + JSON.stringify(rec) + '\n');
-  for (let off = 0; off < line.length;) off += fs.writeSync(1, line, off);
+  process.stdout.write(line);
 }
 /* Pictures the call wrote in the output folder, by name. */
 function outTake(before, n) {
@@ -91,7 +123,7 @@ function outTake(before, n) {
   for (const [name, st] of [...outState()].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
     if (before.get(name) === st || savedNow.has(name)) continue;
     if (n >= IMG_COUNT) {
-      try { fs.writeSync(2, '(more pictures not shown: at most ' + IMG_COUNT + ' a call)\n'); } catch (e) {}
+      process.stderr.write('(more pictures not shown: at most ' + IMG_COUNT + ' a call)\n');
       return;
     }
     const path = outDir + '/' + name;
@@ -128,16 +160,20 @@ function run(code) {
 }
 process.on('unhandledRejection', (e) => console.error('Unhandled rejection:', (e && e.stack) ? e.stack : e));
 process.on('uncaughtException', (e) => console.error('Uncaught exception:', (e && e.stack) ? e.stack : e));
+/* The next call on stdin, once the one before has ended. */
+function take() {
+  if (busy) return;
+  const nl = buf.indexOf(10);
+  if (nl < 0) return;
+  const n = parseInt(buf.subarray(0, nl).toString(), 10);
+  if (buf.length < nl + 1 + n) return;
+  const code = buf.subarray(nl + 1, nl + 1 + n).toString();
+  buf = buf.subarray(nl + 1 + n);
+  busy = true;
+  run(code);
+}
 process.stdin.on('data', (d) => {
   buf = Buffer.concat([buf, d]);
-  for (;;) {
-    const nl = buf.indexOf(10);
-    if (nl < 0) return;
-    const n = parseInt(buf.subarray(0, nl).toString(), 10);
-    if (buf.length < nl + 1 + n) return;
-    const code = buf.subarray(nl + 1, nl + 1 + n).toString();
-    buf = buf.subarray(nl + 1 + n);
-    run(code);
-  }
+  take();
 });
 })();

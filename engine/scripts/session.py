@@ -202,5 +202,5 @@ while True:
         sys.stderr.flush()
     except Exception:
         pass
-    os.write(2, ('\x1eMCPEND:' + nonce + '\n').encode())
-    os.write(1, ('\x1eMCPEND:' + nonce + json.dumps(st) + '\n').encode())
+    wall(2, ('\x1eMCPEND:' + nonce + '\n').encode())
+    wall(1, ('\x1eMCPEND:' + nonce + json.dumps(st) + '\n').encode())

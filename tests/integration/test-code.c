@@ -771,6 +771,93 @@ Test(code, exceptions, .timeout = 180, .fini = code_fini)
 	h_finish(s);
 }
 
+/*
+ * Megabytes of output, and an error of megabytes, stay with the call that
+ * wrote them: none of it comes after the call's end, in a later call, and
+ * the call ends at once.  (Node queues what console.log writes to a full
+ * pipe, so the driver must wait for it before it ends the call.)
+ */
+Test(code, big_output_stays_with_its_call, .timeout = 180, .fini = code_fini)
+{
+	static const struct {
+		const char *image, *lang, *out, *err, *throw_it, *last, *seen;
+	} cases[] = {
+	    {PY_IMAGE, "python", "for i in range(3000): print('x' * 999)",
+	        "import sys\nfor i in range(3000): "
+	        "print('x' * 999, file=sys.stderr)",
+	        "raise ValueError('x' * 3000000)", "'next'", "'next'\n"},
+	    {NODE_IMAGE, "javascript",
+	        "for (let i = 0; i < 3000; i++) console.log('x'.repeat(999))",
+	        "for (let i = 0; i < 3000; i++) "
+	        "console.error('x'.repeat(999))",
+	        "throw new Error('x'.repeat(3000000))", "'next'", "next\n"},
+	};
+	struct h_server *s;
+	json_object *r;
+	char src[256];
+	const char *out, *err;
+	size_t i, n;
+	char *cid;
+
+	s = start(0);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cid = create(s, cases[i].image);
+		snprintf(
+		    src, sizeof src, "%s\n%s", cases[i].out, cases[i].last);
+		r = code_ok(s, cid, cases[i].lang, src, NULL);
+		out = sc(r, "stdout");
+		n = strlen(out);
+		cr_expect_eq(sci(r, "stdout_bytes"),
+		    3000 * 1000 + (long long)strlen(cases[i].seen), "%s: %s",
+		    cases[i].lang, json_object_to_json_string(r));
+		cr_expect(n >= strlen(cases[i].seen) &&
+		              strcmp(out + n - strlen(cases[i].seen),
+		                  cases[i].seen) == 0,
+		    "%s: stdout does not end with the last value",
+		    cases[i].lang);
+		json_object_put(r);
+
+		snprintf(
+		    src, sizeof src, "%s\n%s", cases[i].err, cases[i].last);
+		r = code_ok(s, cid, cases[i].lang, src, NULL);
+		cr_expect_str_eq(sc(r, "stdout"), cases[i].seen, "%s: %s",
+		    cases[i].lang, json_object_to_json_string(r));
+		cr_expect_eq(sci(r, "stderr_bytes"), 3000 * 1000, "%s: %s",
+		    cases[i].lang, json_object_to_json_string(r));
+		cr_expect_null(
+		    h_get(r, "structuredContent.dropped_stdout_bytes"),
+		    "%s: %s", cases[i].lang, json_object_to_json_string(r));
+		json_object_put(r);
+
+		r = code(s, cid, cases[i].lang, cases[i].throw_it, NULL, 60);
+		err = sc(r, "error");
+		cr_expect(h_is_error(r), "%s: %s", cases[i].lang, h_text(r));
+		cr_expect(!scb(r, "timed_out") && !scb(r, "session_lost"),
+		    "%s: %.300s", cases[i].lang, json_object_to_json_string(r));
+		cr_expect(strlen(err) < 64 * 1024 &&
+		              h_contains(err, "characters cut"),
+		    "%s: the cut error: %.300s", cases[i].lang, err);
+		cr_expect_gt(sci(r, "stderr_bytes"), 3000000, "%s: %.300s",
+		    cases[i].lang, json_object_to_json_string(r));
+		json_object_put(r);
+
+		r = code_ok(s, cid, cases[i].lang, cases[i].last, NULL);
+		cr_expect_str_eq(sc(r, "stdout"), cases[i].seen, "%s: %s",
+		    cases[i].lang, json_object_to_json_string(r));
+		cr_expect_str_eq(sc(r, "stderr"), "", "%s: %.300s",
+		    cases[i].lang, json_object_to_json_string(r));
+		cr_expect_null(
+		    h_get(r, "structuredContent.dropped_stdout_bytes"),
+		    "%s: %s", cases[i].lang, json_object_to_json_string(r));
+		cr_expect_null(
+		    h_get(r, "structuredContent.dropped_stderr_bytes"),
+		    "%s: %s", cases[i].lang, json_object_to_json_string(r));
+		json_object_put(r);
+		stop_all(s, &cid, 1);
+	}
+	h_finish(s);
+}
+
 Test(code, python_input_eof, .timeout = 120, .fini = code_fini)
 {
 	struct h_server *s;
