@@ -172,6 +172,20 @@ static const struct opt opts[] = {
         O(transfer_idle), "30", 1, 3600,
         "seconds a copy out of a sandbox may go without progress before "
         "it fails"},
+    {"state-dir", "MCP_SANDBOXD_STATE_DIR", OPT_STR, O(state_dir), NULL, 0,
+        0,
+        "private directory (0700) for snapshots, kept across restarts "
+        "(default $XDG_STATE_HOME/mcp-sandboxd, else "
+        "$HOME/.local/state/mcp-sandboxd)"},
+    {"snapshot-mb", "MCP_SANDBOXD_SNAPSHOT_MB", OPT_LONG, O(snapshot_mb),
+        "2048", 1, 1L << 30,
+        "MiB all snapshots may take in the state directory together"},
+    {"snapshot-max-mb", "MCP_SANDBOXD_SNAPSHOT_MAX_MB", OPT_LONG,
+        O(snapshot_max_mb), "1024", 1, 1L << 30,
+        "MiB one snapshot may take (its archive)"},
+    {"snapshot-ttl", "MCP_SANDBOXD_SNAPSHOT_TTL", OPT_LONG, O(snapshot_ttl),
+        "604800", 60, 1L << 31,
+        "seconds a snapshot is kept after it was taken (default 7 days)"},
     {"runtime-dir", "MCP_SANDBOXD_RUNTIME_DIR", OPT_STR, O(runtime_dir), NULL,
         0, 0,
         "private directory (0700) for spools and temporary trees (default "

@@ -52,6 +52,11 @@ struct config {
 	int allow_exec_bits; /* preserve_mode may keep execute bits */
 	struct config_list deny_copy_names; /* besides .git, .hg, .svn */
 	long transfer_idle; /* seconds without progress */
+	/* Snapshots (run/snapshot.c). */
+	char *state_dir; /* NULL: the default private directory */
+	long snapshot_mb; /* all snapshots together */
+	long snapshot_max_mb; /* one snapshot */
+	long snapshot_ttl; /* seconds */
 
 	/* Server. */
 	long max_sandboxes;

@@ -6,6 +6,15 @@
 #include "supervisor.h"
 #include "tools.h"
 
+/* A session ended: what it owns goes (its sandboxes; over HTTP, its
+ * snapshots). */
+static void
+session_close(struct session *sess, void (*done)(void *), void *arg)
+{
+	snapshot_session_closed(sess);
+	sandbox_destroy_owned(sess, done, arg);
+}
+
 /*
  * Join the layers: what the MCP layer does when a session or a call ends
  * (their sandboxes removed, their commands killed), then the methods and
@@ -15,7 +24,7 @@ void
 layers_init(void)
 {
 	static const struct mcp_hooks hooks = {
-	    .session_close = sandbox_destroy_owned,
+	    .session_close = session_close,
 	    .call_cancel = xrun_cancel_call,
 	    .call_free = xrun_forget_call,
 	};

@@ -22,6 +22,7 @@
 #include "mcp.h"
 #include "procinfo.h"
 #include "random.h"
+#include "run.h"
 #include "sandbox.h"
 #include "spool.h"
 #include "supervisor.h"
@@ -252,6 +253,7 @@ main(int argc, char **argv)
 	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());
 	reaper_run();
 	pool_start();
+	snapshot_init(); /* expired snapshots removed */
 
 	event_base_dispatch(sup.base);
 

@@ -88,8 +88,8 @@ report_skip(json_object *list, uint64_t *count, const char *path,
  * The archive name in normal form ("a/b": no empty, "." or ".." component,
  * no leading or trailing '/'), possibly "", or NULL and why it is refused.
  */
-static char *
-name_clean(const char *raw, const char **reason)
+char *
+tar_name_clean(const char *raw, const char **reason)
 {
 	const char *p = raw, *end;
 	char *out, *o;
@@ -448,7 +448,7 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	size_t n;
 	int fd;
 
-	if ((clean = name_clean(name, &reason)) == NULL || *clean == '\0') {
+	if ((clean = tar_name_clean(name, &reason)) == NULL || *clean == '\0') {
 		errbuf_set(err, errlen,
 		    "invalid name in the archive \"%s\": it must be a "
 		    "relative path without \"..\"",
@@ -987,7 +987,7 @@ in_classify(struct tar_in *t, struct archive_entry *e, const char *raw,
 			return "";
 		}
 	} else {
-		if ((*name = name_clean(raw, &reason)) == NULL)
+		if ((*name = tar_name_clean(raw, &reason)) == NULL)
 			return reason != NULL ? reason : "invalid name";
 		if (in_below_skipped(t, *name))
 			return "";

@@ -25,6 +25,12 @@ struct tar_limits {
 #define TAR_OWNER_ID 65534 /* uid/gid of archived entries, by default */
 
 /*
+ * An archive name in normal form ("a/b": no empty, "." or ".." component,
+ * no leading or trailing '/'), possibly "", or NULL and why it is refused.
+ */
+char *tar_name_clean(const char *, const char **);
+
+/*
  * Producer (host -> sandbox): a pax (ustar when it can) stream of one host
  * file or directory, made on the caller's thread, a slice per pump, in
  * bounded memory. Only regular files and directories go in; symlinks,

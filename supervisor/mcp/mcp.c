@@ -24,6 +24,7 @@
 #include "core.h"
 #include "log.h"
 #include "mcp.h"
+#include "random.h"
 #include "version.h"
 #include "xmalloc.h"
 
@@ -59,6 +60,8 @@ mcp_session_new(void (*send)(struct session *, json_object *), void *transport)
 
 	sess = xcalloc(1, sizeof *sess);
 	sess->id = next_session_id++;
+	memcpy(sess->principal, "session-", 8);
+	random_hex(sess->principal + 8, 16);
 	sess->send = send;
 	sess->transport = transport;
 	sess->log_level = 5; /* notice */

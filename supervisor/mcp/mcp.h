@@ -21,6 +21,9 @@ struct xrun;
  */
 struct session {
 	unsigned int id;
+	/* Who it is to what outlives it (snapshots): "session-<random>",
+	 * unless the transport names its user (stdio: "user:<uid>"). */
+	char principal[48];
 	void (*send)(struct session *, json_object *); /* takes the message */
 	void *transport; /* the transport's own state */
 	int initialized;

@@ -16,6 +16,7 @@
 
 struct call;
 struct evbuffer;
+struct session;
 struct sandbox;
 struct spool;
 
@@ -171,6 +172,11 @@ struct upload *upload_host(struct call *, struct sandbox *, const char *,
     void (*)(struct upload *, const char *, void *), void *, char **, char *,
     size_t);
 struct tar_out *upload_tar(struct upload *);
+struct snap_out;
+struct upload *upload_snapshot(struct call *, struct sandbox *,
+    struct snap_out *, const char *const *, const char *,
+    void (*)(struct upload *, const char *, void *), void *);
+json_object *upload_result(struct upload *);
 void upload_cancel(struct upload *);
 void upload_free(struct upload *);
 
@@ -179,6 +185,24 @@ int upload_name_valid(const char *);
 /* A sandbox path (absolute, or relative to its workdir): its directory,
  * and its last name in *name; NULL if it has no valid last name. */
 char *upload_path_split(const struct sandbox *, const char *, char **);
+
+/* snapshot.c: snapshots of sandboxes, kept in the state directory */
+typedef void (*snapshot_cb)(struct call *, json_object *, const char *, void *);
+void snapshot_init(void);
+int snapshot_id_valid(const char *);
+int snapshot_take(struct call *, struct sandbox *, const char *, snapshot_cb,
+    void *, char *, size_t);
+int snapshot_restore(struct call *, struct sandbox *, json_object *,
+    snapshot_cb, void *, char *, size_t);
+int snapshot_take_running(const char *);
+json_object *snapshot_list(struct session *, char *, size_t);
+json_object *snapshot_get(struct session *, const char *, char *, size_t);
+int snapshot_delete(struct session *, const char *, char *, size_t);
+void snapshot_session_closed(struct session *);
+const char *snapshot_meta_str(json_object *, const char *);
+json_object *snapshot_json(json_object *);
+char *snapshot_archive(const char *);
+const char **snapshot_roots(const struct sandbox *);
 
 /* coderun.c */
 struct coderun;

@@ -23,10 +23,13 @@
 #include "random.h"
 #include "run.h"
 #include "sandbox.h"
+#include "snaptar.h"
 #include "xmalloc.h"
 
 /* A tree in: engine/scripts/untar.sh, embedded. */
 extern const char untar_sh[];
+/* A snapshot back: engine/scripts/restore.sh, embedded. */
+extern const char restore_sh[];
 
 /* A random name for a one-file upload's directory, ".mcp-upload.<hex>". */
 void
@@ -74,7 +77,9 @@ upload_file_cleanup(const char *sandbox, const char *dir, const char *tmp)
 }
 
 struct upload {
-	struct tar_out *tar;
+	struct tar_out *tar; /* a host tree, or */
+	struct snap_out *snap; /* a snapshot */
+	json_object *result; /* the run's, once it ended */
 	struct evbuffer *stage; /* made, not yet sent */
 	struct xrun *run;
 	int made; /* the archive is complete */
@@ -95,10 +100,14 @@ upload_pump(struct xrun *run, void *arg)
 
 	while ((credit = xrun_credit(run)) > 0 && u->error == NULL) {
 		if (evbuffer_get_length(u->stage) == 0 && !u->made) {
-			rv = tar_out_pump(
-			    u->tar, u->stage, PROTO_INITIAL_CREDIT);
+			rv = u->tar != NULL ? tar_out_pump(u->tar, u->stage,
+			                          PROTO_INITIAL_CREDIT)
+			                    : snap_out_pump(u->snap, u->stage,
+			                          PROTO_INITIAL_CREDIT);
 			if (rv == -1) {
-				u->error = xstrdup(tar_out_error(u->tar));
+				u->error = xstrdup(
+				    u->tar != NULL ? tar_out_error(u->tar)
+				                   : snap_out_error(u->snap));
 				xrun_cancel(run);
 				return;
 			}
@@ -127,8 +136,14 @@ upload_done(struct xrun *run, json_object *r, void *arg)
 	char *msg = NULL;
 
 	(void)run;
+	u->result = json_object_get(r);
 	if (u->error != NULL)
 		xasprintf(&msg, "%s (nothing was copied)", u->error);
+	else if (u->snap != NULL &&
+	         (!json_object_object_get_ex(r, "exit_code", &v) ||
+	             json_object_get_int(v) != 0))
+		msg =
+		    xstrdup(xrun_failure(r, "the sandbox could not unpack it"));
 	else if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	         json_object_get_int(v) != 0) {
 		xasprintf(&msg, "%s%s", xrun_failure(r, "failed"),
@@ -142,6 +157,30 @@ upload_done(struct xrun *run, json_object *r, void *arg)
 		upload_file_cleanup(u->sandbox, u->dir, u->tmp);
 	u->done(u, msg, u->arg);
 	free(msg);
+}
+
+static struct upload *
+upload_new(void (*done)(struct upload *, const char *, void *), void *arg)
+{
+	struct upload *u;
+
+	u = xcalloc(1, sizeof *u);
+	u->stage = evbuffer_new();
+	u->done = done;
+	u->arg = arg;
+	return u;
+}
+
+/* Runs the script o names with the archive on its standard input. */
+static void
+upload_run(
+    struct upload *u, struct call *c, struct sandbox *sb, struct xrun_opts *o)
+{
+	o->timeout_ms = sup.conf->max_exec_timeout * 1000;
+	o->stdin_stream = 1;
+	o->on_credit = upload_pump;
+	u->run = xrun_start(c, sb, o, upload_done, u);
+	upload_pump(u->run, u);
 }
 
 /*
@@ -158,7 +197,7 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 	char *line;
 	struct upload *u;
 
-	u = xcalloc(1, sizeof *u);
+	u = upload_new(done, arg);
 	if (one_file) {
 		upload_tmp_name(u->tmp);
 		u->sandbox = xstrdup(sb->id);
@@ -166,9 +205,6 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 		args[2] = u->tmp;
 	}
 	u->tar = tar;
-	u->stage = evbuffer_new();
-	u->done = done;
-	u->arg = arg;
 	memset(&o, 0, sizeof o);
 	o.command = one_file ? upload_file_sh : untar_sh;
 	o.args = args;
@@ -177,13 +213,38 @@ upload_start(struct call *c, struct sandbox *sb, struct tar_out *tar,
 	    name != NULL && dir[strlen(dir) - 1] != '/' ? "/" : "",
 	    name != NULL ? name : "");
 	o.log_as = line;
-	o.timeout_ms = sup.conf->max_exec_timeout * 1000;
-	o.stdin_stream = 1;
-	o.on_credit = upload_pump;
-	u->run = xrun_start(c, sb, &o, upload_done, u);
+	upload_run(u, c, sb, &o);
 	free(line);
-	upload_pump(u->run, u);
 	return u;
+}
+
+/*
+ * A snapshot (taken) back into the mounts roots (absolute paths) of a
+ * sandbox, whose other processes are killed first (restore.sh).
+ */
+struct upload *
+upload_snapshot(struct call *c, struct sandbox *sb, struct snap_out *snap,
+    const char *const *roots, const char *log_as,
+    void (*done)(struct upload *, const char *, void *), void *arg)
+{
+	struct xrun_opts o;
+	struct upload *u;
+
+	u = upload_new(done, arg);
+	u->snap = snap;
+	memset(&o, 0, sizeof o);
+	o.command = restore_sh;
+	o.args = roots;
+	o.log_as = log_as;
+	upload_run(u, c, sb, &o);
+	return u;
+}
+
+/* The upload's run's result, once done (NULL before). */
+json_object *
+upload_result(struct upload *u)
+{
+	return u->result;
 }
 
 /* The host tar an upload streams (its counts for the result). */
@@ -203,6 +264,8 @@ void
 upload_free(struct upload *u)
 {
 	tar_out_free(u->tar);
+	snap_out_free(u->snap);
+	json_object_put(u->result);
 	evbuffer_free(u->stage);
 	free(u->error);
 	free(u->sandbox);

@@ -235,6 +235,7 @@ sandbox_free(void *arg)
 	free(sb->workdir);
 	free(sb->chandir);
 	json_object_put(sb->env);
+	json_object_put(sb->volumes);
 	free(sb->idem_key);
 	json_object_put(sb->idem_args);
 	json_object_put(sb->egress);
@@ -1400,6 +1401,8 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 		}
 	}
 	s->volumes = json_object_new_array();
+	json_object_put(sb->volumes);
+	sb->volumes = json_object_get(s->volumes);
 }
 
 /*

@@ -80,6 +80,7 @@ struct sandbox {
 	int from_pool; /* was a pool container, handed to its owner */
 	int agent_ready; /* its worker says its agent takes commands */
 	json_object *env; /* the owner's env {}, given to every command */
+	json_object *volumes; /* its image's VOLUMEs, each a tmpfs */
 	char *idem_key; /* sandbox_initialize's idempotency_key, or NULL */
 	json_object *idem_args; /* and its other arguments, to match retries */
 	/* Pausing when idle (--pause-after). */
@@ -177,6 +178,7 @@ void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
 void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
 void wproc_shutdown(struct wproc *);
 void wproc_hold(struct wproc *, int);
+void wproc_gate(struct wproc *, int);
 int wproc_busy(struct wproc *);
 pid_t wproc_pid(struct wproc *);
 void wproc_reap(void);

@@ -60,7 +60,7 @@ static void rm_tree(const char *);
  * directory (no symlink) owned by us that nobody else may enter. 0, or -1
  * with why in err.
  */
-static int
+int
 private_dir(const char *dir, char *err, size_t errlen)
 {
 	struct stat st;

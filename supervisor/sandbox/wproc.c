@@ -39,9 +39,19 @@ struct wcall {
 	char token[33]; /* marks an exec's processes in the container */
 	void *arg;
 	struct wproc *wp;
+	int gated; /* made while the worker's gate was shut (wproc_gate) */
 	struct event *refuse; /* answers a call that could not be sent */
 	char *refusal;
 	TAILQ_ENTRY(wcall) entry;
+};
+
+/* A frame of a gated call, held until the gate opens. */
+struct wframe {
+	uint16_t type, flags;
+	uint32_t stream, reqid;
+	char *data;
+	size_t len;
+	TAILQ_ENTRY(wframe) entry;
 };
 
 struct wproc {
@@ -55,6 +65,8 @@ struct wproc {
 	struct sandbox *ready_sb; /* referenced while ready_cb waits */
 	struct event *hello_timer;
 	TAILQ_HEAD(, wcall) calls;
+	int gate; /* shut: new calls wait (wproc_gate) */
+	TAILQ_HEAD(, wframe) held; /* their frames, in order */
 	LIST_ENTRY(wproc) entry;
 };
 
@@ -123,6 +135,19 @@ wproc_maybe_free(struct wproc *wp)
 	free(wp);
 }
 
+static void
+wproc_held_drop(struct wproc *wp)
+{
+	struct wframe *f;
+
+	while ((f = TAILQ_FIRST(&wp->held)) != NULL) {
+		TAILQ_REMOVE(&wp->held, f, entry);
+		free(f->data);
+		free(f);
+	}
+	wp->gate = 0;
+}
+
 /* The channel is gone: fail the calls in flight and drop the worker. */
 static void
 wproc_lost(struct wproc *wp, const char *why)
@@ -142,6 +167,7 @@ wproc_lost(struct wproc *wp, const char *why)
 		      "down) while the call ran";
 	proto_chan_free(wp->chan);
 	wp->chan = NULL;
+	wproc_held_drop(wp);
 	evtimer_del(wp->hello_timer);
 	if (sb != NULL && sb->worker == wp) {
 		sb->worker = NULL;
@@ -217,6 +243,48 @@ wproc_find_call(struct wproc *wp, uint32_t reqid)
 	if (wc->reqid == reqid)
 		return wc;
 	return NULL;
+}
+
+/*
+ * A frame of call reqid to the worker, held in order while that call is
+ * gated; -1 when it cannot be sent.
+ */
+static int
+wproc_out(struct wproc *wp, uint16_t type, uint16_t flags, uint32_t stream,
+    uint32_t reqid, const void *p, size_t len)
+{
+	struct wcall *wc;
+	struct wframe *f;
+
+	if (wp->chan == NULL)
+		return -1;
+	if (wp->gate && (wc = wproc_find_call(wp, reqid)) != NULL &&
+	    wc->gated) {
+		f = xcalloc(1, sizeof *f);
+		f->type = type;
+		f->flags = flags;
+		f->stream = stream;
+		f->reqid = reqid;
+		f->data = len > 0 ? xmalloc(len) : NULL;
+		if (len > 0)
+			memcpy(f->data, p, len);
+		f->len = len;
+		TAILQ_INSERT_TAIL(&wp->held, f, entry);
+		return 0;
+	}
+	return proto_chan_send(wp->chan, type, flags, stream, reqid, p, len);
+}
+
+static int
+wproc_out_json(struct wproc *wp, uint16_t type, uint32_t stream, uint32_t reqid,
+    json_object *obj)
+{
+	const char *s;
+	size_t len;
+
+	s = json_object_to_json_string_length(
+	    obj, JSON_C_TO_STRING_PLAIN, &len);
+	return wproc_out(wp, type, 0, stream, reqid, s, len);
 }
 
 /*
@@ -458,6 +526,7 @@ wproc_spawn(
 	if (ready_cb != NULL)
 		wp->ready_sb = sandbox_ref(sb);
 	TAILQ_INIT(&wp->calls);
+	TAILQ_INIT(&wp->held);
 	if ((wp->chan = proto_chan_new(
 	         sup.base, sv[0], wproc_frame, wproc_chan_lost, wp)) == NULL)
 		fatal("%s: the worker's channel", __func__);
@@ -521,6 +590,7 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 		random_hex(wc->token, 16);
 		proto_run_set_token(call, wc->token);
 	}
+	wc->gated = wp->gate;
 	TAILQ_INSERT_TAIL(&wp->calls, wc, entry);
 	json_object_to_json_string_length(call, JSON_C_TO_STRING_PLAIN, &size);
 	if (size > PROTO_MAX_PAYLOAD)
@@ -531,8 +601,8 @@ wproc_call(struct wproc *wp, json_object *call, wcall_data_cb data_cb,
 		    "nothing ran.  Put large inputs in a file first "
 		    "(write_file, copy_file)",
 		    size, PROTO_MAX_PAYLOAD);
-	else if (proto_chan_send_json(
-	             wp->chan, PROTO_CALL, wc->reqid, wc->reqid, call) == -1)
+	else if (wproc_out_json(wp, PROTO_CALL, wc->reqid, wc->reqid, call) ==
+	         -1)
 		xasprintf(&wc->refusal,
 		    "cannot send the call to the "
 		    "sandbox's worker: %s",
@@ -555,7 +625,7 @@ wproc_credit(struct wproc *wp, uint32_t reqid, size_t bytes)
 	c = json_object_new_object();
 	json_object_object_add(
 	    c, "bytes", json_object_new_int64((int64_t)bytes));
-	proto_chan_send_json(wp->chan, PROTO_CREDIT, reqid, reqid, c);
+	wproc_out_json(wp, PROTO_CREDIT, reqid, reqid, c);
 	json_object_put(c);
 }
 
@@ -573,8 +643,7 @@ wproc_send(struct wproc *wp, uint32_t reqid, const void *p, size_t len, int eof)
 		n = len > PROTO_DATA_CHUNK ? PROTO_DATA_CHUNK : len;
 		if (eof && n == len)
 			flags |= PROTO_F_EOF;
-		proto_chan_send(
-		    wp->chan, PROTO_DATA, flags, reqid, reqid, s, n);
+		wproc_out(wp, PROTO_DATA, flags, reqid, reqid, s, n);
 		s += n;
 		len -= n;
 	} while (len > 0);
@@ -594,8 +663,7 @@ wproc_on_credit(struct wproc *wp, uint32_t reqid, wcall_credit_cb cb)
 void
 wproc_cancel(struct wproc *wp, uint32_t reqid)
 {
-	if (wp->chan != NULL)
-		proto_chan_send(wp->chan, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
+	wproc_out(wp, PROTO_CANCEL, 0, 0, reqid, NULL, 0);
 }
 
 /* Ask the worker to send a signal to a call's processes. */
@@ -608,7 +676,7 @@ wproc_signal(struct wproc *wp, uint32_t reqid, int sig)
 		return;
 	o = json_object_new_object();
 	json_object_object_add(o, "signal", json_object_new_int(sig));
-	proto_chan_send_json(wp->chan, PROTO_SIGNAL, 0, reqid, o);
+	wproc_out_json(wp, PROTO_SIGNAL, 0, reqid, o);
 	json_object_put(o);
 }
 
@@ -620,6 +688,35 @@ void
 wproc_hold(struct wproc *wp, int hold)
 {
 	proto_chan_hold(wp->chan, hold);
+}
+
+/*
+ * The gate: while shut, calls made from now on wait, with everything
+ * sent for them (input, credit, a cancellation), and go out in order
+ * when it opens; calls made before pass.  So a snapshot's own command
+ * runs alone (run/snapshot.c).
+ */
+void
+wproc_gate(struct wproc *wp, int shut)
+{
+	struct wframe *f;
+	struct wcall *wc;
+
+	if (shut) {
+		wp->gate = 1;
+		return;
+	}
+	wp->gate = 0;
+	TAILQ_FOREACH(wc, &wp->calls, entry)
+	wc->gated = 0;
+	while ((f = TAILQ_FIRST(&wp->held)) != NULL) {
+		TAILQ_REMOVE(&wp->held, f, entry);
+		if (wp->chan != NULL)
+			proto_chan_send(wp->chan, f->type, f->flags, f->stream,
+			    f->reqid, f->data, f->len);
+		free(f->data);
+		free(f);
+	}
 }
 
 /* Whether calls of the worker are in flight. */

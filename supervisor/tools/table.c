@@ -25,6 +25,10 @@ static const struct tool *const table[] = {
     &tool_sandbox_expose_port,
     &tool_sandbox_unexpose_port,
     &tool_sandbox_set_egress,
+    &tool_sandbox_snapshot,
+    &tool_sandbox_restore,
+    &tool_snapshot_list,
+    &tool_snapshot_delete,
 };
 
 /* Register them with the MCP layer, before any other module's. */

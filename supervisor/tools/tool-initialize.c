@@ -1,5 +1,6 @@
 /* sandbox_initialize: a new hardened sandbox from any image. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -41,6 +42,11 @@ static const char input_schema[] =
     "allows (--egress-allow; none: egress is off on the server); "
     "commands get HTTP_PROXY and HTTPS_PROXY, a refused connection gets "
     "a 403 from the proxy; sandbox_set_egress changes it\"},"
+    "\"snapshot\":{\"type\":\"string\",\"description\":\"a "
+    "snapshot_id of this session (sandbox_snapshot): the new sandbox is "
+    "a fork of it, with its files, image, workdir, env and limits "
+    "(arguments given here win, but image and workdir must be the "
+    "snapshot's)\"},"
     "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1,"
     "\"maxLength\":128,\"description\":\"a retry with the same key in "
     "the same session gets the same sandbox (also while the first "
@@ -63,7 +69,11 @@ static const char output_schema[] =
     "a container of the server's warm pool (--warm-pool)\"},"
     "\"egress\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
     "\"description\":\"its egress allowlist as the server keeps it "
-    "(lowercase, canonical; absent: no egress)\"}},"
+    "(lowercase, canonical; absent: no egress)\"},"
+    "\"snapshot_id\":{\"type\":\"string\",\"description\":\"the "
+    "snapshot it was forked from\"},"
+    "\"restored_files\":{\"type\":\"integer\",\"description\":"
+    "\"files, directories and links the fork got from it\"}},"
     "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
     "\"limits\",\"expires_at\"]}";
 
@@ -161,6 +171,104 @@ same_request(json_object *first, json_object *args)
 	return same;
 }
 
+/* A fork: its sandbox is up, then the snapshot goes into it. */
+struct fork {
+	json_object *meta;
+	char *id;
+};
+
+static void
+fork_removed(void *arg, const char *err)
+{
+	(void)arg;
+	(void)err;
+}
+
+static void
+fork_restored(struct call *c, json_object *res, const char *error, void *arg)
+{
+	struct fork *f = arg;
+	struct sandbox *sb;
+	json_object *r, *sc, *v;
+
+	sb = sandbox_find(NULL, f->id);
+	if (error != NULL || sb == NULL) {
+		mcp_call_reply(c, tool_error("the fork of snapshot %s failed: "
+		                             "%s (its sandbox was removed)",
+		                      snapshot_meta_str(f->meta, "snapshot_id"),
+		                      error != NULL ? error : "it is gone"));
+		if (sb != NULL)
+			sandbox_destroy(sb, fork_removed, NULL);
+	} else {
+		r = sandbox_result(sb);
+		if (json_object_object_get_ex(r, "structuredContent", &sc)) {
+			json_object_object_add(sc, "snapshot_id",
+			    json_object_new_string(
+			        snapshot_meta_str(f->meta, "snapshot_id")));
+			json_object_object_get_ex(res, "files", &v);
+			json_object_object_add(
+			    sc, "restored_files", json_object_get(v));
+		}
+		mcp_call_reply(c, r);
+	}
+	json_object_put(f->meta);
+	free(f->id);
+	free(f);
+}
+
+static void
+fork_ready(struct call *c, struct sandbox *sb, const char *err, void *arg)
+{
+	struct fork *f = arg;
+	char why[512];
+
+	if (sb == NULL) {
+		mcp_call_reply(c, tool_error("%s", err));
+		json_object_put(f->meta);
+		free(f);
+		return;
+	}
+	f->id = xstrdup(sb->id);
+	if (snapshot_restore(c, sb, json_object_get(f->meta), fork_restored, f,
+	        why, sizeof why) == -1)
+		fork_restored(c, NULL, why, f);
+}
+
+/* The snapshot of a fork's arguments, or NULL (answered) if refused. */
+static json_object *
+fork_snapshot(struct call *c, const char *id)
+{
+	json_object *meta;
+	const char *v, *given;
+	char err[512];
+
+	if ((meta = snapshot_get(c->sess, id, err, sizeof err)) == NULL) {
+		mcp_call_reply(c, tool_error("%s", err));
+		return NULL;
+	}
+	v = snapshot_meta_str(meta, "image");
+	if ((given = tool_arg_string(c, "image")) != NULL && v != NULL &&
+	    strcmp(given, v) != 0) {
+		mcp_call_reply(
+		    c, tool_error("snapshot %s is of image %s: leave "
+		                  "image out to fork it",
+		           id, v));
+		json_object_put(meta);
+		return NULL;
+	}
+	v = snapshot_meta_str(meta, "workdir");
+	if ((given = tool_arg_string(c, "workdir")) != NULL && v != NULL &&
+	    strcmp(given, v) != 0) {
+		mcp_call_reply(
+		    c, tool_error("snapshot %s has workdir %s: leave "
+		                  "workdir out to fork it",
+		           id, v));
+		json_object_put(meta);
+		return NULL;
+	}
+	return meta;
+}
+
 static void
 sandbox_initialize(struct call *c)
 {
@@ -170,7 +278,9 @@ sandbox_initialize(struct call *c)
 	char *why;
 	const char *image, *name, *workdir, *network, *bad = "";
 	struct sandbox *sb;
-	const char *key;
+	const char *key, *snap;
+	json_object *meta = NULL, *ml;
+	struct fork *f;
 	long ttl = conf->ttl;
 	int detach = 0;
 
@@ -201,7 +311,29 @@ sandbox_initialize(struct call *c)
 		if (sandbox_join(sb, c) == 0)
 			return;
 	}
+	if (!tool_arg_type_ok(c, "snapshot", json_type_string, NULL)) {
+		mcp_call_reply(c, tool_error("snapshot must be a snapshot_id"));
+		return;
+	}
+	/* A fork: the snapshot's image, workdir, env and limits by default. */
+	if ((snap = tool_arg_string(c, "snapshot")) != NULL) {
+		if ((meta = fork_snapshot(c, snap)) == NULL)
+			return;
+		if (env == NULL && json_object_object_get_ex(meta, "env", &v) &&
+		    json_object_is_type(v, json_type_object))
+			env = v;
+		if (json_object_object_get_ex(meta, "limits", &ml)) {
+			if (json_object_object_get_ex(ml, "memory_mb", &v))
+				lim.memory_mb = (long)json_object_get_int64(v);
+			if (json_object_object_get_ex(ml, "cpus", &v))
+				lim.cpus = json_object_get_double(v);
+			if (json_object_object_get_ex(ml, "pids", &v))
+				lim.pids = (long)json_object_get_int64(v);
+		}
+	}
 	image = tool_arg_string(c, "image");
+	if (image == NULL && meta != NULL)
+		image = snapshot_meta_str(meta, "image");
 	if (image == NULL)
 		image = conf->default_image;
 	if (*image == '\0' || strlen(image) > 255 ||
@@ -209,7 +341,7 @@ sandbox_initialize(struct call *c)
 		mcp_call_reply(
 		    c, tool_error("image must be an image reference "
 		                  "such as python:3.12-slim-bookworm"));
-		return;
+		goto out;
 	}
 	if ((name = tool_arg_string(c, "name")) != NULL) {
 		if (!valid_name(name)) {
@@ -218,14 +350,14 @@ sandbox_initialize(struct call *c)
 			        "name must be 1-63 letters, "
 			        "digits, '_', '.' or '-', starting with a letter "
 			        "or digit"));
-			return;
+			goto out;
 		}
 		if (sandbox_find(c->sess, name) != NULL) {
 			mcp_call_reply(
 			    c, tool_error("a sandbox named \"%s\" "
 			                  "exists already; pick another name",
 			           name));
-			return;
+			goto out;
 		}
 	}
 	if (env != NULL && !tool_initialize_env_valid(env, &bad)) {
@@ -233,9 +365,11 @@ sandbox_initialize(struct call *c)
 		    c, tool_error("env \"%.40s\": names are letters, "
 		                  "digits and '_', values strings without NUL",
 		           bad));
-		return;
+		goto out;
 	}
 	workdir = tool_arg_string(c, "workdir");
+	if (workdir == NULL && meta != NULL)
+		workdir = snapshot_meta_str(meta, "workdir");
 	if (workdir == NULL)
 		workdir = "/app";
 	if (!tool_initialize_workdir_valid(workdir)) {
@@ -244,7 +378,7 @@ sandbox_initialize(struct call *c)
 		        "workdir must be an absolute path "
 		        "without '.', '..', ',' or ':' outside system directories, "
 		        "such as /app"));
-		return;
+		goto out;
 	}
 	network = tool_arg_string(c, "network");
 	if (network == NULL)
@@ -256,7 +390,7 @@ sandbox_initialize(struct call *c)
 			    c, tool_error("network \"%.40s\" is never "
 			                  "allowed: it shares a namespace",
 			           network));
-			return;
+			goto out;
 		}
 		/* Only the networks the operator named, by exact name. */
 		if (!config_list_has(&conf->allow_networks, network)) {
@@ -270,12 +404,12 @@ sandbox_initialize(struct call *c)
 			            ? " or one the operator "
 			              "allowed"
 			            : ""));
-			return;
+			goto out;
 		}
 	}
 	if (!tool_arg_type_ok(c, "memory_mb", json_type_int, &v)) {
 		mcp_call_reply(c, tool_error("memory_mb must be an integer"));
-		return;
+		goto out;
 	}
 	if (v != NULL)
 		lim.memory_mb = (long)json_object_get_int64(v);
@@ -284,11 +418,11 @@ sandbox_initialize(struct call *c)
 		    c, tool_error("memory_mb must be from 16 to %ld (the "
 		                  "operator's ceiling)",
 		           conf->max_memory_mb));
-		return;
+		goto out;
 	}
 	if (!tool_arg_type_ok(c, "cpus", json_type_double, &v)) {
 		mcp_call_reply(c, tool_error("cpus must be a number"));
-		return;
+		goto out;
 	}
 	if (v != NULL)
 		lim.cpus = json_object_get_double(v);
@@ -297,11 +431,11 @@ sandbox_initialize(struct call *c)
 		    c, tool_error("cpus must be above 0.01 and at most "
 		                  "%g (the operator's ceiling)",
 		           conf->max_cpus));
-		return;
+		goto out;
 	}
 	if (!tool_arg_type_ok(c, "pids", json_type_int, &v)) {
 		mcp_call_reply(c, tool_error("pids must be an integer"));
-		return;
+		goto out;
 	}
 	if (v != NULL)
 		lim.pids = (long)json_object_get_int64(v);
@@ -309,11 +443,11 @@ sandbox_initialize(struct call *c)
 		mcp_call_reply(c, tool_error("pids must be from 8 to %ld (the "
 		                             "operator's ceiling)",
 		                      conf->max_pids));
-		return;
+		goto out;
 	}
 	if (!tool_arg_type_ok(c, "ttl_seconds", json_type_int, &v)) {
 		mcp_call_reply(c, tool_error("ttl_seconds must be an integer"));
-		return;
+		goto out;
 	}
 	if (v != NULL)
 		ttl = (long)json_object_get_int64(v);
@@ -322,11 +456,11 @@ sandbox_initialize(struct call *c)
 		    c, tool_error("ttl_seconds must be from 1 to %ld "
 		                  "(the operator's ceiling)",
 		           conf->max_ttl));
-		return;
+		goto out;
 	}
 	if (!tool_arg_type_ok(c, "detach", json_type_boolean, &v)) {
 		mcp_call_reply(c, tool_error("detach must be a boolean"));
-		return;
+		goto out;
 	}
 	if (v != NULL)
 		detach = json_object_get_boolean(v);
@@ -336,7 +470,7 @@ sandbox_initialize(struct call *c)
 		if ((egress = egresslist_check(conf, v, &why)) == NULL) {
 			mcp_call_reply(c, tool_error("%s", why));
 			free(why);
-			return;
+			goto out;
 		}
 		if (json_object_array_length(egress) == 0) {
 			json_object_put(egress);
@@ -349,13 +483,21 @@ sandbox_initialize(struct call *c)
 		    c, tool_error("too many sandboxes (the limit is "
 		                  "%ld): stop one with sandbox_stop first",
 		           conf->max_sandboxes));
-		return;
+		goto out;
 	}
 	/* NULL: refused, and already answered. */
-	sb = sandbox_create(c, image, name, env, workdir, network, &lim, ttl);
+	if (meta != NULL) {
+		f = xcalloc(1, sizeof *f);
+		f->meta = meta;
+		meta = NULL;
+		sb = sandbox_create_cb(c, image, name, env, workdir, network,
+		    &lim, ttl, fork_ready, f);
+	} else
+		sb = sandbox_create(
+		    c, image, name, env, workdir, network, &lim, ttl);
 	if (sb == NULL) {
 		json_object_put(egress);
-		return;
+		goto out;
 	}
 	/* Given to its worker before the call is answered (sandbox.c). */
 	sb->egress = egress;
@@ -364,6 +506,8 @@ sandbox_initialize(struct call *c)
 		sb->idem_key = xstrdup(key);
 		sb->idem_args = request_sans_key(c->args);
 	}
+out:
+	json_object_put(meta);
 }
 
 const struct tool tool_sandbox_initialize = {

@@ -24,6 +24,22 @@ int tool_execute_code_args(
 void tool_create_run_close_start(struct call *, const char *, const char *,
     json_object *, long long, const char *);
 
+/* What sandbox_snapshot, sandbox_restore and snapshot_list say of one. */
+/* What sandbox_snapshot, sandbox_restore and snapshot_list say of one. */
+#define TOOL_SNAPSHOT_PROPS                                                    \
+	"\"snapshot_id\":{\"type\":\"string\"},"                               \
+	"\"name\":{\"type\":\"string\"},"                                      \
+	"\"image\":{\"type\":\"string\"},"                                     \
+	"\"workdir\":{\"type\":\"string\"},"                                   \
+	"\"source\":{\"type\":\"string\",\"description\":\"the container "     \
+	"it was taken of\"},"                                                  \
+	"\"bytes\":{\"type\":\"integer\",\"description\":\"its archive on "    \
+	"the host\"},"                                                         \
+	"\"files\":{\"type\":\"integer\",\"description\":\"files, "            \
+	"directories and links in it\"},"                                      \
+	"\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"},"       \
+	"\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"}"
+
 /* tool-initialize.c */
 int tool_initialize_env_valid(json_object *, const char **);
 
@@ -76,5 +92,9 @@ extern const struct tool tool_process_wait;
 extern const struct tool tool_sandbox_expose_port;
 extern const struct tool tool_sandbox_unexpose_port;
 extern const struct tool tool_sandbox_set_egress;
+extern const struct tool tool_sandbox_snapshot;
+extern const struct tool tool_sandbox_restore;
+extern const struct tool tool_snapshot_list;
+extern const struct tool tool_snapshot_delete;
 
 #endif
