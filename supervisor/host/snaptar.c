@@ -75,6 +75,17 @@ name_below(char **roots, const char *raw, const char **reason)
 	return NULL;
 }
 
+static int
+is_root(char **roots, const char *name)
+{
+	char **r;
+
+	for (r = roots; *r != NULL; r++)
+		if (strcmp(name, *r) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * The entry as it is kept, made anew from what may be kept of e; NULL
  * and why when it is left out ("": a mount itself, which is not kept).
@@ -87,7 +98,6 @@ entry_kept(char **roots, struct archive_entry *e, uint32_t uid,
 	const char *raw, *link;
 	char *name, *target = NULL;
 	int type = archive_entry_filetype(e);
-	size_t i;
 
 	*fatal = 0;
 	if ((raw = archive_entry_pathname(e)) == NULL)
@@ -95,14 +105,17 @@ entry_kept(char **roots, struct archive_entry *e, uint32_t uid,
 	if ((name = name_below(roots, raw, reason)) == NULL)
 		return NULL;
 	/* A mount itself is the sandbox's, made with it: not kept. */
-	for (i = 0; roots[i] != NULL; i++)
-		if (strcmp(name, roots[i]) == 0) {
-			*reason = "";
-			free(name);
-			return NULL;
-		}
+	if (is_root(roots, name)) {
+		*reason = "";
+		free(name);
+		return NULL;
+	}
 	if ((link = archive_entry_hardlink(e)) != NULL) {
-		if ((target = name_below(roots, link, reason)) == NULL) {
+		if ((target = name_below(roots, link, reason)) == NULL ||
+		    is_root(roots, target)) {
+			if (target != NULL)
+				*reason = "hardlink to a mount";
+			free(target);
 			free(name);
 			return NULL;
 		}
@@ -132,7 +145,9 @@ entry_kept(char **roots, struct archive_entry *e, uint32_t uid,
 	}
 	k = archive_entry_new();
 	archive_entry_set_pathname(k, name);
-	archive_entry_set_filetype(k, (unsigned int)type);
+	/* A hardlink is a file's second name, whatever its header said. */
+	archive_entry_set_filetype(
+	    k, target != NULL ? AE_IFREG : (unsigned int)type);
 	archive_entry_set_perm(k, archive_entry_perm(e) & 0777);
 	archive_entry_set_uid(k, uid);
 	archive_entry_set_gid(k, uid);
@@ -491,7 +506,7 @@ snap_out_new(const char *path, const struct snap_limits *lim,
 	    archive_write_set_format_pax_restricted(t->w) != ARCHIVE_OK ||
 	    archive_write_open2(t->w, t, NULL, out_write, NULL, NULL) !=
 	        ARCHIVE_OK) {
-		errbuf_set(err, errlen, "cannot read the snapshot: %s",
+		errbuf_set(err, errlen, "the snapshot is damaged: %s",
 		    t->r != NULL ? archive_error_string(t->r) : "no memory");
 		snap_out_free(t);
 		return NULL;
