@@ -832,6 +832,7 @@ config_free(struct config *c)
 	free(c->expose_bind);
 	free(c->expose_auth_mode);
 	free(c->runtime_dir);
+	free(c->state_dir);
 	free(c->uid_range);
 	config_list_free(&c->deny_copy_names);
 	config_list_free(&c->allow_networks);

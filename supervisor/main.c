@@ -114,6 +114,7 @@ supervisor_quit(void)
 	ev_deadline = evtimer_new(sup.base, deadline_cb, NULL);
 	evtimer_add(ev_deadline, &tv);
 	mcp_shutdown_calls();
+	snapshot_shutdown(); /* the HTTP sessions' */
 	sandbox_destroy_all(all_removed);
 }
 

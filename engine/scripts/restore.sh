@@ -30,9 +30,16 @@ while [ $__r_i -lt 50 ]; do
 	__r_i=$((__r_i + 1))
 	sleep 0.02 2>/dev/null || :
 done
-# (A mount below another cannot go: what is left is overwritten.)
+# Directories the user made read-only are made writable first (chmod -R
+# follows no symlink below the names given).  A mount below another
+# cannot go: what is left of it is overwritten.
 for __r_r; do
+	chmod -R u+rwX -- "$__r_r"/* "$__r_r"/.[!.]* "$__r_r"/..?* 2>/dev/null
 	rm -rf -- "$__r_r"/* "$__r_r"/.[!.]* "$__r_r"/..?* 2>/dev/null
 done
-tar -xpf - -C / || exit 1
+# A directory's own mode (read-only, say) is set once its members are in.
+__r_o=
+tar --help 2>&1 | grep -q delay-directory-restore &&
+    __r_o=--delay-directory-restore
+tar -xpf - $__r_o -C / || exit 1
 echo "killed $__r_killed" >&2

@@ -213,8 +213,7 @@ in_write(struct archive *a, void *arg, const void *buf, size_t len)
 
 	if (t->lim.max_bytes != 0 && len > t->lim.max_bytes - t->written) {
 		in_fail(t,
-		    "the snapshot is larger than %llu bytes (%s); nothing "
-		    "was kept",
+		    "the snapshot is larger than %llu bytes (%s)",
 		    (unsigned long long)t->lim.max_bytes, t->limit_name);
 		archive_set_error(a, EFBIG, "%s", t->error);
 		return -1;

@@ -199,6 +199,7 @@ json_object *snapshot_list(struct session *, char *, size_t);
 json_object *snapshot_get(struct session *, const char *, char *, size_t);
 int snapshot_delete(struct session *, const char *, char *, size_t);
 void snapshot_session_closed(struct session *);
+void snapshot_shutdown(void);
 const char *snapshot_meta_str(json_object *, const char *);
 json_object *snapshot_json(json_object *);
 char *snapshot_archive(const char *);

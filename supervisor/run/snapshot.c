@@ -202,6 +202,30 @@ snapshot_meta_str(json_object *m, const char *key)
 	           : NULL;
 }
 
+/* Whether the server that took it still runs (reaper_owner_alive()). */
+static int
+meta_owner_alive(json_object *m)
+{
+	const char *boot = snapshot_meta_str(m, "server_boot"),
+	           *pid = snapshot_meta_str(m, "server_pid"),
+	           *start = snapshot_meta_str(m, "server_start");
+
+	if (boot == NULL || pid == NULL || start == NULL)
+		return 0;
+	return reaper_owner_alive(boot, pid, start);
+}
+
+/* Whether this very server took it. */
+static int
+meta_is_ours(json_object *m)
+{
+	const char *pid = snapshot_meta_str(m, "server_pid"),
+	           *start = snapshot_meta_str(m, "server_start");
+
+	return pid != NULL && start != NULL && atol(pid) == (long)getpid() &&
+	       strtoull(start, NULL, 10) == sup.start_ticks;
+}
+
 /* The bytes its archive takes on the disk. */
 static uint64_t
 snap_bytes(const char *id)
@@ -258,8 +282,19 @@ snap_scan(const char *principal, json_object *list)
 			json_object_put(m);
 			continue;
 		}
-		used += snap_bytes(de->d_name);
 		owner = snapshot_meta_str(m, "owner");
+		/* An HTTP session's, of a server that is gone: nobody can
+		 * reach it again. */
+		if (strncmp(owner, "session-", 8) == 0 &&
+		    meta_owner_alive(m) != 1) {
+			log_info("snapshot %s: its session's server is gone: "
+			         "removed",
+			    de->d_name);
+			snap_remove(de->d_name);
+			json_object_put(m);
+			continue;
+		}
+		used += snap_bytes(de->d_name);
 		if (list != NULL &&
 		    (principal == NULL || strcmp(owner, principal) == 0))
 			json_object_array_add(list, m);
@@ -354,27 +389,44 @@ snapshot_delete(struct session *sess, const char *id, char *err, size_t len)
 	return 0;
 }
 
-/* A session ended: an HTTP session's snapshots go with it. */
-void
-snapshot_session_closed(struct session *sess)
+/* Removes the snapshots of principal (NULL: every HTTP session's). */
+static void
+snap_remove_of(const char *principal)
 {
-	json_object *list;
-	const char *id;
+	json_object *list, *m;
+	const char *id, *owner;
 	size_t i;
 
-	if (snap_dir == NULL || strncmp(sess->principal, "session-", 8) != 0)
-		return;
 	list = json_object_new_array();
-	snap_scan(sess->principal, list);
+	snap_scan(principal, list);
 	for (i = 0; i < json_object_array_length(list); i++) {
-		id = snapshot_meta_str(
-		    json_object_array_get_idx(list, i), "snapshot_id");
-		if (id != NULL && snapshot_id_valid(id)) {
+		m = json_object_array_get_idx(list, i);
+		id = snapshot_meta_str(m, "snapshot_id");
+		owner = snapshot_meta_str(m, "owner");
+		if (id != NULL && snapshot_id_valid(id) &&
+		    strncmp(owner, "session-", 8) == 0 &&
+		    (principal != NULL || meta_is_ours(m))) {
 			snap_remove(id);
 			log_info("snapshot %s removed with its session", id);
 		}
 	}
 	json_object_put(list);
+}
+
+/* A session ended: an HTTP session's snapshots go with it. */
+void
+snapshot_session_closed(struct session *sess)
+{
+	if (snap_dir != NULL && strncmp(sess->principal, "session-", 8) == 0)
+		snap_remove_of(sess->principal);
+}
+
+/* The server stops: its HTTP sessions' snapshots go with them. */
+void
+snapshot_shutdown(void)
+{
+	if (snap_dir != NULL)
+		snap_remove_of(NULL);
 }
 
 /* The path of a snapshot's archive (caller frees). */
@@ -564,20 +616,41 @@ take_sink(struct xrun *run, const char *p, size_t len, void *arg)
 }
 
 static void
+thawed(struct xrun *run, json_object *r, void *arg)
+{
+	(void)run;
+	(void)r;
+	(void)arg;
+}
+
+static void
 take_run_done(struct xrun *run, json_object *r, void *arg)
 {
 	struct snaptake *t = arg;
+	struct xrun_opts o;
 	json_object *v;
+	int ok;
 
 	(void)run;
 	t->run_done = 1;
-	/* Its processes go on (the script's end continued them); the calls
-	 * that waited go out. */
+	ok = json_object_object_get_ex(r, "exit_code", &v) &&
+	     json_object_get_int(v) == 0;
+	/*
+	 * Its processes go on: the script's end continued them, but a
+	 * script killed (a cancellation, a timeout, the cap) could not, so
+	 * then every process of the sandbox's user is continued.  The calls
+	 * that waited go out after.
+	 */
+	if (!ok && !t->sb->dead && t->sb->worker != NULL) {
+		memset(&o, 0, sizeof o);
+		o.command = "kill -CONT -1 2>/dev/null; exit 0";
+		o.log_as = "sandbox_snapshot: its processes continued";
+		o.timeout_ms = 30000;
+		xrun_start(NULL, t->sb, &o, thawed, NULL);
+	}
 	if (t->sb->worker != NULL)
 		wproc_gate(t->sb->worker, 0);
-	if (t->error == NULL &&
-	    (!json_object_object_get_ex(r, "exit_code", &v) ||
-	        json_object_get_int(v) != 0))
+	if (t->error == NULL && !ok)
 		take_fail(t, "%s",
 		    xrun_failure(r, "the sandbox could not archive its files"));
 	take_feed(t);
@@ -833,6 +906,15 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 	json_object_object_add(t->meta, "roots", a);
 	json_object_object_add(
 	    t->meta, "source", json_object_new_string(sb->id));
+	/* Who took it, for a session's snapshots left by a server gone. */
+	json_object_object_add(
+	    t->meta, "server_boot", json_object_new_string(sup.boot_id));
+	snprintf(line, sizeof line, "%d", (int)getpid());
+	json_object_object_add(
+	    t->meta, "server_pid", json_object_new_string(line));
+	snprintf(line, sizeof line, "%llu", sup.start_ticks);
+	json_object_object_add(
+	    t->meta, "server_start", json_object_new_string(line));
 
 	memset(&o, 0, sizeof o);
 	o.command = snapshot_sh;

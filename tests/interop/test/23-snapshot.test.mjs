@@ -12,10 +12,6 @@
 // The SDK validates every structuredContent against the tools'
 // outputSchema (tools/list is read first).  Nothing reaches the network:
 // the Python packages are wheels written in the sandbox by hand.
-//
-// Tests marked todo show server bugs found while writing this file (they
-// run, and are reported, but do not fail the run); drop the todo once
-// fixed.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -434,7 +430,6 @@ describe('restore with read-only directories (server bugs)', { timeout: 120_000 
   });
 
   it('a read-only directory made after the snapshot is gone after the restore',
-    { todo: 'server bug: restore.sh rm -rf fails silently below a 0555 directory; the restore reports success but the files stay' },
     async () => {
       const sb = await createSandbox(client);
       const id = sb.container_id;
@@ -447,7 +442,6 @@ describe('restore with read-only directories (server bugs)', { timeout: 120_000 
     });
 
   it('a snapshot holding a read-only directory restores into its own sandbox',
-    { todo: 'server bug: "restore failed: tar: app/ro/f: Cannot open: File exists" (the old file cannot be removed first)' },
     async () => {
       const sb = await createSandbox(client);
       const id = sb.container_id;
@@ -599,7 +593,6 @@ describe('--snapshot-max-mb: a snapshot too large is refused, nothing kept', { t
   });
 
   it('a refused snapshot leaves the sandbox\'s processes running (background and code session)',
-    { todo: 'server bug: after "larger than ... (--snapshot-max-mb)" the processes snapshot.sh stopped stay stopped (ps: T); the next execute_code times out and loses the session' },
     async () => {
       const other = await createSandbox(client);
       const id = other.container_id;
@@ -761,7 +754,6 @@ describe('over Streamable HTTP a snapshot belongs to its session, and goes with 
   });
 
   it("the server's stop ends B's session: B's snapshot goes with it",
-    { todo: 'server bug: after SIGTERM the snapshot of a still-open HTTP session stays in STATE/snapshots; no later session can reach it, it counts against --snapshot-mb until --snapshot-ttl' },
     () => {
       assert.equal(server.exit?.code, 0, 'the server has stopped');
       assert.deepEqual(storeEntries(state.dir), []);
