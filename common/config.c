@@ -172,8 +172,7 @@ static const struct opt opts[] = {
         O(transfer_idle), "30", 1, 3600,
         "seconds a copy out of a sandbox may go without progress before "
         "it fails"},
-    {"state-dir", "MCP_SANDBOXD_STATE_DIR", OPT_STR, O(state_dir), NULL, 0,
-        0,
+    {"state-dir", "MCP_SANDBOXD_STATE_DIR", OPT_STR, O(state_dir), NULL, 0, 0,
         "private directory (0700) for snapshots, kept across restarts "
         "(default $XDG_STATE_HOME/mcp-sandboxd, else "
         "$HOME/.local/state/mcp-sandboxd)"},

@@ -212,8 +212,7 @@ in_write(struct archive *a, void *arg, const void *buf, size_t len)
 	ssize_t n;
 
 	if (t->lim.max_bytes != 0 && len > t->lim.max_bytes - t->written) {
-		in_fail(t,
-		    "the snapshot is larger than %llu bytes (%s)",
+		in_fail(t, "the snapshot is larger than %llu bytes (%s)",
 		    (unsigned long long)t->lim.max_bytes, t->limit_name);
 		archive_set_error(a, EFBIG, "%s", t->error);
 		return -1;

@@ -698,7 +698,6 @@ take_store(struct snaptake *t, uint64_t files, uint64_t bytes)
 	const char *s;
 	char *p, *to;
 	size_t len;
-	ssize_t n;
 	int fd, rc = -1;
 
 	json_object_object_add(
@@ -714,7 +713,7 @@ take_store(struct snaptake *t, uint64_t files, uint64_t bytes)
 	    t->meta, JSON_C_TO_STRING_PLAIN, &len);
 	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) !=
 	        -1 &&
-	    (n = write(fd, s, len)) == (ssize_t)len && fsync(fd) == 0)
+	    write(fd, s, len) == (ssize_t)len && fsync(fd) == 0)
 		rc = 0;
 	if (fd != -1)
 		close(fd);

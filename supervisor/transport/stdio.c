@@ -234,8 +234,8 @@ stdio_start(void (*quit)(void))
 	stdio_quit = quit;
 	stdio_sess = mcp_session_new(stdio_send, NULL);
 	/* The user running the server: its snapshots outlive a restart. */
-	snprintf(stdio_sess->principal, sizeof stdio_sess->principal,
-	    "user:%u", (unsigned)geteuid());
+	snprintf(stdio_sess->principal, sizeof stdio_sess->principal, "user:%u",
+	    (unsigned)geteuid());
 	if (!is_pollable(0)) {
 		in_file = evbuffer_new();
 		in_file_ev = event_new(sup.base, 0, 0, stdio_file_cb, NULL);

@@ -241,7 +241,8 @@ static const char *const all_tools[] = {"sandbox_initialize", "sandbox_exec",
     "list_files", "copy_file", "copy_project", "copy_file_from_sandbox",
     "execute_code", "create_run_close", "install_package", "run_project",
     "process_list", "process_output", "process_signal", "process_wait",
-    "sandbox_expose_port", "sandbox_unexpose_port", "sandbox_set_egress"};
+    "sandbox_expose_port", "sandbox_unexpose_port", "sandbox_set_egress",
+    "sandbox_snapshot", "sandbox_restore", "snapshot_list", "snapshot_delete"};
 #define NTOOLS (sizeof all_tools / sizeof all_tools[0])
 
 /* Every tool once, with its schema, wherever it was on the pages. */

@@ -73,7 +73,7 @@ Test(tools, every_schema_is_one_whole_object)
 		cr_expect(tool_nth(i)->description != NULL &&
 		          strlen(tool_nth(i)->description) > 20);
 	}
-	cr_expect_eq(i, 21, "%zu tools", i);
+	cr_expect_eq(i, 25, "%zu tools", i);
 }
 
 Test(tools, names_are_unique_and_found)

@@ -13,8 +13,9 @@ const EXPECTED = [
   'execute_code', 'get_sandbox_status', 'install_package', 'list_files',
   'process_list', 'process_output', 'process_signal', 'process_wait',
   'read_file', 'run_project', 'sandbox_exec', 'sandbox_expose_port',
-  'sandbox_initialize', 'sandbox_set_egress', 'sandbox_stop',
-  'sandbox_unexpose_port', 'write_file',
+  'sandbox_initialize', 'sandbox_restore', 'sandbox_set_egress',
+  'sandbox_snapshot', 'sandbox_stop', 'sandbox_unexpose_port',
+  'snapshot_delete', 'snapshot_list', 'write_file',
 ];
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
 

@@ -35,7 +35,7 @@ describe('tools/call', { timeout: 180_000 }, () => {
     server = await startServer({ tag: 'call' });
     client = server.client;
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 21);
+    assert.equal(tools.length, 25);
   });
   after(() => closeQuietly(server));
 
