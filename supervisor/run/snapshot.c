@@ -215,6 +215,21 @@ meta_owner_alive(json_object *m)
 	return reaper_owner_alive(boot, pid, start);
 }
 
+/* Whether a take's private directory is older than a take may last. */
+static int
+snap_stale(const char *name)
+{
+	struct stat st;
+	char *p;
+	int stale;
+
+	xasprintf(&p, "%s/%s", snap_dir, name);
+	stale = lstat(p, &st) == 0 &&
+	        time(NULL) - st.st_mtime > sup.conf->max_exec_timeout + 600;
+	free(p);
+	return stale;
+}
+
 /* Whether this very server took it. */
 static int
 meta_is_ours(json_object *m)
@@ -263,9 +278,12 @@ snap_scan(const char *principal, json_object *list)
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, ".new-", 5) == 0) {
 			/* A take of this process is in its private name and
-			 * in snap_reserved; one of a dead one is junk. */
-			if (strlen(de->d_name) > 5 &&
-			    snapshot_take_running(de->d_name + 5))
+			 * in snap_reserved; one older than any take may last
+			 * (another server's, sharing the directory, may be
+			 * running) is what a dead one left. */
+			if ((strlen(de->d_name) > 5 &&
+			        snapshot_take_running(de->d_name + 5)) ||
+			    !snap_stale(de->d_name))
 				continue;
 			snap_remove(de->d_name);
 			continue;
@@ -499,6 +517,24 @@ struct snaptake {
 	LIST_ENTRY(snaptake) entry;
 };
 static LIST_HEAD(, snaptake) takes = LIST_HEAD_INITIALIZER(takes);
+
+static int restoring(const struct sandbox *);
+
+/* Why a snapshot or a restore of sb cannot start now, or NULL. */
+static const char *
+snap_busy(const struct sandbox *sb)
+{
+	struct snaptake *t;
+
+	LIST_FOREACH(t, &takes, entry)
+	if (t->sb == sb)
+		return "a snapshot of this sandbox is being taken; try again "
+		       "once it is done";
+	if (restoring(sb))
+		return "this sandbox is being restored; try again once it is "
+		       "done";
+	return NULL;
+}
 
 /* Whether a take of this process is writing snapshot id. */
 int
@@ -805,6 +841,10 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 	char *data, line[128];
 	size_t i;
 
+	if (snap_busy(sb) != NULL) {
+		snprintf(err, len, "%s", snap_busy(sb));
+		return -1;
+	}
 	if (snap_store(err, len) == -1)
 		return -1;
 	total = (uint64_t)conf->snapshot_mb * 1024 * 1024;
@@ -937,12 +977,26 @@ struct snaprestore {
 	struct call *call;
 	struct sandbox *sb;
 	struct upload *up;
+	LIST_ENTRY(snaprestore) entry;
 	json_object *meta;
 	const char **abs, **rel;
 	long long t0;
 	snapshot_cb done;
 	void *arg;
 };
+
+static LIST_HEAD(, snaprestore) restores = LIST_HEAD_INITIALIZER(restores);
+
+static int
+restoring(const struct sandbox *sb)
+{
+	struct snaprestore *r;
+
+	LIST_FOREACH(r, &restores, entry)
+	if (r->sb == sb)
+		return 1;
+	return 0;
+}
 
 static void
 restore_done(struct upload *u, const char *error, void *arg)
@@ -956,6 +1010,10 @@ restore_done(struct upload *u, const char *error, void *arg)
 	    (err = json_object_get_string(v)) != NULL &&
 	    (err = strstr(err, "killed ")) != NULL)
 		killed = strtoll(err + 7, NULL, 10);
+	LIST_REMOVE(r, entry);
+	/* The calls that waited go out. */
+	if (r->sb->worker != NULL)
+		wproc_gate(r->sb->worker, 0);
 	if (error != NULL) {
 		log_info("restore of %s into %.12s failed: %s",
 		    snapshot_meta_str(r->meta, "snapshot_id"), r->sb->id,
@@ -996,6 +1054,11 @@ snapshot_restore(struct call *c, struct sandbox *sb, json_object *meta,
 	const char *id = snapshot_meta_str(meta, "snapshot_id");
 	char *path, line[128];
 
+	if (snap_busy(sb) != NULL) {
+		snprintf(err, len, "%s", snap_busy(sb));
+		json_object_put(meta);
+		return -1;
+	}
 	r = xcalloc(1, sizeof *r);
 	roots_of(meta, &r->abs, &r->rel);
 	memset(&lim, 0, sizeof lim);
@@ -1018,6 +1081,10 @@ snapshot_restore(struct call *c, struct sandbox *sb, json_object *meta,
 	r->arg = arg;
 	r->t0 = clock_ms();
 	snprintf(line, sizeof line, "sandbox_restore %s", id);
+	LIST_INSERT_HEAD(&restores, r, entry);
 	r->up = upload_snapshot(c, sb, so, r->abs, line, restore_done, r);
+	/* Every call made from now on waits for the restore. */
+	if (sb->worker != NULL && restoring(sb))
+		wproc_gate(sb->worker, 1);
 	return 0;
 }

@@ -179,6 +179,11 @@ Test(snapshot, point_in_time_and_calls_wait, .timeout = 300)
 	json_object_object_add(
 	    a, "commands", json_object_new_string("echo late > /app/late"));
 	eid = h_send_tool(s, "sandbox_exec", a);
+	/* One at a time. */
+	r = call(s, "sandbox_snapshot", "{\"container_id\":\"%s\"}", cid);
+	cr_expect(h_is_error(r) && h_contains(h_text(r), "being taken"),
+	    "a second snapshot at once: %s", h_text(r));
+	json_object_put(r);
 	r = h_tool_result(h_wait_id(s, rid, 120000));
 	cr_assert(
 	    !h_is_error(r), "snapshot while a process writes: %s", h_text(r));
@@ -200,6 +205,33 @@ Test(snapshot, point_in_time_and_calls_wait, .timeout = 300)
 	free(after);
 	out = sh(s, cid, "cat /app/late");
 	cr_expect_str_eq(out, "late\n");
+	free(out);
+
+	/* A command sent while a restore runs comes after it: its file
+	 * stays. */
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "snapshot_id", json_object_new_string(id));
+	rid = h_send_tool(s, "sandbox_restore", a);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    a, "commands", json_object_new_string("echo after > /app/after"));
+	eid = h_send_tool(s, "sandbox_exec", a);
+	r = h_tool_result(h_wait_id(s, rid, 120000));
+	cr_expect(!h_is_error(r), "restore: %s", h_text(r));
+	cr_expect_geq(h_int(r, "structuredContent.processes_killed"), 1,
+	    "the writer was not killed: %s", json_object_to_json_string(r));
+	json_object_put(r);
+	r = h_tool_result(h_wait_id(s, eid, 60000));
+	cr_expect(!h_is_error(r), "the command behind it: %s", h_text(r));
+	json_object_put(r);
+	out = sh(s, cid,
+	    "cat /app/after; test -e /app/late || echo no-late; "
+	    "a=$(wc -c < /app/grow); sleep 0.3; b=$(wc -c < /app/grow); "
+	    "[ $a = $b ] && echo still");
+	cr_expect_str_eq(
+	    out, "after\nno-late\nstill\n", "after the restore: %s", out);
 	free(out);
 
 	fork = fork_of(s, id, NULL);
