@@ -610,6 +610,87 @@ tar_out_free(struct tar_out *t)
 	free(t);
 }
 
+/* --- the pipe and thread of a consumer (hosttar.h) --- */
+
+void
+tar_pipe_init(struct tar_pipe *p)
+{
+	p->in[0] = p->in[1] = p->done[0] = p->done[1] = -1;
+	p->running = 0;
+}
+
+int
+tar_pipe_start(struct tar_pipe *p, void *(*main)(void *), void *arg, char *err,
+    size_t errlen)
+{
+	sigset_t all, old;
+	int flags, error;
+
+	if (pipe2(p->in, O_CLOEXEC) == -1 ||
+	    pipe2(p->done, O_CLOEXEC | O_NONBLOCK) == -1 ||
+	    (flags = fcntl(p->in[1], F_GETFL)) == -1 ||
+	    fcntl(p->in[1], F_SETFL, flags | O_NONBLOCK) == -1) {
+		errbuf_set(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fcntl(p->in[1], F_SETPIPE_SZ, 1024 * 1024); /* fewer wakeups */
+	/* Signals are for the event loop's thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	error = pthread_create(&p->thread, NULL, main, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (error != 0) {
+		errbuf_set(
+		    err, errlen, "cannot start a thread: %s", strerror(error));
+		return -1;
+	}
+	p->running = 1;
+	return 0;
+}
+
+void
+tar_pipe_close_input(struct tar_pipe *p)
+{
+	if (p->in[1] != -1) {
+		close(p->in[1]);
+		p->in[1] = -1;
+	}
+}
+
+/* The thread's last step: its input closed, its end said. */
+void
+tar_pipe_ended(struct tar_pipe *p)
+{
+	close(p->in[0]);
+	p->in[0] = -1;
+	close(p->done[1]);
+	p->done[1] = -1;
+}
+
+/* Joins the thread: immediate once done[0] is readable. */
+void
+tar_pipe_join(struct tar_pipe *p)
+{
+	if (!p->running)
+		return;
+	pthread_join(p->thread, NULL);
+	p->running = 0;
+}
+
+/* Closes what is left (after the join). */
+void
+tar_pipe_free(struct tar_pipe *p)
+{
+	int *fds[] = {&p->in[0], &p->in[1], &p->done[0], &p->done[1]};
+	size_t i;
+
+	for (i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] != -1) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
 /*
  * Consumer. The thread owns the reader, the disk writer and the result
  * fields until it closes done[1]; the caller reads them after the join.
@@ -633,10 +714,7 @@ struct tar_in {
 	locale_t loc;
 
 	int own_umask; /* the thread's fs attributes are its own */
-	int in[2]; /* the archive: thread reads in[0], caller writes in[1] */
-	int done[2]; /* the thread closes done[1] when it ends */
-	pthread_t thread;
-	int running;
+	struct tar_pipe p; /* the archive in, the thread's end out */
 	atomic_int cancel;
 
 	struct archive *r;
@@ -1209,7 +1287,7 @@ in_drain(struct tar_in *t)
 	ssize_t n;
 
 	while (total < TAR_DRAIN_MAX) {
-		if ((n = read(t->in[0], buf, sizeof buf)) == -1 &&
+		if ((n = read(t->p.in[0], buf, sizeof buf)) == -1 &&
 		    errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -1230,7 +1308,7 @@ in_main(void *arg)
 	t->own_umask = unshare(CLONE_FS) == 0;
 	if (t->loc != (locale_t)0)
 		uselocale(t->loc);
-	if (archive_read_open_fd(t->r, t->in[0], 10240) != ARCHIVE_OK)
+	if (archive_read_open_fd(t->r, t->p.in[0], 10240) != ARCHIVE_OK)
 		in_fail(t, "cannot read the archive: %s",
 		    archive_error_string(t->r));
 	while (t->rc == 0) {
@@ -1271,12 +1349,9 @@ in_main(void *arg)
 		in_merge(t, t->rootfd, t->destfd, "");
 	in_remove(t->destfd, t->tmpname, 0);
 	archive_read_close(t->r);
-	close(t->in[0]); /* a writer still at it gets EPIPE */
-	t->in[0] = -1;
 	if (t->loc != (locale_t)0)
 		uselocale(LC_GLOBAL_LOCALE);
-	close(t->done[1]);
-	t->done[1] = -1;
+	tar_pipe_ended(&t->p); /* a writer still at it gets EPIPE */
 	return NULL;
 }
 
@@ -1331,13 +1406,12 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 {
 	static const char *const builtin[] = {".git", ".hg", ".svn"};
 	struct tar_in *t;
-	sigset_t all, old;
-	int flags, error, overwrite = opts->overwrite;
+	int flags, overwrite = opts->overwrite;
 	size_t n, i;
 
 	t = xcalloc(1, sizeof *t);
-	t->destfd = t->rootfd = t->in[0] = t->in[1] = t->done[0] = t->done[1] =
-	    -1;
+	t->destfd = t->rootfd = -1;
+	tar_pipe_init(&t->p);
 	if ((t->dest = realpath(dest, NULL)) == NULL ||
 	    (t->destfd = open(t->dest,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
@@ -1364,14 +1438,6 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	for (i = 0; i < n; i++)
 		t->deny[3 + i] = xstrdup(opts->deny[i]);
 	t->overwrite = overwrite;
-	if (pipe2(t->in, O_CLOEXEC) == -1 ||
-	    pipe2(t->done, O_CLOEXEC | O_NONBLOCK) == -1 ||
-	    (flags = fcntl(t->in[1], F_GETFL)) == -1 ||
-	    fcntl(t->in[1], F_SETFL, flags | O_NONBLOCK) == -1) {
-		errbuf_set(err, errlen, "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	fcntl(t->in[1], F_SETPIPE_SZ, 1024 * 1024); /* fewer wakeups */
 
 	flags = ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 	        ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_TIME;
@@ -1390,18 +1456,8 @@ tar_in_start(const char *dest, const struct tar_limits *lim,
 	t->loc = utf8_locale();
 	t->written = json_object_new_array();
 	t->skipped = json_object_new_array();
-
-	/* Signals are for the event loop's thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	error = pthread_create(&t->thread, NULL, in_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (error != 0) {
-		errbuf_set(
-		    err, errlen, "cannot start a thread: %s", strerror(error));
+	if (tar_pipe_start(&t->p, in_main, t, err, errlen) == -1)
 		goto fail;
-	}
-	t->running = 1;
 	return t;
 
 fail:
@@ -1412,32 +1468,19 @@ fail:
 int
 tar_in_fd(struct tar_in *t)
 {
-	return t->in[1];
+	return t->p.in[1];
 }
 
 void
 tar_in_close_input(struct tar_in *t)
 {
-	if (t->in[1] != -1) {
-		close(t->in[1]);
-		t->in[1] = -1;
-	}
+	tar_pipe_close_input(&t->p);
 }
 
 int
 tar_in_done_fd(struct tar_in *t)
 {
-	return t->done[0];
-}
-
-/* Joins the thread: immediate once done_fd is readable. */
-static void
-in_join(struct tar_in *t)
-{
-	if (!t->running)
-		return;
-	pthread_join(t->thread, NULL);
-	t->running = 0;
+	return t->p.done[0];
 }
 
 int
@@ -1445,7 +1488,7 @@ tar_in_result(struct tar_in *t, json_object **summary)
 {
 	json_object *o;
 
-	in_join(t);
+	tar_pipe_join(&t->p);
 	if (summary != NULL) {
 		o = json_object_new_object();
 		json_object_object_add(
@@ -1482,22 +1525,16 @@ tar_in_free(struct tar_in *t)
 
 	if (t == NULL)
 		return;
-	if (t->running) {
+	if (t->p.running) {
 		/* End of input mid-archive: the thread stops and cleans up. */
 		atomic_store(&t->cancel, 1);
-		tar_in_close_input(t);
-		in_join(t);
+		tar_pipe_close_input(&t->p);
+		tar_pipe_join(&t->p);
 	}
-	tar_in_close_input(t);
-	if (t->in[0] != -1)
-		close(t->in[0]);
-	if (t->done[0] != -1)
-		close(t->done[0]);
-	if (t->done[1] != -1)
-		close(t->done[1]);
+	tar_pipe_free(&t->p);
 	if (t->rootfd != -1)
 		close(t->rootfd);
-	if (t->tmpname != NULL && !t->running && t->destfd != -1)
+	if (t->tmpname != NULL && !t->p.running && t->destfd != -1)
 		in_remove(t->destfd, t->tmpname, 0); /* never started */
 	if (t->destfd != -1)
 		close(t->destfd);

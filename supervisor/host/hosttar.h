@@ -2,6 +2,7 @@
 #ifndef HOSTTAR_H
 #define HOSTTAR_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,26 @@ uint64_t tar_out_bytes(struct tar_out *); /* file content */
 /* The uid/gid of the entries still to come (the sandbox's user). */
 void tar_out_set_owner(struct tar_out *, uint32_t);
 void tar_out_free(struct tar_out *);
+
+/*
+ * What a consumer's thread and its caller share (tar_in here, snap_in in
+ * snaptar.c): the caller writes the archive into a non-blocking pipe,
+ * in[1]; the thread, started with every signal blocked, reads in[0] and
+ * ends with tar_pipe_ended(), which makes done[0] readable.
+ */
+struct tar_pipe {
+	int in[2], done[2];
+	pthread_t thread;
+	int running;
+};
+
+void tar_pipe_init(struct tar_pipe *);
+int tar_pipe_start(
+    struct tar_pipe *, void *(*)(void *), void *, char *, size_t);
+void tar_pipe_close_input(struct tar_pipe *);
+void tar_pipe_ended(struct tar_pipe *);
+void tar_pipe_join(struct tar_pipe *);
+void tar_pipe_free(struct tar_pipe *);
 
 /*
  * Consumer (sandbox -> host): the caller writes the stream into a

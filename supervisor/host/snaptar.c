@@ -1,8 +1,6 @@
 /* Snapshot archives on the host (snaptar.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -174,9 +172,7 @@ struct snap_in {
 	struct snap_limits lim;
 	char *limit_name;
 	char **roots;
-	int in[2], done[2];
-	pthread_t thread;
-	int running;
+	struct tar_pipe p; /* the stream in, the thread's end out */
 	atomic_int cancel;
 	struct archive *r, *w;
 	char *buf;
@@ -286,7 +282,7 @@ in_main(void *arg)
 	char buf[8192];
 	int r;
 
-	if (archive_read_open_fd(t->r, t->in[0], 10240) != ARCHIVE_OK ||
+	if (archive_read_open_fd(t->r, t->p.in[0], 10240) != ARCHIVE_OK ||
 	    archive_write_open2(t->w, t, NULL, in_write, NULL, NULL) !=
 	        ARCHIVE_OK)
 		in_fail(t, "cannot start the snapshot's archive");
@@ -307,13 +303,10 @@ in_main(void *arg)
 		in_fail(t, "%s", archive_error_string(t->w));
 	/* What follows the trailer (padding, up to 1 MiB) is read, so that
 	 * the sender is not stopped by a full pipe. */
-	for (r = 0; r < 128 && read(t->in[0], buf, sizeof buf) > 0; r++)
+	for (r = 0; r < 128 && read(t->p.in[0], buf, sizeof buf) > 0; r++)
 		;
 	archive_read_close(t->r);
-	close(t->in[0]);
-	t->in[0] = -1;
-	close(t->done[1]);
-	t->done[1] = -1;
+	tar_pipe_ended(&t->p);
 	return NULL;
 }
 
@@ -322,25 +315,15 @@ snap_in_start(int out_fd, const struct snap_limits *lim,
     const char *const *roots, char *err, size_t errlen)
 {
 	struct snap_in *t;
-	sigset_t all, old;
-	int flags, error;
 
 	t = xcalloc(1, sizeof *t);
-	t->in[0] = t->in[1] = t->done[0] = t->done[1] = -1;
+	tar_pipe_init(&t->p);
 	t->out_fd = out_fd;
 	t->lim = *lim;
 	t->limit_name =
 	    xstrdup(lim->limit_name != NULL ? lim->limit_name : "the limit");
 	t->roots = roots_copy(roots);
 	t->buf = xmalloc(SNAP_CHUNK);
-	if (pipe2(t->in, O_CLOEXEC) == -1 ||
-	    pipe2(t->done, O_CLOEXEC | O_NONBLOCK) == -1 ||
-	    (flags = fcntl(t->in[1], F_GETFL)) == -1 ||
-	    fcntl(t->in[1], F_SETFL, flags | O_NONBLOCK) == -1) {
-		errbuf_set(err, errlen, "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	fcntl(t->in[1], F_SETPIPE_SZ, 1024 * 1024);
 	t->r = archive_read_new();
 	t->w = archive_write_new();
 	if (t->r == NULL || t->w == NULL ||
@@ -350,16 +333,8 @@ snap_in_start(int out_fd, const struct snap_limits *lim,
 		errbuf_set(err, errlen, "cannot start the snapshot's archive");
 		goto fail;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	error = pthread_create(&t->thread, NULL, in_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (error != 0) {
-		errbuf_set(
-		    err, errlen, "cannot start a thread: %s", strerror(error));
+	if (tar_pipe_start(&t->p, in_main, t, err, errlen) == -1)
 		goto fail;
-	}
-	t->running = 1;
 	return t;
 fail:
 	snap_in_free(t);
@@ -369,32 +344,26 @@ fail:
 int
 snap_in_fd(struct snap_in *t)
 {
-	return t->in[1];
+	return t->p.in[1];
 }
 
 void
 snap_in_close_input(struct snap_in *t)
 {
-	if (t->in[1] != -1) {
-		close(t->in[1]);
-		t->in[1] = -1;
-	}
+	tar_pipe_close_input(&t->p);
 }
 
 int
 snap_in_done_fd(struct snap_in *t)
 {
-	return t->done[0];
+	return t->p.done[0];
 }
 
 int
 snap_in_result(
     struct snap_in *t, uint64_t *files, uint64_t *bytes, uint64_t *skipped)
 {
-	if (t->running) {
-		pthread_join(t->thread, NULL);
-		t->running = 0;
-	}
+	tar_pipe_join(&t->p);
 	*files = t->entries;
 	*bytes = t->written;
 	*skipped = t->skipped;
@@ -412,18 +381,12 @@ snap_in_free(struct snap_in *t)
 {
 	if (t == NULL)
 		return;
-	if (t->running) {
+	if (t->p.running) {
 		atomic_store(&t->cancel, 1);
-		snap_in_close_input(t);
-		pthread_join(t->thread, NULL);
+		tar_pipe_close_input(&t->p);
+		tar_pipe_join(&t->p);
 	}
-	snap_in_close_input(t);
-	if (t->in[0] != -1)
-		close(t->in[0]);
-	if (t->done[0] != -1)
-		close(t->done[0]);
-	if (t->done[1] != -1)
-		close(t->done[1]);
+	tar_pipe_free(&t->p);
 	if (t->r != NULL)
 		archive_read_free(t->r);
 	if (t->w != NULL)
