@@ -122,6 +122,8 @@ Test(tasks, capability_only_from_2025_11_25, .timeout = 60)
 		               strcmp(name, "run_project") == 0 ||
 		               strcmp(name, "install_package") == 0 ||
 		               strcmp(name, "create_run_close") == 0 ||
+		               strcmp(name, "sandbox_snapshot") == 0 ||
+		               strcmp(name, "sandbox_restore") == 0 ||
 		               strncmp(name, "copy_", 5) == 0;
 
 		if (long_one)
