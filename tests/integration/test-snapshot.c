@@ -439,3 +439,59 @@ Test(snapshot, refusals_and_expiry, .timeout = 300)
 	free(cid);
 	h_finish(s);
 }
+
+/*
+ * A snapshot cancelled while its tar runs (here a tar that sleeps): the
+ * processes it stopped are continued, nothing is kept, and the calls that
+ * waited run.
+ */
+Test(snapshot, cancelled_snapshot_continues_processes, .timeout = 180)
+{
+	struct h_server *s;
+	json_object *a, *r;
+	char *cid, *out, *ents, params[128];
+	long rid, eid;
+
+	s = start(NULL);
+	cid = h_create(s, "{\"env\":{\"PATH\":\"/app/bin:/usr/bin:/bin\"}}");
+	free(sh(s, cid,
+	    "mkdir -p /app/bin && printf '#!/bin/sh\\n"
+	    "[ \"$1\" = --help ] && exit 0\\nexec sleep 60\\n' > /app/bin/tar "
+	    "&& chmod +x /app/bin/tar"));
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "commands",
+	    json_object_new_string("while :; do echo line >> /tmp/grow; done"));
+	json_object_object_add(a, "background", json_object_new_boolean(1));
+	r = h_call_tool_obj(s, "sandbox_exec", a, 30000);
+	cr_assert(!h_is_error(r), "background: %s", h_text(r));
+	json_object_put(r);
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	rid = h_send_tool(s, "sandbox_snapshot", a);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(
+	    a, "commands", json_object_new_string("echo waited"));
+	eid = h_send_tool(s, "sandbox_exec", a);
+	sleep(2); /* the writer is stopped, the tar sleeps */
+	snprintf(params, sizeof params,
+	    "{\"requestId\":%ld,\"reason\":\"test cancel\"}", rid);
+	h_send_notification(s, "notifications/cancelled", params);
+	r = h_tool_result(h_wait_id(s, eid, 60000));
+	cr_expect(!h_is_error(r), "the command that waited: %s", h_text(r));
+	json_object_put(r);
+	out = sh(s, cid,
+	    "a=$(wc -c < /tmp/grow); sleep 0.3; b=$(wc -c < /tmp/grow); "
+	    "[ $a != $b ] && echo runs; ps -eo stat= | grep -c '^T' || :");
+	cr_expect_str_eq(out, "runs\n0\n",
+	    "the writer is left stopped after a cancelled snapshot: %s", out);
+	free(out);
+	ents = state_entries();
+	cr_expect_str_eq(ents, "", "a cancelled snapshot left %s", ents);
+	free(ents);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
