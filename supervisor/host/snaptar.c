@@ -17,6 +17,7 @@
 #include "xmalloc.h"
 
 #define SNAP_CHUNK (64 * 1024)
+#define SNAP_SYNC_EVERY (8 * 1024 * 1024) /* writeback started each */
 #define SNAP_LINK_MAX 4096 /* bytes of a symlink's target */
 
 /* The roots, copied, NULL-terminated. */
@@ -179,6 +180,7 @@ struct snap_in {
 	int rc;
 	char error[512];
 	uint64_t written; /* archive bytes */
+	uint64_t synced; /* ... whose writeback was started */
 	uint64_t entries, bytes, skipped;
 };
 
@@ -226,6 +228,13 @@ in_write(struct archive *a, void *arg, const void *buf, size_t len)
 		left -= (size_t)n;
 	}
 	t->written += len;
+	/* The disk's work overlaps the stream's, so the fsync at the end
+	 * waits for little. */
+	if (t->written - t->synced >= SNAP_SYNC_EVERY) {
+		sync_file_range(t->out_fd, (off64_t)t->synced,
+		    (off64_t)(t->written - t->synced), SYNC_FILE_RANGE_WRITE);
+		t->synced = t->written;
+	}
 	return (la_ssize_t)len;
 }
 
@@ -301,6 +310,9 @@ in_main(void *arg)
 		in_fail(t, "the snapshot was cancelled");
 	if (archive_write_close(t->w) != ARCHIVE_OK)
 		in_fail(t, "%s", archive_error_string(t->w));
+	/* Whole on the disk before the caller names it a snapshot. */
+	if (t->rc == 0 && fsync(t->out_fd) == -1)
+		in_fail(t, "cannot write the snapshot: %s", strerror(errno));
 	/* What follows the trailer (padding, up to 1 MiB) is read, so that
 	 * the sender is not stopped by a full pipe. */
 	for (r = 0; r < 128 && read(t->p.in[0], buf, sizeof buf) > 0; r++)

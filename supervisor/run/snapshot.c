@@ -740,10 +740,7 @@ take_store(struct snaptake *t, uint64_t files, uint64_t bytes)
 	    t->meta, "files", json_object_new_int64((int64_t)files));
 	json_object_object_add(
 	    t->meta, "bytes", json_object_new_int64((int64_t)bytes));
-	if (fsync(t->fd) == -1) {
-		take_fail(t, "cannot write the snapshot: %s", strerror(errno));
-		return -1;
-	}
+	/* (The copier synced the archive.) */
 	xasprintf(&p, "%s/meta.json", t->tmp);
 	s = json_object_to_json_string_length(
 	    t->meta, JSON_C_TO_STRING_PLAIN, &len);
