@@ -114,6 +114,38 @@ sh(struct h_server *s, const char *cid, const char *cmd)
 	return h_exec_ok(s, cid, cmd);
 }
 
+/* A background process writing file all along. */
+static void
+writer(struct h_server *s, const char *cid, const char *file)
+{
+	json_object *a, *r;
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "while :; do echo line >> %s; done", file);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "commands", json_object_new_string(cmd));
+	json_object_object_add(a, "background", json_object_new_boolean(1));
+	r = h_call_tool_obj(s, "sandbox_exec", a, 30000);
+	cr_assert(!h_is_error(r), "background: %s", h_text(r));
+	json_object_put(r);
+}
+
+/* Sends a call about cid without waiting: its request id.  key and value
+ * (a string) may be NULL. */
+static long
+send_about(struct h_server *s, const char *tool, const char *cid,
+    const char *key, const char *value)
+{
+	json_object *a;
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	if (key != NULL)
+		json_object_object_add(a, key, json_object_new_string(value));
+	return h_send_tool(s, tool, a);
+}
+
 /* Entries of the state directory's snapshots/ (names, one per line). */
 static char *
 state_entries(void)
@@ -150,7 +182,7 @@ state_entries(void)
 Test(snapshot, point_in_time_and_calls_wait, .timeout = 300)
 {
 	struct h_server *s;
-	json_object *a, *r;
+	json_object *r;
 	char *cid, *id, *fork, *out, *before, *after;
 	long rid, eid;
 
@@ -160,25 +192,13 @@ Test(snapshot, point_in_time_and_calls_wait, .timeout = 300)
 	    "head -c 20000000 /dev/zero > /app/ballast && "
 	    "i=0; while [ $i -lt 200 ]; do mkdir -p /app/many/$i && "
 	    "echo $i > /app/many/$i/f; i=$((i+1)); done"));
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(a, "commands",
-	    json_object_new_string("while :; do echo line >> /app/grow; done"));
-	json_object_object_add(a, "background", json_object_new_boolean(1));
-	r = h_call_tool_obj(s, "sandbox_exec", a, 30000);
-	cr_assert(!h_is_error(r), "background: %s", h_text(r));
-	json_object_put(r);
+	writer(s, cid, "/app/grow");
 	usleep(300000);
 
 	/* The snapshot, and at once a command behind it. */
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	rid = h_send_tool(s, "sandbox_snapshot", a);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("echo late > /app/late"));
-	eid = h_send_tool(s, "sandbox_exec", a);
+	rid = send_about(s, "sandbox_snapshot", cid, NULL, NULL);
+	eid = send_about(
+	    s, "sandbox_exec", cid, "commands", "echo late > /app/late");
 	/* One at a time. */
 	r = call(s, "sandbox_snapshot", "{\"container_id\":\"%s\"}", cid);
 	cr_expect(h_is_error(r) && h_contains(h_text(r), "being taken"),
@@ -209,15 +229,9 @@ Test(snapshot, point_in_time_and_calls_wait, .timeout = 300)
 
 	/* A command sent while a restore runs comes after it: its file
 	 * stays. */
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(a, "snapshot_id", json_object_new_string(id));
-	rid = h_send_tool(s, "sandbox_restore", a);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("echo after > /app/after"));
-	eid = h_send_tool(s, "sandbox_exec", a);
+	rid = send_about(s, "sandbox_restore", cid, "snapshot_id", id);
+	eid = send_about(
+	    s, "sandbox_exec", cid, "commands", "echo after > /app/after");
 	r = h_tool_result(h_wait_id(s, rid, 120000));
 	cr_expect(!h_is_error(r), "restore: %s", h_text(r));
 	cr_expect_geq(h_int(r, "structuredContent.processes_killed"), 1,
@@ -448,7 +462,7 @@ Test(snapshot, refusals_and_expiry, .timeout = 300)
 Test(snapshot, cancelled_snapshot_continues_processes, .timeout = 180)
 {
 	struct h_server *s;
-	json_object *a, *r;
+	json_object *r;
 	char *cid, *out, *ents, params[128];
 	long rid, eid;
 
@@ -458,23 +472,10 @@ Test(snapshot, cancelled_snapshot_continues_processes, .timeout = 180)
 	    "mkdir -p /app/bin && printf '#!/bin/sh\\n"
 	    "[ \"$1\" = --help ] && exit 0\\nexec sleep 60\\n' > /app/bin/tar "
 	    "&& chmod +x /app/bin/tar"));
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(a, "commands",
-	    json_object_new_string("while :; do echo line >> /tmp/grow; done"));
-	json_object_object_add(a, "background", json_object_new_boolean(1));
-	r = h_call_tool_obj(s, "sandbox_exec", a, 30000);
-	cr_assert(!h_is_error(r), "background: %s", h_text(r));
-	json_object_put(r);
+	writer(s, cid, "/tmp/grow");
 
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	rid = h_send_tool(s, "sandbox_snapshot", a);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(
-	    a, "commands", json_object_new_string("echo waited"));
-	eid = h_send_tool(s, "sandbox_exec", a);
+	rid = send_about(s, "sandbox_snapshot", cid, NULL, NULL);
+	eid = send_about(s, "sandbox_exec", cid, "commands", "echo waited");
 	sleep(2); /* the writer is stopped, the tar sleeps */
 	snprintf(params, sizeof params,
 	    "{\"requestId\":%ld,\"reason\":\"test cancel\"}", rid);
