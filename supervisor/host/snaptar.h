@@ -30,10 +30,10 @@ struct snap_limits {
  * regular file, a directory, a symlink (its target kept as text, never
  * followed: it is only ever made again inside a sandbox) or a hardlink to
  * an entry before it, with its name, its permission bits (no set-id or
- * sticky bit), its size and its time, nothing else; then out_fd is synced.  Names must be clean
- * relative paths below a root; anything else (a device, a FIFO, a socket,
- * a name with "..") is left out and counted.  The thread ends (done_fd
- * readable) at an error or at the end of the input.
+ * sticky bit), its size and its time, nothing else; then out_fd is synced.
+ * Names must be clean relative paths below a root; anything else (a device, a
+ * FIFO, a socket, a name with "..") is left out and counted.  The thread ends
+ * (done_fd readable) at an error or at the end of the input.
  */
 struct snap_in;
 
