@@ -317,6 +317,14 @@ sandbox_initialize(struct call *c)
 	}
 	/* A fork: the snapshot's image, workdir, env and limits by default. */
 	if ((snap = tool_arg_string(c, "snapshot")) != NULL) {
+		/* A retry would join a sandbox not yet filled. */
+		if (tool_arg_string(c, "idempotency_key") != NULL) {
+			mcp_call_reply(
+			    c, tool_error("idempotency_key cannot be "
+			                  "given with snapshot: a fork "
+			                  "is not retried"));
+			return;
+		}
 		if ((meta = fork_snapshot(c, snap)) == NULL)
 			return;
 		if (env == NULL && json_object_object_get_ex(meta, "env", &v) &&

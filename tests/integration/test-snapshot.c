@@ -415,6 +415,11 @@ Test(snapshot, refusals_and_expiry, .timeout = 300)
 	cr_expect(h_is_error(r) && h_contains(h_text(r), "leave image out"),
 	    "%s", h_text(r));
 	json_object_put(r);
+	r = call(s, "sandbox_initialize",
+	    "{\"snapshot\":\"%s\",\"idempotency_key\":\"k\"}", id);
+	cr_expect(h_is_error(r) && h_contains(h_text(r), "idempotency_key"),
+	    "%s", h_text(r));
+	json_object_put(r);
 	h_stop(s, other);
 	free(other);
 
