@@ -8,8 +8,10 @@
 # killer (kill-tokens.sh) or with the sandbox.
 #
 # The sweep stops every member first (a stopped process cannot fork, so a
-# fork bomb cannot outrun it), pass after pass until none runs, then kills
-# them all.  A process that left the session between being seen and being
+# fork bomb cannot outrun it), pass after pass until two passes in a row
+# find none running (a child forked just before its parent stopped may be
+# missing from the list of the pass that found the parent stopped; the next
+# pass lists it), then kills them all.  A process that left the session between being seen and being
 # stopped (a setsid daemon starting) is not killed: it is continued, so
 # that it is not left stopped for good.
 #
@@ -30,9 +32,14 @@ __mcp_sweep() {
 		kill -$__mcp_s ${__mcp_p#/proc/} 2>/dev/null
 	done
 }
-trap '__mcp_rc=$?; set +eu; __mcp_st=; __mcp_i=0; __mcp_s=STOP
+trap '__mcp_rc=$?; set +eu; __mcp_st=; __mcp_i=0; __mcp_e=0; __mcp_s=STOP
 while [ $__mcp_i -lt 100 ]; do
-	__mcp_sweep; [ -z "$__mcp_f" ] && break
+	__mcp_sweep
+	if [ -z "$__mcp_f" ]; then
+		__mcp_e=$((__mcp_e + 1)); [ $__mcp_e -ge 2 ] && break
+	else
+		__mcp_e=0
+	fi
 	__mcp_i=$((__mcp_i + 1))
 done
 __mcp_i=0; __mcp_s=KILL
