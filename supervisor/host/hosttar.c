@@ -202,12 +202,12 @@ out_fail(struct tar_out *t, const char *fmt, ...)
  * here or archive_write_fail() would leak the block buffer in libarchive
  * before 3.8 (libarchive issue 1568).
  */
-static la_ssize_t
-out_write(struct archive *a, void *arg, const void *buf, size_t len)
+la_ssize_t
+tar_write_evbuffer(struct archive *a, void *arg, const void *buf, size_t len)
 {
-	struct tar_out *t = arg;
+	struct evbuffer *out = *(struct evbuffer **)arg;
 
-	if (t->out != NULL && evbuffer_add(t->out, buf, len) == -1) {
+	if (out != NULL && evbuffer_add(out, buf, len) == -1) {
 		archive_set_error(a, ENOMEM, "out of memory");
 		return -1;
 	}
@@ -498,8 +498,8 @@ tar_out_new(const struct hostpolicy *hp, const char *src, const char *name,
 	t->a = archive_write_new();
 	if (t->entry == NULL || t->a == NULL ||
 	    archive_write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
-	    archive_write_open2(t->a, t, NULL, out_write, NULL, NULL) !=
-	        ARCHIVE_OK) {
+	    archive_write_open2(t->a, &t->out, NULL, tar_write_evbuffer, NULL,
+	        NULL) != ARCHIVE_OK) {
 		errbuf_set(err, errlen, "cannot start the archive: %s",
 		    t->a != NULL ? archive_error_string(t->a) : "no memory");
 		tar_out_free(t);
@@ -586,7 +586,7 @@ tar_out_free(struct tar_out *t)
 	if (t == NULL)
 		return;
 	if (t->a != NULL)
-		archive_write_free(t->a); /* see out_write */
+		archive_write_free(t->a); /* see tar_write_evbuffer */
 	if (t->entry != NULL)
 		archive_entry_free(t->entry);
 	while (t->depth > 0) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <archive.h>
 #include <event2/buffer.h>
 #include <json-c/json.h>
 
@@ -30,6 +31,13 @@ struct tar_limits {
  * no leading or trailing '/'), possibly "", or NULL and why it is refused.
  */
 char *tar_name_clean(const char *, const char **);
+
+/*
+ * libarchive's write callback into the evbuffer that *arg (a struct
+ * evbuffer **) names, or nowhere while it is NULL: the producers set it
+ * for a pump only.
+ */
+la_ssize_t tar_write_evbuffer(struct archive *, void *, const void *, size_t);
 
 /*
  * Producer (host -> sandbox): a pax (ustar when it can) stream of one host

@@ -441,18 +441,6 @@ out_fail(struct snap_out *t, const char *fmt, ...)
 	va_end(ap);
 }
 
-static la_ssize_t
-out_write(struct archive *a, void *arg, const void *buf, size_t len)
-{
-	struct snap_out *t = arg;
-
-	if (t->out != NULL && evbuffer_add(t->out, buf, len) == -1) {
-		archive_set_error(a, ENOMEM, "out of memory");
-		return -1;
-	}
-	return (la_ssize_t)len;
-}
-
 struct snap_out *
 snap_out_new(const char *path, const struct snap_limits *lim,
     const char *const *roots, uint32_t uid, char *err, size_t errlen)
@@ -477,8 +465,8 @@ snap_out_new(const char *path, const struct snap_limits *lim,
 	    archive_read_support_format_tar(t->r) != ARCHIVE_OK ||
 	    archive_read_open_fd(t->r, t->fd, 65536) != ARCHIVE_OK ||
 	    archive_write_set_format_pax_restricted(t->w) != ARCHIVE_OK ||
-	    archive_write_open2(t->w, t, NULL, out_write, NULL, NULL) !=
-	        ARCHIVE_OK) {
+	    archive_write_open2(t->w, &t->out, NULL, tar_write_evbuffer, NULL,
+	        NULL) != ARCHIVE_OK) {
 		errbuf_set(err, errlen, "the snapshot is damaged: %s",
 		    t->r != NULL ? archive_error_string(t->r) : "no memory");
 		snap_out_free(t);
