@@ -12,7 +12,7 @@
 // haproxy user and chroots, as Debian's package does).  Needs haproxy
 // (scripts/install-deps) and the interop suite's node_modules.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -339,5 +339,55 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
     assert.equal(existsSync(dir), false);
     dir = undefined;
     process.stderr.write(`fleet: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  });
+});
+
+// deploy/kubernetes/ cannot run here: its YAML is parsed (python3-yaml),
+// the HAProxy configuration it holds passes "haproxy -c", and that
+// configuration keeps every line of the tested deploy/haproxy.cfg but
+// those that differ by design (chroot and user, log target, the servers).
+describe('the Kubernetes manifest (deploy/kubernetes/)', () => {
+  const MANIFEST = path.resolve(here, '../../deploy/kubernetes/mcp-sandboxd.yaml');
+
+  it('parses, and its HAProxy configuration is the tested one, with servers from DNS', () => {
+    const docs = JSON.parse(
+      execFileSync(
+        'python3',
+        ['-c', 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))', MANIFEST],
+        { encoding: 'utf8' },
+      ),
+    );
+    const kinds = docs.map((d) => `${d.kind}/${d.metadata.name}`);
+    for (const k of ['DaemonSet/mcp-sandboxd', 'Service/mcp-sandboxd', 'ConfigMap/mcp-sandboxd-haproxy', 'Deployment/mcp-sandboxd-haproxy'])
+      assert.ok(kinds.includes(k), `${k} in ${kinds}`);
+    assert.equal(docs.find((d) => d.kind === 'Service' && d.metadata.name === 'mcp-sandboxd').spec.clusterIP, 'None');
+    assert.equal(docs.find((d) => d.kind === 'Deployment').spec.replicas, 1, 'one HAProxy: the stick table is in its memory');
+    const cfg = docs.find((d) => d.kind === 'ConfigMap').data['haproxy.cfg'];
+    const lines = (text) =>
+      text
+        .split('\n')
+        .map((l) => l.replace(/#.*/, '').trim())
+        .filter((l) => l !== '');
+    const k8s = new Set(lines(cfg));
+    const differ = /^(chroot|user|group|log stderr|server mcp\d)\b/;
+    const missing = lines(readFileSync(CONFIG, 'utf8')).filter((l) => !differ.test(l) && !k8s.has(l));
+    assert.deepEqual(missing, [], 'lines of deploy/haproxy.cfg missing from the ConfigMap');
+    const tmp = mkdtempSync(path.join(tmpdir(), 'mcp-sandboxd-fleet-k8s-'));
+    try {
+      writeFileSync(path.join(tmp, 'haproxy.cfg'), cfg);
+      execFileSync(HAPROXY, ['-c', '-q', '-f', path.join(tmp, 'haproxy.cfg')], {
+        env: {
+          ...process.env,
+          MCP_FLEET_BIND: ':8080', // not bound: -c only reads
+          MCP_FLEET_HOST: 'mcp.example.com',
+          MCP_FLEET_SERVICE: 'mcp-sandboxd.mcp-sandboxd.svc.cluster.local:8080',
+          MCP_SANDBOXD_AUTH_TOKEN: 'x',
+          MCP_FLEET_STATS_SOCKET: path.join(tmp, 'haproxy.sock'),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });
