@@ -362,6 +362,15 @@ describe('the Kubernetes manifest (deploy/kubernetes/)', () => {
       assert.ok(kinds.includes(k), `${k} in ${kinds}`);
     assert.equal(docs.find((d) => d.kind === 'Service' && d.metadata.name === 'mcp-sandboxd').spec.clusterIP, 'None');
     assert.equal(docs.find((d) => d.kind === 'Deployment').spec.replicas, 1, 'one HAProxy: the stick table is in its memory');
+    // The engine binds the agent and its channel from --runtime-dir by
+    // their paths on the node: the pod must see the node's directory at
+    // the same path.
+    const pod = docs.find((d) => d.kind === 'DaemonSet').spec.template.spec;
+    const server = pod.containers[0];
+    const runtimeDir = server.args[server.args.indexOf('--runtime-dir') + 1];
+    const mount = server.volumeMounts.find((m) => m.mountPath === runtimeDir);
+    assert.ok(mount, `--runtime-dir ${runtimeDir} is a mount`);
+    assert.equal(pod.volumes.find((v) => v.name === mount.name).hostPath?.path, runtimeDir);
     const cfg = docs.find((d) => d.kind === 'ConfigMap').data['haproxy.cfg'];
     const lines = (text) =>
       text
