@@ -165,8 +165,8 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
     ];
   }
 
-  async function startServer(name) {
-    const s = await startHttpServer({ args: serverArgs(name), env: { TMPDIR: dir } });
+  async function startServer(name, extra = []) {
+    const s = await startHttpServer({ args: [...serverArgs(name), ...extra], env: { TMPDIR: dir } });
     s.token = token;
     pids.add(s.child.pid);
     labels.push(s.label);
@@ -227,6 +227,7 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
   });
 
   const sessions = []; // { i, c, sb, sid, owner }
+  const orphans = []; // the killed server's containers
 
   it('20 clients through HAProxy: each session on one server, both servers used', async () => {
     const runs = Array.from({ length: CLIENTS }, async (_, i) => {
@@ -266,6 +267,9 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
     const workersA = descendants(serverA.child.pid);
     serverA.child.kill('SIGKILL');
     assert.deepEqual(await serverA.exited, { code: null, signal: 'SIGKILL' });
+    // Its sandboxes are orphans now: still there, their owner dead.
+    orphans.push(...containersWithLabel(serverA.label));
+    assert.deepEqual(orphans.toSorted(), onA.map((s) => s.sb.container_id).toSorted(), 'the killed server left its sandboxes');
     // At once, before HAProxy's health check marks it down: the killed
     // server's clients are sent elsewhere at connect and get 404.
     const runs = [
@@ -305,20 +309,43 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
       10_000,
       () => 'haproxy did not mark the killed server DOWN',
     );
+    // Now the stick table's entry names a server marked down: the
+    // session's requests (a POST, and a GET resuming its stream) go to
+    // the live one without a connect attempt, and get the same 404.
+    const stale = onA[0].sid;
+    const headers = {
+      Authorization: `Bearer ${token}`,
+      'Mcp-Session-Id': stale,
+      'MCP-Protocol-Version': '2025-06-18',
+    };
+    const post = await fetch(front.url, {
+      method: 'POST',
+      headers: { ...headers, Accept: 'application/json, text/event-stream', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(post.status, 404);
+    assert.equal((await post.json()).error.code, -32001);
+    const get = await fetch(front.url, { headers: { ...headers, Accept: 'text/event-stream', 'Last-Event-ID': '1-0' } });
+    assert.equal(get.status, 404);
+    await get.body?.cancel();
     for (const s of onB) await endClient(s.c);
   });
 
   it('a new server instance reaps the killed one\'s orphans; nothing is left', async () => {
-    const orphans = containersWithLabel(serverA.label);
-    assert.ok(orphans.length >= 1, 'the killed server left its sandboxes behind');
     const runA = path.join(dir, 'run-a');
     const spoolsA = readdirSync(runA).filter((e) => e.startsWith('mcp-sandboxd-'));
     assert.equal(spoolsA.length, 1, 'the killed server left its spool directory');
+    // Any server starting on this engine reaps them (on a shared engine,
+    // another one may have started meanwhile): those still there now are
+    // the new instance's to reap, and its log says so.
+    const left = orphans.filter(containerExists);
     // Same runtime directory as the killed one: it reaps its spools too.
-    serverC = await startServer('a');
+    serverC = await startServer('a', ['--log-level', 'info']);
     await waitFor(() => containersWithLabel(serverA.label).length === 0, 60_000, () => 'the orphans were not reaped');
     await waitFor(() => existsSync(path.join(runA, spoolsA[0])) === false, 10_000, () => 'the spools were not reaped');
     assert.deepEqual(orphans.filter(containerExists), []);
+    for (const id of left) assert.match(serverC.stderr, new RegExp(`reaper: removed orphan sandbox ${id.slice(0, 12)}`));
+    assert.match(serverC.stderr, /reaper: removed the spools of a dead instance/);
 
     await stopHttpServer(serverB);
     await stopHttpServer(serverC);
@@ -338,7 +365,9 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
     rmSync(dir, { recursive: true });
     assert.equal(existsSync(dir), false);
     dir = undefined;
-    process.stderr.write(`fleet: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(
+      `fleet: ${((Date.now() - started) / 1000).toFixed(1)} s; ${left.length} of ${orphans.length} orphans reaped by the new instance\n`,
+    );
   });
 });
 
