@@ -261,6 +261,55 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
     for (const s of [serverA, serverB]) for (const p of descendants(s.child.pid)) pids.add(p);
   });
 
+  it('a quiet SSE stream through HAProxy outlives the server\'s 15 s keepalive', async () => {
+    const headers = { Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': '2025-06-18' };
+    const json = { ...headers, Accept: 'application/json, text/event-stream', 'Content-Type': 'application/json' };
+    const init = await fetch(front.url, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fleet-stream', version: '0' } },
+      }),
+    });
+    assert.equal(init.status, 200);
+    await init.body?.cancel();
+    const sid = init.headers.get('mcp-session-id');
+    headers['Mcp-Session-Id'] = sid;
+    json['Mcp-Session-Id'] = sid;
+    const note = await fetch(front.url, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
+    assert.equal(note.status, 202);
+    const t0 = Date.now();
+    const get = await fetch(front.url, { headers: { ...headers, Accept: 'text/event-stream' } });
+    assert.equal(get.status, 200);
+    const reader = get.body.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    let ended = false;
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ done: true }));
+        if (done) break;
+        text += value;
+      }
+      ended = Date.now() - t0;
+    })();
+    // Nothing else goes on in this session: only the server's keepalive
+    // comments keep HAProxy's server-side inactivity timer from running out.
+    await new Promise((r) => setTimeout(r, 17_000));
+    assert.equal(ended, false, `the stream was cut after ${ended} ms`);
+    assert.match(text, /^: keepalive$/m);
+    await reader.cancel();
+    await reading;
+    const del = await fetch(front.url, { method: 'DELETE', headers });
+    assert.equal(del.status, 200);
+  });
+
   it('one server killed: the other\'s clients go on, the killed one\'s get 404 and start anew', async () => {
     const onA = sessions.filter((s) => s.owner === serverA.label);
     const onB = sessions.filter((s) => s.owner === serverB.label);
