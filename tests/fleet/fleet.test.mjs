@@ -199,13 +199,20 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
       haproxy.stderrText += d;
       if (process.env.MCP_SANDBOXD_TEST_VERBOSE) process.stderr.write(d);
     });
-    haproxy.exited = new Promise((r) => haproxy.once('exit', (code, signal) => r({ code, signal })));
-    pids.add(haproxy.pid);
+    haproxy.exited = new Promise((r) => {
+      haproxy.once('exit', (code, signal) => r({ code, signal }));
+      // Not installed: say so (scripts/install-deps installs it).
+      haproxy.once('error', (e) => {
+        haproxy.stderrText += `cannot run ${HAPROXY}: ${e.message}\n`;
+        r({ code: -1, signal: null });
+      });
+    });
+    if (haproxy.pid !== undefined) pids.add(haproxy.pid);
     front = { url: new URL(`http://127.0.0.1:${port}/mcp`), token, clients: [], created: new Set() };
     // Both servers pass the health check (through their Host and token gate).
     await waitFor(
       async () => {
-        assert.equal(haproxy.exitCode, null, `haproxy exited\n${haproxy.stderrText}`);
+        assert.ok(haproxy.exitCode === null && haproxy.pid !== undefined, `haproxy did not start or exited (installed? scripts/install-deps)\n${haproxy.stderrText}`);
         const st = existsSync(statsSocket) ? await serverStates(statsSocket).catch(() => ({})) : {};
         return st.mcp1 === 'UP' && st.mcp2 === 'UP';
       },
@@ -218,7 +225,7 @@ describe('a fleet of two servers behind HAProxy (deploy/haproxy.cfg)', { timeout
     // On failure: stop what is left, remove this test's containers.
     for (const s of [serverA, serverB, serverC]) if (s && s.exit === undefined) s.child.kill('SIGKILL');
     for (const s of [serverA, serverB, serverC]) if (s) await stopQuietly(s);
-    if (haproxy && haproxy.exitCode === null && haproxy.signalCode === null) {
+    if (haproxy?.pid !== undefined && haproxy.exitCode === null && haproxy.signalCode === null) {
       haproxy.kill('SIGTERM');
       await haproxy.exited;
     }
