@@ -796,7 +796,11 @@ mcp_handle_line(struct session *sess, const char *line, size_t len)
 	why = "method not found";
 	if ((fn = mcp_method_find(m.method)) != NULL) {
 		code = 0;
+		/* What is logged while it is handled (a tool's start
+		 * included) names this request. */
+		log_request_set(json_object_get(m.id), sess->id);
 		result = fn(sess, m.id, m.params, &code, &why);
+		log_request_clear();
 	}
 	if (result != NULL) {
 		rev_fit(sess, m.method, result);
