@@ -24,6 +24,7 @@
 static struct termios saved;
 static int raw_on;
 static volatile sig_atomic_t top_quit;
+static int drawing_tty; /* lines end in escapes for the terminal */
 
 static void
 top_signal(int sig)
@@ -106,7 +107,7 @@ line(int cols, const char *fmt, ...)
 	va_end(ap);
 	if (cols > 0 && cols < (int)sizeof buf)
 		buf[cols] = '\0';
-	printf("%s\033[K\r\n", buf);
+	printf(drawing_tty ? "%s\033[K\r\n" : "%s\n", buf);
 }
 
 static void
@@ -119,6 +120,7 @@ draw(json_object *t, double rate, int tty)
 	int cols = 0, n;
 	size_t i;
 
+	drawing_tty = tty;
 	if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
 		cols = ws.ws_col;
 	if (tty)

@@ -93,7 +93,16 @@ vlog_json(const char *ts, const char *level, const char *msg)
 	free(clean);
 	if (log_req_id != NULL) {
 		r = json_object_new_object();
-		json_object_object_add(r, "id", json_object_get(log_req_id));
+		/* A client's string id may hold any bytes too. */
+		if (json_object_is_type(log_req_id, json_type_string)) {
+			clean = utf8_sanitize(json_object_get_string(log_req_id),
+			    (size_t)json_object_get_string_len(log_req_id), &n);
+			json_object_object_add(r, "id",
+			    json_object_new_string_len(clean, (int)n));
+			free(clean);
+		} else
+			json_object_object_add(
+			    r, "id", json_object_get(log_req_id));
 		json_object_object_add(
 		    r, "session", json_object_new_int64(log_req_session));
 		json_object_object_add(o, "request", r);

@@ -170,8 +170,12 @@ main(int argc, char **argv)
 		return cli_main(argc - 1, argv + 1);
 	if (config_parse(&conf, argc, argv, stderr) == -1)
 		return 2;
-	log_init("mcp-sandboxd", log_level_of(conf.log_level));
+	/* JSON lines name the process for what it is (a worker renames
+	 * itself), text lines keep the program's name. */
 	log_setformat(conf.log_format);
+	log_init(strcmp(conf.log_format, "json") == 0 ? "supervisor"
+	                                               : "mcp-sandboxd",
+	    log_level_of(conf.log_level));
 	if (conf.worker_container != NULL) {
 		rv = worker_main(&conf);
 		config_free(&conf);
