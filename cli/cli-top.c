@@ -92,8 +92,8 @@ fmt_ms(json_object *lat, const char *key, char *buf, size_t len)
 		snprintf(buf, len, "%.0fms", json_object_get_double(v));
 }
 
-static void
-line(int cols, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(int cols, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* One line of the screen, cut at its width, the rest of it cleared. */
 static void
@@ -171,7 +171,8 @@ draw(json_object *t, double rate, int tty)
 		    json_object_get_string(json_object_object_get(e, "host")),
 		    json_object_get_string(json_object_object_get(e, "name")),
 		    num(e, "sandboxes"),
-		    json_object_get_boolean(json_object_object_get(e, "default"))
+		    json_object_get_boolean(
+		        json_object_object_get(e, "default"))
 		        ? ", default"
 		        : "");
 	}
@@ -213,7 +214,8 @@ cli_top(struct cli_conn *c, int json)
 	if (!tty) {
 		if ((t = cli_request(c, "top", NULL, 0)) == NULL ||
 		    !json_object_get_boolean(json_object_object_get(t, "ok"))) {
-			fprintf(stderr, "mcp-sandboxd: server %d did not answer\n",
+			fprintf(stderr,
+			    "mcp-sandboxd: server %d did not answer\n",
 			    (int)c->pid);
 			json_object_put(t);
 			return 1;

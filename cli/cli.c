@@ -77,8 +77,8 @@ conn_open(struct cli_conn *c, const char *path, pid_t pid)
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
 	c->pid = pid;
-	if (strlen(path) >= sizeof sun.sun_path ||
-	    strlen(path) >= sizeof c->path)
+	/* c->path is larger than sun_path: what fits here fits there. */
+	if (strlen(path) >= sizeof sun.sun_path)
 		return -1;
 	snprintf(c->path, sizeof c->path, "%s", path);
 	memset(&sun, 0, sizeof sun);
@@ -93,8 +93,8 @@ conn_open(struct cli_conn *c, const char *path, pid_t pid)
 			conn_close(c);
 			return 1;
 		}
-		fprintf(stderr, "mcp-sandboxd: %s: %s\n", path,
-		    strerror(errno));
+		fprintf(
+		    stderr, "mcp-sandboxd: %s: %s\n", path, strerror(errno));
 		conn_close(c);
 		return -1;
 	}
@@ -104,8 +104,8 @@ conn_open(struct cli_conn *c, const char *path, pid_t pid)
 static int
 conn_send(struct cli_conn *c, json_object *req)
 {
-	const char *s = json_object_to_json_string_ext(req,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *s = json_object_to_json_string_ext(
+	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	size_t len = strlen(s), off = 0;
 	ssize_t n;
 
@@ -136,14 +136,14 @@ cli_read(struct cli_conn *c, int timeout_ms)
 	int wait;
 
 	for (;;) {
-		if (c->len > 0 &&
-		    (nl = memchr(c->buf, '\n', c->len)) != NULL) {
+		if (c->len > 0 && (nl = memchr(c->buf, '\n', c->len)) != NULL) {
 			n = (size_t)(nl - c->buf);
 			*nl = '\0';
 			o = json_tokener_parse(c->buf);
 			memmove(c->buf, nl + 1, c->len - n - 1);
 			c->len -= n + 1;
-			if (o != NULL && !json_object_is_type(o, json_type_object)) {
+			if (o != NULL &&
+			    !json_object_is_type(o, json_type_object)) {
 				json_object_put(o);
 				o = NULL;
 			}
@@ -186,7 +186,8 @@ cli_request(struct cli_conn *c, const char *cmd, const char *id, int follow)
 	if (id != NULL)
 		json_object_object_add(req, "id", json_object_new_string(id));
 	if (follow)
-		json_object_object_add(req, "follow", json_object_new_boolean(1));
+		json_object_object_add(
+		    req, "follow", json_object_new_boolean(1));
 	rv = conn_send(c, req);
 	json_object_put(req);
 	if (rv == -1)
@@ -260,8 +261,8 @@ servers_open(struct servers *s, const char *given, pid_t pid)
 	while ((de = readdir(d)) != NULL && s->n < CLI_MAX_SERVERS) {
 		errno = 0;
 		p = strtol(de->d_name, &end, 10);
-		if (errno != 0 || end == de->d_name || strcmp(end, ".sock") != 0 ||
-		    p <= 0 || p > INT_MAX)
+		if (errno != 0 || end == de->d_name ||
+		    strcmp(end, ".sock") != 0 || p <= 0 || p > INT_MAX)
 			continue;
 		if (pid != 0 && p != pid)
 			continue;
@@ -298,9 +299,9 @@ servers_close(struct servers *s)
 static void
 print_json(json_object *o)
 {
-	printf("%s\n", json_object_to_json_string_ext(o,
-	                   JSON_C_TO_STRING_PLAIN |
-	                       JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n",
+	    json_object_to_json_string_ext(
+	        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static void
@@ -432,7 +433,8 @@ find_sandbox(struct servers *s, const char *key, char *full, size_t len)
 		    "mcp-sandboxd: no sandbox \"%s\" on %s (a full id, a "
 		    "unique prefix of 12 or more, or a name; see mcp-sandboxd "
 		    "ls)\n",
-		    key, s->n == 1 ? "the running server" : "any running server");
+		    key,
+		    s->n == 1 ? "the running server" : "any running server");
 		return -1;
 	}
 	if (n > 1) {

@@ -64,8 +64,8 @@ static const struct opt opts[] = {
         "Docker engine (unix:// or tcp://)"},
     {"log-level", "MCP_SANDBOXD_LOG_LEVEL", OPT_STR, O(log_level), "info", 0, 0,
         "stderr log level: error, warn, info, debug"},
-    {"log-format", "MCP_SANDBOXD_LOG_FORMAT", OPT_STR, O(log_format), "text",
-        0, 0,
+    {"log-format", "MCP_SANDBOXD_LOG_FORMAT", OPT_STR, O(log_format), "text", 0,
+        0,
         "stderr log lines: text, or json (one object a line: time, level, "
         "process, message, and the MCP request being handled)"},
     {"control", "MCP_SANDBOXD_CONTROL", OPT_STR, O(control_mode), "on", 0, 0,
@@ -781,7 +781,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	}
 	if (strcmp(c->log_format, "text") != 0 &&
 	    strcmp(c->log_format, "json") != 0) {
-		fprintf(err, "--log-format: expected text or json, got \"%s\"\n",
+		fprintf(err,
+		    "--log-format: expected text or json, got \"%s\"\n",
 		    c->log_format);
 		return -1;
 	}

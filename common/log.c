@@ -95,10 +95,11 @@ vlog_json(const char *ts, const char *level, const char *msg)
 		r = json_object_new_object();
 		/* A client's string id may hold any bytes too. */
 		if (json_object_is_type(log_req_id, json_type_string)) {
-			clean = utf8_sanitize(json_object_get_string(log_req_id),
+			clean = utf8_sanitize(
+			    json_object_get_string(log_req_id),
 			    (size_t)json_object_get_string_len(log_req_id), &n);
-			json_object_object_add(r, "id",
-			    json_object_new_string_len(clean, (int)n));
+			json_object_object_add(
+			    r, "id", json_object_new_string_len(clean, (int)n));
 			free(clean);
 		} else
 			json_object_object_add(

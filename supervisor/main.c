@@ -174,7 +174,7 @@ main(int argc, char **argv)
 	 * itself), text lines keep the program's name. */
 	log_setformat(conf.log_format);
 	log_init(strcmp(conf.log_format, "json") == 0 ? "supervisor"
-	                                               : "mcp-sandboxd",
+	                                              : "mcp-sandboxd",
 	    log_level_of(conf.log_level));
 	if (conf.worker_container != NULL) {
 		rv = worker_main(&conf);

@@ -117,8 +117,7 @@ client_send(struct cclient *c, json_object *o)
 	json_object_put(o);
 }
 
-static json_object *
-answer_error(const char *code, const char *fmt, ...)
+static json_object *answer_error(const char *code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static json_object *
@@ -336,8 +335,8 @@ cmd_ls(struct cclient *c)
 		    o, "image", json_object_new_string(sb->image));
 		json_object_object_add(
 		    o, "state", json_object_new_string(state_name(sb)));
-		json_object_object_add(o, "created",
-		    json_object_new_int64((int64_t)sb->created));
+		json_object_object_add(
+		    o, "created", json_object_new_int64((int64_t)sb->created));
 		json_object_object_add(o, "age_seconds",
 		    json_object_new_int64((int64_t)(now - sb->created)));
 		json_object_object_add(
@@ -379,9 +378,9 @@ percentile(const struct histogram *h, double q)
 		if ((double)h->count[i] >= rank) {
 			if ((double)h->count[i] == below)
 				return json_object_new_double(bounds[i]);
-			return json_object_new_double(lo +
-			    (bounds[i] - lo) * (rank - below) /
-			        ((double)h->count[i] - below));
+			return json_object_new_double(
+			    lo + (bounds[i] - lo) * (rank - below) /
+			             ((double)h->count[i] - below));
 		}
 		lo = bounds[i];
 		below = (double)h->count[i];
@@ -411,8 +410,7 @@ cmd_top(struct cclient *c)
 
 	o = answer_ok();
 	json_object_object_add(o, "server", server_json());
-	json_object_object_add(
-	    o, "time_ms", json_object_new_int64(clock_ms()));
+	json_object_object_add(o, "time_ms", json_object_new_int64(clock_ms()));
 	s = json_object_new_object();
 	json_object_object_add(
 	    s, "live", json_object_new_int64(sandbox_count()));
@@ -422,20 +420,21 @@ cmd_top(struct cclient *c)
 	    s, "removed", json_object_new_int64(stats.sandboxes_removed));
 	json_object_object_add(o, "sandboxes", s);
 	s = json_object_new_object();
-	json_object_object_add(s, "alive", json_object_new_int64(wproc_count()));
+	json_object_object_add(
+	    s, "alive", json_object_new_int64(wproc_count()));
 	json_object_object_add(
 	    s, "restarted", json_object_new_int64(stats.workers_restarted));
 	json_object_object_add(o, "workers", s);
 	s = json_object_new_object();
-	json_object_object_add(s, "run", json_object_new_int64(stats.execs_run));
+	json_object_object_add(
+	    s, "run", json_object_new_int64(stats.execs_run));
 	json_object_object_add(
 	    s, "failed", json_object_new_int64(stats.execs_failed));
 	json_object_object_add(
 	    s, "timed_out", json_object_new_int64(stats.execs_timed_out));
 	json_object_object_add(o, "execs", s);
 	s = json_object_new_object();
-	json_object_object_add(
-	    s, "create", latency_json(&stats.create_ms));
+	json_object_object_add(s, "create", latency_json(&stats.create_ms));
 	json_object_object_add(s, "exec", latency_json(&stats.exec_ms));
 	json_object_object_add(o, "latency", s);
 	s = json_object_new_object();
@@ -469,8 +468,8 @@ cmd_find(struct cclient *c, const char *key)
 		return;
 	}
 	o = answer_ok();
-	json_object_object_add(o, "id",
-	    sb->id != NULL ? json_object_new_string(sb->id) : NULL);
+	json_object_object_add(
+	    o, "id", sb->id != NULL ? json_object_new_string(sb->id) : NULL);
 	json_object_object_add(o, "name", json_object_new_string(sb->name));
 	client_send(c, o);
 }
@@ -493,12 +492,11 @@ stop_done(void *arg, const char *err)
 		    st->id, err);
 	else {
 		o = answer_ok();
-		json_object_object_add(
-		    o, "id", json_object_new_string(st->id));
+		json_object_object_add(o, "id", json_object_new_string(st->id));
 		json_object_object_add(
 		    o, "removed", json_object_new_boolean(1));
-		log_info("control: sandbox %.12s stopped by the operator",
-		    st->id);
+		log_info(
+		    "control: sandbox %.12s stopped by the operator", st->id);
 	}
 	client_send(st->c, o);
 	client_ready(st->c);
@@ -519,10 +517,9 @@ cmd_stop(struct cclient *c, const char *key)
 		return 0;
 	}
 	if (sb->state != SB_READY || sb->id == NULL) {
-		client_send(c, answer_error("busy",
-		                   "sandbox %.63s is %s; try again later",
-		                   sb->id != NULL ? sb->id : sb->name,
-		                   state_name(sb)));
+		client_send(c,
+		    answer_error("busy", "sandbox %.63s is %s; try again later",
+		        sb->id != NULL ? sb->id : sb->name, state_name(sb)));
 		return 0;
 	}
 	st = xcalloc(1, sizeof *st);
@@ -564,8 +561,7 @@ logs_done(json_object *res, void *arg)
 	char *clean;
 
 	bytes = json_object_get_int64(json_object_object_get(res, "bytes"));
-	dropped =
-	    json_object_get_int64(json_object_object_get(res, "dropped"));
+	dropped = json_object_get_int64(json_object_object_get(res, "dropped"));
 	len = evbuffer_get_length(lr->text);
 	if (json_object_object_get_ex(res, "error", &v)) {
 		if (lr->first)
@@ -662,10 +658,9 @@ cmd_logs(struct cclient *c, const char *key, int follow)
 		return 0;
 	}
 	if (sb->id == NULL || sb->worker == NULL) {
-		client_send(c, answer_error("busy",
-		                   "sandbox %.63s is %s; try again later",
-		                   sb->id != NULL ? sb->id : sb->name,
-		                   state_name(sb)));
+		client_send(c,
+		    answer_error("busy", "sandbox %.63s is %s; try again later",
+		        sb->id != NULL ? sb->id : sb->name, state_name(sb)));
 		return 0;
 	}
 	logs_read_sb(c, sb, 1, follow);
@@ -747,9 +742,9 @@ control_request(struct cclient *c, json_object *req)
 		return 0;
 	}
 	if (id == NULL || *id == '\0') {
-		client_send(c, answer_error("bad-request",
-		                   "%s needs \"id\": a sandbox's id or name",
-		                   cmd));
+		client_send(
+		    c, answer_error("bad-request",
+		           "%s needs \"id\": a sandbox's id or name", cmd));
 		return 0;
 	}
 	if (strcmp(cmd, "find") == 0) {
@@ -792,7 +787,8 @@ control_read_cb(struct bufferevent *bev, void *arg)
 		if (len <= CONTROL_MAX_REQUEST &&
 		    (tok = json_tokener_new_ex(CONTROL_MAX_DEPTH)) != NULL) {
 			req = json_tokener_parse_ex(tok, line, (int)len);
-			if (json_tokener_get_error(tok) != json_tokener_success ||
+			if (json_tokener_get_error(tok) !=
+			        json_tokener_success ||
 			    json_tokener_get_parse_end(tok) != len) {
 				json_object_put(req);
 				req = NULL;
@@ -800,12 +796,14 @@ control_read_cb(struct bufferevent *bev, void *arg)
 			json_tokener_free(tok);
 		}
 		free(line);
-		if (req == NULL || !json_object_is_type(req, json_type_object) ||
+		if (req == NULL ||
+		    !json_object_is_type(req, json_type_object) ||
 		    !json_object_is_type(
 		        json_object_object_get(req, "cmd"), json_type_string)) {
 			json_object_put(req);
-			log_warnx("control: a request that is not a JSON object "
-			          "with \"cmd\"; client dropped");
+			log_warnx(
+			    "control: a request that is not a JSON object "
+			    "with \"cmd\"; client dropped");
 			client_drop(c);
 			return;
 		}
@@ -873,8 +871,7 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	(void)salen;
 	(void)arg;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == -1 ||
-	    clen != sizeof cred ||
-	    (cred.uid != geteuid() && cred.uid != 0)) {
+	    clen != sizeof cred || (cred.uid != geteuid() && cred.uid != 0)) {
 		log_warnx("control: a peer of another user (uid %d) refused",
 		    clen == sizeof cred ? (int)cred.uid : -1);
 		evutil_closesocket(fd);

@@ -119,8 +119,8 @@ ctl_cli(const char *dir, const char *args, int *status)
 {
 	char cmd[1024];
 
-	snprintf(cmd, sizeof cmd, "MCP_SANDBOXD_CONTROL_DIR=%s %s %s 2>&1",
-	    dir, getenv("MCP_SANDBOXD_BIN"), args);
+	snprintf(cmd, sizeof cmd, "MCP_SANDBOXD_CONTROL_DIR=%s %s %s 2>&1", dir,
+	    getenv("MCP_SANDBOXD_BIN"), args);
 	return h_run(cmd, status);
 }
 
@@ -136,8 +136,8 @@ Test(control, socket_private_and_removed_at_exit, .timeout = 120)
 	ctl_sock(dir, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
 	cr_assert(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
-	cr_expect_eq(st.st_mode & 0777, 0600, "socket mode %o",
-	    st.st_mode & 0777);
+	cr_expect_eq(
+	    st.st_mode & 0777, 0600, "socket mode %o", st.st_mode & 0777);
 	cr_expect_eq(st.st_uid, geteuid());
 	cr_assert(stat(dir, &st) == 0);
 	cr_expect_eq(st.st_mode & 0777, 0700);
@@ -159,8 +159,8 @@ Test(control, default_dir_made_private, .timeout = 120)
 	unsetenv("MCP_SANDBOXD_CONTROL_DIR");
 	s = h_start(NULL);
 	h_initialize(s);
-	snprintf(xdg, sizeof xdg, "%s/mcp-sandboxd-control-%d", dir,
-	    (int)geteuid());
+	snprintf(
+	    xdg, sizeof xdg, "%s/mcp-sandboxd-control-%d", dir, (int)geteuid());
 	ctl_sock(xdg, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
 	cr_assert(lstat(xdg, &st) == 0 && S_ISDIR(st.st_mode));
@@ -289,7 +289,8 @@ Test(control, hostile_requests_drop_the_client, .timeout = 120)
 	cr_expect(ctl_closed(fd, 10000), "an array kept its client");
 	close(fd);
 	fd = ctl_connect(path);
-	cr_assert(write(fd, "{\"cmd\":{\"a\":{\"b\":{\"c\":{}}}}}\n", 29) == 29);
+	cr_assert(
+	    write(fd, "{\"cmd\":{\"a\":{\"b\":{\"c\":{}}}}}\n", 29) == 29);
 	cr_expect(ctl_closed(fd, 10000), "deep nesting kept its client");
 	close(fd);
 	/* An unknown command is answered, the client kept. */
@@ -344,8 +345,8 @@ Test(control, stale_socket_removed, .timeout = 120)
 	out = ctl_cli(dir, "ls --json", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	j = h_parse(out);
-	cr_expect_eq(json_object_array_length(h_get(j, "servers")), 1, "%s",
-	    out);
+	cr_expect_eq(
+	    json_object_array_length(h_get(j, "servers")), 1, "%s", out);
 	cr_expect_eq(h_int(j, "servers.0.pid"), s->pid);
 	cr_expect(lstat(stale, &st) == -1, "the stale socket stayed");
 	json_object_put(j);
@@ -437,8 +438,8 @@ Test(control, log_format_json_with_request_ids, .timeout = 240)
 	/* The server's stderr (and its workers') into the file. */
 	saved = dup(2);
 	cr_assert(dup2(fd, 2) == 2);
-	s = h_start("--log-format", "json", "--log-level", "debug",
-	    "--control", "off", NULL);
+	s = h_start("--log-format", "json", "--log-level", "debug", "--control",
+	    "off", NULL);
 	dup2(saved, 2);
 	close(saved);
 	close(fd);
@@ -458,7 +459,8 @@ Test(control, log_format_json_with_request_ids, .timeout = 240)
 		o = json_tokener_parse(line);
 		cr_assert(o != NULL && json_object_is_type(o, json_type_object),
 		    "not a JSON object: %s", line);
-		cr_expect(h_str(o, "time") != NULL && h_str(o, "level") != NULL &&
+		cr_expect(h_str(o, "time") != NULL &&
+		              h_str(o, "level") != NULL &&
 		              h_str(o, "message") != NULL,
 		    "%s", line);
 		proc = h_str(o, "process");

@@ -65,14 +65,14 @@ Test(log, json_lines_valid_whatever_the_bytes)
 	cr_assert(utf8_valid(text, strlen(text)), "not UTF-8: %s", text);
 	o = json_tokener_parse(text);
 	cr_assert(o != NULL, "not JSON: %s", text);
-	cr_expect_str_eq(json_object_get_string(json_object_object_get(o,
-	                     "process")),
+	cr_expect_str_eq(
+	    json_object_get_string(json_object_object_get(o, "process")),
 	    "worker[3f2a9c]");
 	cr_expect_str_eq(
 	    json_object_get_string(json_object_object_get(o, "level")), "warn");
-	cr_expect(strstr(json_object_get_string(json_object_object_get(o,
-	                     "message")),
-	              "refused") != NULL);
+	cr_expect(
+	    strstr(json_object_get_string(json_object_object_get(o, "message")),
+	        "refused") != NULL);
 	r = json_object_object_get(o, "request");
 	cr_assert(r != NULL, "no request: %s", text);
 	cr_expect_eq(
