@@ -507,6 +507,7 @@ tools_call_start(struct session *sess, json_object *id, json_object *params,
 		mcp_call_reply(c, tool_error("the server is shutting down"));
 		return NULL;
 	}
+	log_debug("tools/call %s", t->name); /* with its request's id */
 	t->exec(c);
 	return NULL;
 }

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -604,6 +605,14 @@ out:
 	c->reading = 0;
 	if (lr->first && !lr->follow) {
 		client_ready(c);
+	} else if (lr->first && lr->follow && !c->dead && lr->sb->dead) {
+		/* Removed while its log was read: nothing more will come. */
+		o = json_object_new_object();
+		json_object_object_add(o, "end",
+		    json_object_new_string("the sandbox was removed"));
+		client_send(c, o);
+		if (!c->dead)
+			c->closing = 1;
 	} else if (lr->first && lr->follow && !c->dead) {
 		/* Followed: any further byte from the client ends it. */
 		c->follow = sandbox_ref(lr->sb);
@@ -903,6 +912,43 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 }
 
 /*
+ * Sockets of servers gone (killed before they could remove theirs): the
+ * ones nobody listens on, as the commands do when they find one.
+ */
+static void
+control_sweep(const char *dir)
+{
+	char path[PATH_MAX], *end;
+	struct sockaddr_un sun;
+	struct dirent *de;
+	DIR *d;
+	long pid;
+	int fd;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		errno = 0;
+		pid = strtol(de->d_name, &end, 10);
+		if (errno != 0 || end == de->d_name ||
+		    strcmp(end, ".sock") != 0 || pid <= 0 ||
+		    ctldir_socket(dir, pid, path, sizeof path) == -1)
+			continue;
+		memset(&sun, 0, sizeof sun);
+		sun.sun_family = AF_UNIX;
+		memcpy(sun.sun_path, path, strlen(path) + 1);
+		if ((fd = socket(AF_UNIX,
+		         SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
+			break;
+		if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1 &&
+		    errno == ECONNREFUSED && unlink(path) == 0)
+			log_debug("control: removed %s, a server gone", path);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/*
  * Listen on the control socket (--control on): PID.sock in the control
  * directory, made 0700 if need be and refused unless private.  0, or -1
  * (the server runs on without one, said so).
@@ -929,6 +975,7 @@ control_start(void)
 		sock_path[0] = '\0';
 		return -1;
 	}
+	control_sweep(dir);
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, sock_path, strlen(sock_path) + 1);

@@ -467,8 +467,10 @@ Test(control, log_format_json_with_request_ids, .timeout = 240)
 		cr_expect(proc != NULL, "%s", line);
 		if (proc != NULL && strncmp(proc, "worker[", 7) == 0)
 			workers++;
+		/* The exec's call: the request's JSON-RPC id is a number. */
 		if (h_get(o, "request.id") != NULL &&
-		    h_get(o, "request.session") != NULL)
+		    h_get(o, "request.session") != NULL &&
+		    h_contains(h_str(o, "message"), "tools/call sandbox_exec"))
 			with_id++;
 		json_object_put(o);
 	}
