@@ -208,6 +208,7 @@ cli_top(struct cli_conn *c, int json)
 	json_object *t;
 	double rate;
 	int tty, rv = 0, wait;
+	ssize_t n;
 	char ch;
 
 	tty = !json && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
@@ -263,8 +264,10 @@ cli_top(struct cli_conn *c, int json)
 			pfd.events = POLLIN;
 			if (poll(&pfd, 1, wait) <= 0)
 				continue;
-			if (read(STDIN_FILENO, &ch, 1) == 1 &&
-			    (ch == 'q' || ch == 'Q' || ch == 3))
+			n = read(STDIN_FILENO, &ch, 1);
+			/* q, Ctrl-C, or the terminal hung up. */
+			if (n == 0 ||
+			    (n == 1 && (ch == 'q' || ch == 'Q' || ch == 3)))
 				top_quit = 1;
 		}
 	}

@@ -883,7 +883,11 @@ config_usage(FILE *f)
 	size_t i;
 
 	fprintf(f,
-	    "usage: mcp-sandboxd [options]\n\n"
+	    "usage: mcp-sandboxd [options]\n"
+	    "       mcp-sandboxd ls | top | logs ID [-f] | stop ID "
+	    "[--json] [--server PID]\n"
+	    "                          the running servers and their sandboxes "
+	    "(COMMAND --help)\n\n"
 	    "An MCP server (stdio or Streamable HTTP) that runs code in Docker "
 	    "sandboxes.\n\n"
 	    "  -h, --help              this text\n"
