@@ -132,7 +132,7 @@ Test(control, socket_private_and_removed_at_exit, .timeout = 120)
 
 	ctl_dir(dir, sizeof dir);
 	s = h_start("--control-dir", dir, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
 	cr_assert(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
@@ -158,7 +158,7 @@ Test(control, default_dir_made_private, .timeout = 120)
 	setenv("XDG_RUNTIME_DIR", dir, 1);
 	unsetenv("MCP_SANDBOXD_CONTROL_DIR");
 	s = h_start(NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	snprintf(
 	    xdg, sizeof xdg, "%s/mcp-sandboxd-control-%d", dir, (int)geteuid());
 	ctl_sock(xdg, s->pid, path, sizeof path);
@@ -181,7 +181,7 @@ Test(control, unsafe_dir_refused, .timeout = 120)
 	ctl_dir(dir, sizeof dir);
 	cr_assert(chmod(dir, 0755) == 0);
 	s = h_start("--control-dir", dir, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	cr_expect(lstat(path, &st) == -1, "a socket in a 0755 directory");
 	out = ctl_cli(dir, "ls", &status);
@@ -195,7 +195,7 @@ Test(control, unsafe_dir_refused, .timeout = 120)
 	snprintf(link, sizeof link, "%s-link", dir);
 	cr_assert(symlink(dir, link) == 0);
 	s = h_start("--control-dir", link, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	cr_expect(lstat(path, &st) == -1, "a socket through a symlink");
 	h_finish(s);
@@ -237,7 +237,7 @@ Test(control, peer_of_another_uid_refused, .timeout = 120)
 
 	ctl_dir(dir, sizeof dir);
 	s = h_start("--control-dir", dir, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
 	child = fork();
@@ -269,7 +269,7 @@ Test(control, hostile_requests_drop_the_client, .timeout = 120)
 
 	ctl_dir(dir, sizeof dir);
 	s = h_start("--control-dir", dir, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
 
@@ -339,7 +339,7 @@ Test(control, stale_socket_removed, .timeout = 120)
 	              (struct sockaddr *)&sun, sizeof sun) == 0);
 	close(fd);
 	s = h_start("--control-dir", dir, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
 	out = ctl_cli(dir, "ls --json", &status);
@@ -364,9 +364,9 @@ Test(control, ls_logs_stop, .timeout = 240)
 
 	ctl_dir(dir, sizeof dir);
 	s = h_start("--control-dir", dir, NULL);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	cid = h_create(s, "{\"name\":\"ctl-box\"}");
-	h_exec_ok(s, cid, "echo control-marker-$((6*7))");
+	free(h_exec_ok(s, cid, "echo control-marker-$((6*7))"));
 
 	out = ctl_cli(dir, "ls --json", &status);
 	cr_assert_eq(status, 0, "%s", out);
@@ -443,9 +443,9 @@ Test(control, log_format_json_with_request_ids, .timeout = 240)
 	dup2(saved, 2);
 	close(saved);
 	close(fd);
-	h_initialize(s);
+	json_object_put(h_initialize(s));
 	cid = h_create(s, "{\"name\":\"json-log\"}");
-	h_exec_ok(s, cid, "echo hi");
+	free(h_exec_ok(s, cid, "echo hi"));
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);
