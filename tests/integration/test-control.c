@@ -479,3 +479,76 @@ Test(control, log_format_json_with_request_ids, .timeout = 240)
 	cr_expect(workers > 0, "no line of a worker");
 	cr_expect(with_id > 0, "no line carries a request id");
 }
+
+Test(control, client_that_does_not_read_dropped, .timeout = 180)
+{
+	char dir[64], path[128], req[128], *cid;
+	struct h_server *s;
+	long long t0;
+	json_object *a;
+	int fd;
+
+	ctl_dir(dir, sizeof dir);
+	s = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s));
+	ctl_sock(dir, s->pid, path, sizeof path);
+	ctl_wait_socket(path);
+	/* A log of about 900 KB: more than the socket's buffers hold. */
+	cid = h_create(s, "{\"name\":\"big-log\"}");
+	free(h_exec_ok(s, cid, "head -c 900000 /dev/zero | tr '\\0' x; echo"));
+	fd = ctl_connect(path);
+	cr_assert(fd >= 0);
+	snprintf(req, sizeof req, "{\"cmd\":\"logs\",\"id\":\"big-log\"}\n");
+	cr_assert(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+	/* Never read: the server answers everyone else meanwhile. */
+	t0 = h_now_ms();
+	while (h_now_ms() - t0 < 12000) {
+		a = h_request(s, "ping", NULL, 2000);
+		cr_assert(h_get(a, "result") != NULL);
+		json_object_put(a);
+		usleep(500000);
+	}
+	/* Dropped: what the kernel held, then the end. */
+	cr_expect(ctl_closed(fd, 10000), "a client that never read is kept");
+	close(fd);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	cr_assert(rmdir(dir) == 0);
+}
+
+Test(control, clients_capped, .timeout = 120)
+{
+	char dir[64], path[128];
+	struct h_server *s;
+	json_object *a;
+	int fds[16], fd, i;
+
+	ctl_dir(dir, sizeof dir);
+	s = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s));
+	ctl_sock(dir, s->pid, path, sizeof path);
+	ctl_wait_socket(path);
+	for (i = 0; i < 16; i++) {
+		fds[i] = ctl_connect(path);
+		cr_assert(fds[i] >= 0);
+		a = ctl_ask(fds[i], "{\"cmd\":\"top\"}\n");
+		cr_assert(h_bool(a, "ok"));
+		json_object_put(a);
+	}
+	/* The 17th is closed at once; one more once a place is free. */
+	fd = ctl_connect(path);
+	cr_assert(fd >= 0);
+	cr_expect(ctl_closed(fd, 5000), "a 17th client was kept");
+	close(fd);
+	close(fds[0]);
+	usleep(200000);
+	fds[0] = ctl_connect(path);
+	a = ctl_ask(fds[0], "{\"cmd\":\"top\"}\n");
+	cr_expect(h_bool(a, "ok"));
+	json_object_put(a);
+	for (i = 0; i < 16; i++)
+		close(fds[i]);
+	h_finish(s);
+	cr_assert(rmdir(dir) == 0);
+}
