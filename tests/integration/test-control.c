@@ -552,3 +552,55 @@ Test(control, clients_capped, .timeout = 120)
 	h_finish(s);
 	cr_assert(rmdir(dir) == 0);
 }
+
+Test(control, two_servers_ambiguous_name, .timeout = 240)
+{
+	char dir[64], path[128], args[128], *c1, *c2, *out;
+	struct h_server *s1, *s2;
+	json_object *j;
+	int status;
+
+	ctl_dir(dir, sizeof dir);
+	s1 = h_start("--control-dir", dir, NULL);
+	s2 = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s1));
+	json_object_put(h_initialize(s2));
+	ctl_sock(dir, s1->pid, path, sizeof path);
+	ctl_wait_socket(path);
+	ctl_sock(dir, s2->pid, path, sizeof path);
+	ctl_wait_socket(path);
+	c1 = h_create(s1, "{\"name\":\"same-name\"}");
+	c2 = h_create(s2, "{\"name\":\"same-name\"}");
+
+	out = ctl_cli(dir, "ls --json", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	j = h_parse(out);
+	cr_expect_eq(json_object_array_length(h_get(j, "servers")), 2);
+	json_object_put(j);
+	free(out);
+	/* A name on two servers: refused, then picked with --server. */
+	out = ctl_cli(dir, "stop same-name", &status);
+	cr_expect_eq(status, 1);
+	cr_expect(h_contains(out, "several servers"), "%s", out);
+	free(out);
+	cr_expect(h_container_exists(c1) && h_container_exists(c2));
+	out = ctl_cli(dir, "top", &status);
+	cr_expect_eq(status, 1);
+	cr_expect(h_contains(out, "--server PID"), "%s", out);
+	free(out);
+	snprintf(args, sizeof args, "stop --server %d same-name", (int)s2->pid);
+	out = ctl_cli(dir, args, &status);
+	cr_expect_eq(status, 0, "%s", out);
+	free(out);
+	cr_expect(h_wait_container_gone(c2, 30000));
+	cr_expect(h_container_exists(c1));
+	/* Now one server has it: no --server needed. */
+	out = ctl_cli(dir, "logs same-name", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	free(out);
+	free(c1);
+	free(c2);
+	h_finish(s2);
+	h_finish(s1);
+	cr_assert(rmdir(dir) == 0);
+}
