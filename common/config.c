@@ -64,6 +64,18 @@ static const struct opt opts[] = {
         "Docker engine (unix:// or tcp://)"},
     {"log-level", "MCP_SANDBOXD_LOG_LEVEL", OPT_STR, O(log_level), "info", 0, 0,
         "stderr log level: error, warn, info, debug"},
+    {"log-format", "MCP_SANDBOXD_LOG_FORMAT", OPT_STR, O(log_format), "text", 0,
+        0,
+        "stderr log lines: text, or json (one object a line: time, level, "
+        "process, message, and the MCP request being handled)"},
+    {"control", "MCP_SANDBOXD_CONTROL", OPT_STR, O(control_mode), "on", 0, 0,
+        "on: listen on a private control socket for mcp-sandboxd ls, top, "
+        "logs and stop; off: none"},
+    {"control-dir", "MCP_SANDBOXD_CONTROL_DIR", OPT_STR, O(control_dir), NULL,
+        0, 0,
+        "private directory (0700) of the control sockets, one per server "
+        "named PID.sock (default "
+        "${XDG_RUNTIME_DIR:-/tmp}/mcp-sandboxd-control-UID)"},
     {"memory-mb", "MCP_SANDBOXD_MEMORY_MB", OPT_LONG, O(memory_mb), "512", 16,
         1 << 20, "default memory limit per sandbox (MiB, swap off)"},
     {"max-memory-mb", "MCP_SANDBOXD_MAX_MEMORY_MB", OPT_LONG, O(max_memory_mb),
@@ -758,6 +770,22 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		    c->transport);
 		return -1;
 	}
+	if (strcmp(c->control_mode, "on") == 0)
+		c->control = 1;
+	else if (strcmp(c->control_mode, "off") == 0)
+		c->control = 0;
+	else {
+		fprintf(err, "--control: expected on or off, got \"%s\"\n",
+		    c->control_mode);
+		return -1;
+	}
+	if (strcmp(c->log_format, "text") != 0 &&
+	    strcmp(c->log_format, "json") != 0) {
+		fprintf(err,
+		    "--log-format: expected text or json, got \"%s\"\n",
+		    c->log_format);
+		return -1;
+	}
 	if (strcmp(c->agent_mode, "on") == 0)
 		c->agent = 1;
 	else if (strcmp(c->agent_mode, "off") == 0)
@@ -817,6 +845,9 @@ config_free(struct config *c)
 	free(c->go_image);
 	free(c->docker_host);
 	free(c->log_level);
+	free(c->log_format);
+	free(c->control_mode);
+	free(c->control_dir);
 	free(c->print_config);
 	free(c->worker_container);
 	free(c->worker_channel);
@@ -852,7 +883,11 @@ config_usage(FILE *f)
 	size_t i;
 
 	fprintf(f,
-	    "usage: mcp-sandboxd [options]\n\n"
+	    "usage: mcp-sandboxd [options]\n"
+	    "       mcp-sandboxd ls | top | logs ID [-f] | stop ID "
+	    "[--json] [--server PID]\n"
+	    "                          the running servers and their sandboxes "
+	    "(COMMAND --help)\n\n"
 	    "An MCP server (stdio or Streamable HTTP) that runs code in Docker "
 	    "sandboxes.\n\n"
 	    "  -h, --help              this text\n"

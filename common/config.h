@@ -20,6 +20,11 @@ struct config {
 	char *python_image, *node_image, *go_image;
 	char *docker_host;
 	char *log_level;
+	char *log_format; /* text or json (common/log.c) */
+	/* The control socket (supervisor/transport/control.c). */
+	char *control_mode; /* --control: "on" or "off" */
+	int control; /* ... as a flag */
+	char *control_dir; /* NULL: common/ctldir.c's default */
 
 	/* Defaults for a new sandbox, and the operator's ceilings. */
 	long memory_mb, max_memory_mb;

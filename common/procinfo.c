@@ -1,6 +1,7 @@
 /* Facts about processes and this boot, from /proc. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "procinfo.h"
 
@@ -42,5 +43,26 @@ proc_boot_id(char *buf, size_t len)
 	}
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* A process's resident memory in bytes (the second field of statm). */
+int
+proc_rss(pid_t pid, long long *bytes)
+{
+	char path[64];
+	long long pages;
+	long psize;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	ok = fscanf(f, "%*s %lld", &pages) == 1;
+	fclose(f);
+	if (!ok || (psize = sysconf(_SC_PAGESIZE)) <= 0)
+		return -1;
+	*bytes = pages * psize;
 	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include <event2/event.h>
 
+#include "cli.h"
 #include "config.h"
 #include "core.h"
 #include "engine.h"
@@ -164,9 +165,17 @@ main(int argc, char **argv)
 	 */
 	if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
 		setlocale(LC_CTYPE, "");
+	/* mcp-sandboxd ls | top | logs | stop: the operator's commands. */
+	if (argc > 1 && cli_is_command(argv[1]))
+		return cli_main(argc - 1, argv + 1);
 	if (config_parse(&conf, argc, argv, stderr) == -1)
 		return 2;
-	log_init("mcp-sandboxd", log_level_of(conf.log_level));
+	/* JSON lines name the process for what it is (a worker renames
+	 * itself), text lines keep the program's name. */
+	log_setformat(conf.log_format);
+	log_init(strcmp(conf.log_format, "json") == 0 ? "supervisor"
+	                                              : "mcp-sandboxd",
+	    log_level_of(conf.log_level));
 	if (conf.worker_container != NULL) {
 		rv = worker_main(&conf);
 		config_free(&conf);
@@ -250,6 +259,7 @@ main(int argc, char **argv)
 	if (strcmp(conf.transport, "http") != 0 &&
 	    stdio_start(supervisor_quit) == -1)
 		fatal("stdin and stdout must be pipes or sockets");
+	control_start(); /* without one the server runs on (said why) */
 	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
 	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());
 	reaper_run();
@@ -263,6 +273,7 @@ main(int argc, char **argv)
 		;
 	stdio_stop();
 	http_stop();
+	control_stop();
 	defer_flush();
 	spool_cleanup();
 	agentfile_forget();

@@ -507,6 +507,7 @@ tools_call_start(struct session *sess, json_object *id, json_object *params,
 		mcp_call_reply(c, tool_error("the server is shutting down"));
 		return NULL;
 	}
+	log_debug("tools/call %s", t->name); /* with its request's id */
 	t->exec(c);
 	return NULL;
 }
@@ -796,7 +797,11 @@ mcp_handle_line(struct session *sess, const char *line, size_t len)
 	why = "method not found";
 	if ((fn = mcp_method_find(m.method)) != NULL) {
 		code = 0;
+		/* What is logged while it is handled (a tool's start
+		 * included) names this request. */
+		log_request_set(json_object_get(m.id), sess->id);
 		result = fn(sess, m.id, m.params, &code, &why);
+		log_request_clear();
 	}
 	if (result != NULL) {
 		rev_fit(sess, m.method, result);

@@ -462,11 +462,11 @@ wproc_spawn(
 	char cap[32], logkb[32], uid[32], imgkb[32];
 	/* The options a worker reads, the egress lists' values each after
 	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
-	char *argv[22 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
+	char *argv[24 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
 	    sb->id, "--docker-host", c->docker_host, "--log-level",
 	    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
 	    "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
-	    "--max-image-kb", imgkb};
+	    "--max-image-kb", imgkb, "--log-format", c->log_format};
 	int sv[2], null, ch, exe, argc, i;
 	pid_t pid;
 

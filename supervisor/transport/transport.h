@@ -11,4 +11,10 @@ int stdio_open(void);
 int http_start(void);
 void http_stop(void);
 
+/* control.c: the control socket (mcp-sandboxd ls, top, logs, stop) */
+struct json_object;
+int control_start(void);
+void control_stop(void);
+struct json_object *control_engines_json(void);
+
 #endif
