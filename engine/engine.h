@@ -97,6 +97,7 @@ struct engine_spec {
 	json_object *env; /* array of "NAME=value" (borrowed) */
 	json_object *labels; /* object of strings (borrowed) */
 	const char *network; /* "none", "bridge", ... */
+	const char *runtime; /* the OCI runtime, or NULL: the engine's own */
 	long long memory_bytes; /* and as much memory+swap */
 	double cpus;
 	long long pids;

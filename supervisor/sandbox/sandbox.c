@@ -234,6 +234,7 @@ sandbox_free(void *arg)
 	free(sb->image);
 	free(sb->workdir);
 	free(sb->chandir);
+	free(sb->runtime);
 	json_object_put(sb->env);
 	json_object_put(sb->volumes);
 	free(sb->idem_key);
@@ -733,6 +734,8 @@ sandbox_result(const struct sandbox *sb)
 	json_object_object_add(r, "expires_at", json_object_new_string(when));
 	json_object_object_add(
 	    r, "from_pool", json_object_new_boolean(sb->from_pool));
+	json_object_object_add(
+	    r, "runtime", json_object_new_string(sandbox_runtime_name(sb)));
 	if (sb->egress != NULL) {
 		json_object_object_add(
 		    r, "egress", json_object_get(sb->egress));
@@ -740,8 +743,10 @@ sandbox_result(const struct sandbox *sb)
 	}
 	xasprintf(&text,
 	    "Sandbox ready: container_id %s (name %s), image %s, "
-	    "workdir %s, expires %s.%s%s%s Run commands with sandbox_exec.",
-	    sb->id, sb->name, sb->image, sb->workdir, when,
+	    "workdir %s, runtime %s, expires %s.%s%s%s Run commands with "
+	    "sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, sandbox_runtime_name(sb),
+	    when,
 	    sb->egress != NULL ? " Egress through its proxy (HTTP_PROXY, "
 	                         "HTTPS_PROXY) to: "
 	                       : "",
@@ -974,7 +979,23 @@ screate_created_cb(const struct engine_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 	const char *why;
+	char *fmt;
 
+	if (resp->error != NULL && s->sb->runtime != NULL &&
+	    strcasestr(resp->error, "runtime") != NULL) {
+		/* The operator allows it, the engine does not know it.  (The
+		 * name is checked: no '%' in it.) */
+		xasprintf(&fmt,
+		    "cannot create a sandbox from image \"%%s\" under runtime "
+		    "\"%s\": %%s (the engine does not know that runtime: the "
+		    "operator allows it but must register it with the engine, "
+		    "as daemon.json's runtimes; ask for another runtime "
+		    "meanwhile)",
+		    s->sb->runtime);
+		screate_fail(s, fmt, resp->error);
+		free(fmt);
+		return;
+	}
 	if (resp->error != NULL || resp->id == NULL) {
 		screate_fail(s, "cannot create a sandbox from image \"%s\": %s",
 		    resp->error != NULL ? resp->error : "no container id");
@@ -1384,6 +1405,7 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	spec->labels = s->labels;
 	s->network = xstrdup(network);
 	spec->network = s->network;
+	spec->runtime = sb->runtime;
 	spec->memory_bytes = sb->lim.memory_mb * 1024 * 1024;
 	spec->cpus = sb->lim.cpus;
 	spec->pids = sb->lim.pids;
@@ -1589,6 +1611,8 @@ sandbox_create_pool(const char *image,
 		return NULL;
 	sb = sandbox_alloc(image, NULL, POOL_WORKDIR, &lim, uid);
 	sb->pool = 1;
+	/* The server's runtime: only a create of that one takes it. */
+	sb->runtime = c->runtime != NULL ? xstrdup(c->runtime) : NULL;
 	TAILQ_INSERT_TAIL(pool_list(), sb, entry);
 	s = screate_new(sb, NULL, cb, cbarg, clock_ns());
 	s->pool = 1;
@@ -1747,12 +1771,39 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {
+	return sandbox_create_runtime(c, image, name, env, workdir, network,
+	    NULL, lim, ttl, cb, cbarg);
+}
+
+/* The OCI runtime a sandbox reports: its own, or "default" (the
+ * engine's default runtime, none named at its creation). */
+const char *
+sandbox_runtime_name(const struct sandbox *sb)
+{
+	return sb->runtime != NULL ? sb->runtime : "default";
+}
+
+/*
+ * As sandbox_create_cb(), under the OCI runtime named (checked by the
+ * caller against the operator's ceiling; NULL: the server's --runtime).
+ * Only a pool container of that runtime is taken.
+ */
+struct sandbox *
+sandbox_create_runtime(struct call *c, const char *image, const char *name,
+    json_object *env, const char *workdir, const char *network,
+    const char *runtime,
+    const struct limits *lim, long ttl,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg)
+{
 	const struct config *conf = sup.conf;
 	struct screate *s;
 	struct sandbox *sb;
 	char why[512];
 	long uid, mine = 0;
 
+	if (runtime == NULL)
+		runtime = conf->runtime;
 	/* A session's share: one client cannot take every sandbox. */
 	TAILQ_FOREACH(sb, &sandboxes, entry)
 	if (sb->owner == c->sess && sb->state != SB_STOPPING)
@@ -1778,7 +1829,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 	if ((engine_supports(sup.engine, ENGINE_UPDATE) ||
 	        (lim->memory_mb == conf->memory_mb && lim->cpus == conf->cpus &&
 	            lim->pids == conf->pids)) &&
-	    (sb = pool_take(image, workdir, network, ttl)) != NULL) {
+	    (sb = pool_take(image, workdir, network, runtime, ttl)) != NULL) {
 		sb->env = env != NULL ? json_object_get(env) : NULL;
 		sandbox_take(sb, c, name, lim, ttl, cb, cbarg);
 		return sb;
@@ -1792,6 +1843,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 		return NULL;
 	}
 	sb = sandbox_alloc(image, name, workdir, lim, uid);
+	sb->runtime = runtime != NULL ? xstrdup(runtime) : NULL;
 	sb->expires = sb->created + ttl;
 	sb->owner = c->sess;
 	sb->env = env != NULL ? json_object_get(env) : NULL;
