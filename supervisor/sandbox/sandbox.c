@@ -80,6 +80,7 @@ sandbox_event(struct sandbox *sb, enum sandbox_event ev)
 }
 
 static struct sandbox *sandbox_adopt(struct session *, const char *);
+static const char *sandbox_lost_why(const struct session *, const char *);
 
 /*
  * A session's sandbox by full id, unique id prefix (12 or more) or name
@@ -137,7 +138,7 @@ struct sandbox *
 sandbox_lookup(struct call *c, const char *key)
 {
 	struct sandbox *sb;
-	const char *id;
+	const char *id, *lost_why;
 
 	if (!tool_arg_type_ok(c, key, json_type_string, NULL) ||
 	    (id = tool_arg_string(c, key)) == NULL || *id == '\0') {
@@ -150,6 +151,10 @@ sandbox_lookup(struct call *c, const char *key)
 	}
 	if ((sb = sandbox_find(c->sess, id)) == NULL &&
 	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
+		if ((lost_why = sandbox_lost_why(c->sess, id)) != NULL) {
+			mcp_call_reply(c, tool_error("%s", lost_why));
+			return NULL;
+		}
 		mcp_call_reply(c,
 		    tool_error(
 		        "no sandbox \"%.80s\": it may have "
@@ -485,10 +490,78 @@ sandbox_destroy_all(void (*done)(void))
 
 static int screate_egress_sent(const struct screate *);
 
-/* The container died behind our back: say so, and clean up after it. */
+/*
+ * Sandboxes lost lately (their container died behind our back: a crash
+ * of its runtime, such as a gVisor sandbox ended whole), so that a call
+ * that names one learns what happened instead of "no sandbox".  A ring:
+ * the oldest is forgotten first.
+ */
+#define SANDBOX_LOST_MAX 32
+static struct sandbox_lost {
+	unsigned int sess; /* its owner's session id; 0: detached */
+	char *id, *name, *why;
+} lost[SANDBOX_LOST_MAX];
+static unsigned int lost_next;
+
+static void
+sandbox_lost_add(const struct sandbox *sb, const char *why)
+{
+	struct sandbox_lost *l = &lost[lost_next++ % SANDBOX_LOST_MAX];
+
+	free(l->id);
+	free(l->name);
+	free(l->why);
+	l->sess = sb->owner != NULL ? sb->owner->id : 0;
+	l->id = xstrdup(sb->id);
+	l->name = xstrdup(sb->name);
+	l->why = xstrdup(why);
+}
+
+/* Why a sandbox a session names was lost, or NULL: by full id, by a
+ * unique prefix (12 or more) or by name, as sandbox_find(). */
+static const char *
+sandbox_lost_why(const struct session *sess, const char *key)
+{
+	const struct sandbox_lost *l;
+	size_t len = strlen(key), i;
+
+	for (i = 0; i < SANDBOX_LOST_MAX; i++) {
+		l = &lost[(lost_next - 1 - i) % SANDBOX_LOST_MAX];
+		if (l->id == NULL)
+			continue;
+		if (strcmp(l->id, key) == 0 ||
+		    (l->sess == sess->id &&
+		        (strcmp(l->name, key) == 0 ||
+		            (len >= 12 && strncmp(l->id, key, len) == 0))))
+			return l->why;
+	}
+	return NULL;
+}
+
+void
+sandbox_lost_free(void)
+{
+	size_t i;
+
+	for (i = 0; i < SANDBOX_LOST_MAX; i++) {
+		free(lost[i].id);
+		free(lost[i].name);
+		free(lost[i].why);
+	}
+	memset(lost, 0, sizeof lost);
+}
+
+/*
+ * The container died behind our back: say so, and clean up after it.
+ * The calls in flight on it end at once with why it was lost (not a
+ * hang: under gVisor a dead sandbox's exec streams never end), and a
+ * later call naming it is told the same.
+ */
 void
 sandbox_gone(struct sandbox *sb, const char *why)
 {
+	char *msg;
+
 	if (sb->pool) {
 		pool_lost(sb, why);
 		return;
@@ -501,8 +574,18 @@ sandbox_gone(struct sandbox *sb, const char *why)
 	if (sb->state != SB_READY)
 		return;
 	log_warnx("sandbox %.12s: %s", sb->id, why);
+	xasprintf(&msg,
+	    "sandbox lost: %.12s (%s) died: %s%s%s; every process and file "
+	    "in it is gone; create a new one with sandbox_initialize",
+	    sb->id, sb->name, why,
+	    sb->runtime != NULL ? ", under runtime " : "",
+	    sb->runtime != NULL ? sb->runtime : "");
 	if (sb->owner != NULL)
-		mcp_log(sb->owner, 3, "sandbox %s is gone: %s", sb->name, why);
+		mcp_log(sb->owner, 3, "%s", msg);
+	sandbox_lost_add(sb, msg);
+	if (sb->worker != NULL)
+		wproc_set_loss(sb->worker, msg);
+	free(msg);
 	stats.sandboxes_failed++;
 	sandbox_destroy(sb, NULL, NULL);
 }

@@ -60,6 +60,7 @@ struct wproc {
 	struct sandbox *sb; /* NULL once the sandbox is gone */
 	int ready, exited;
 	int told; /* sent PROTO_SHUTDOWN */
+	char *loss; /* why its calls end as it goes (its sandbox was lost) */
 	const char *bad; /* why its last frame was refused, if not a crash */
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct sandbox *ready_sb; /* referenced while ready_cb waits */
@@ -132,6 +133,7 @@ wproc_maybe_free(struct wproc *wp)
 		return;
 	LIST_REMOVE(wp, entry);
 	event_free(wp->hello_timer);
+	free(wp->loss);
 	free(wp);
 }
 
@@ -162,7 +164,9 @@ wproc_lost(struct wproc *wp, const char *why)
 
 	if (wp->chan == NULL)
 		return;
-	if (wp->told || sup.shutting_down)
+	if (wp->loss != NULL)
+		why = wp->loss;
+	else if (wp->told || sup.shutting_down)
 		why = "the sandbox was stopped (or the server is shutting "
 		      "down) while the call ran";
 	proto_chan_free(wp->chan);
@@ -727,6 +731,15 @@ wproc_busy(struct wproc *wp)
 }
 
 /* The sandbox is going: tell the worker to finish; drop its calls. */
+/* Why the calls in flight end when this worker goes (before
+ * wproc_shutdown()): its sandbox was lost, not stopped. */
+void
+wproc_set_loss(struct wproc *wp, const char *why)
+{
+	free(wp->loss);
+	wp->loss = xstrdup(why);
+}
+
 void
 wproc_shutdown(struct wproc *wp)
 {
