@@ -213,6 +213,10 @@ struct engine_req *engine_image_inspect(
 struct engine_req *engine_image_pull(
     struct engine *, const char *, engine_done_cb, void *);
 
+/* runtime.c: how an OCI runtime counts a container's limits */
+int engine_runtime_gvisor(const char *);
+long long engine_runtime_pids(const char *, long long);
+
 /* engine-exec.c: a command's run, create to exit code, with its streams. */
 struct engine_exec *engine_exec_new(struct engine *, const char *,
     const struct engine_exec_spec *, const struct engine_exec_cbs *, void *);

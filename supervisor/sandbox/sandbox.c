@@ -1491,7 +1491,8 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	spec->runtime = sb->runtime;
 	spec->memory_bytes = sb->lim.memory_mb * 1024 * 1024;
 	spec->cpus = sb->lim.cpus;
-	spec->pids = sb->lim.pids;
+	/* Processes inside; the engine's count may be the runtime's. */
+	spec->pids = engine_runtime_pids(sb->runtime, sb->lim.pids);
 	spec->nofile = c->nofile;
 	spec->fsize_bytes = c->fsize_mb * 1024 * 1024;
 	spec_tmpfs(spec, "/tmp", c->tmp_mb, 0, -1, 01777);
@@ -1763,7 +1764,7 @@ sandbox_take(struct sandbox *sb, struct call *c, const char *name,
 	if (lim->cpus != conf->cpus)
 		upd.cpus = lim->cpus;
 	if (lim->pids != conf->pids)
-		upd.pids = lim->pids;
+		upd.pids = engine_runtime_pids(sb->runtime, lim->pids);
 	if (upd.memory_bytes > 0 || upd.cpus > 0 || upd.pids > 0) {
 		s->pending++;
 		engine_container_update(
