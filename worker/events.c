@@ -33,7 +33,7 @@ static struct {
 static void events_follow(void);
 
 static void
-events_gone(const char *why)
+events_gone_oom(const char *why, int oom)
 {
 	json_object *o;
 
@@ -44,8 +44,17 @@ events_gone(const char *why)
 	o = json_object_new_object();
 	json_object_object_add(o, "event", json_object_new_string("gone"));
 	json_object_object_add(o, "why", json_object_new_string(why));
+	if (oom)
+		json_object_object_add(
+		    o, "oom_killed", json_object_new_boolean(1));
 	worker_send_json(ev.w, PROTO_NOTIFY, 0, o);
 	json_object_put(o);
+}
+
+static void
+events_gone(const char *why)
+{
+	events_gone_oom(why, 0);
 }
 
 /* A container that died, looked at: how it ended goes with the news. */
@@ -63,7 +72,7 @@ events_died_cb(const struct engine_resp *resp, void *arg)
 		snprintf(why, sizeof why,
 		    "the container stopped (exit code %ld%s)", c->exit_code,
 		    c->oom_killed ? ", out of memory" : "");
-		events_gone(why);
+		events_gone_oom(why, c->oom_killed);
 	} else
 		events_gone("the container stopped");
 }
