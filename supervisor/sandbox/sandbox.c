@@ -1909,8 +1909,10 @@ sandbox_create_runtime(struct call *c, const char *image, const char *name,
 		return NULL;
 	}
 	/* Limits other than the pool's defaults need an engine that changes
-	 * them in place; the keep-alive must outlast the lifetime. */
-	if ((engine_supports(sup.engine, ENGINE_UPDATE) ||
+	 * them in place (gVisor's runsc cannot: it has no update); the
+	 * keep-alive must outlast the lifetime. */
+	if (((engine_supports(sup.engine, ENGINE_UPDATE) &&
+	         !engine_runtime_gvisor(runtime)) ||
 	        (lim->memory_mb == conf->memory_mb && lim->cpus == conf->cpus &&
 	            lim->pids == conf->pids)) &&
 	    (sb = pool_take(image, workdir, network, runtime, ttl)) != NULL) {
