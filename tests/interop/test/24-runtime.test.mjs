@@ -28,6 +28,10 @@ import {
 } from '../lib/harness.js';
 
 const RUNSC = 'runsc';
+// Each server here is given its runtimes explicitly, whatever the suite's
+// default (scripts/test's gVisor pass sets MCP_SANDBOXD_RUNTIME).
+delete process.env.MCP_SANDBOXD_RUNTIME;
+delete process.env.MCP_SANDBOXD_ALLOW_RUNTIMES;
 
 /** Every tool, every page, so that the SDK checks each result's schema. */
 async function listAllTools(client) {
