@@ -527,7 +527,8 @@ config_runtime_valid(const char *s)
 	if (n == 0 || n > CONFIG_RUNTIME_MAX || s[0] == '.' || s[0] == '-')
 		return 0;
 	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && strchr("._-", s[i]) == NULL)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("._-", s[i]) == NULL)
 			return 0;
 	return 1;
 }

@@ -22,9 +22,8 @@
 int
 engine_runtime_gvisor(const char *runtime)
 {
-	return runtime != NULL &&
-	       (strcmp(runtime, "runsc") == 0 ||
-	           strncmp(runtime, "runsc-", 6) == 0);
+	return runtime != NULL && (strcmp(runtime, "runsc") == 0 ||
+	                              strncmp(runtime, "runsc-", 6) == 0);
 }
 
 /* The pids limit to give the engine for a container under runtime (NULL:

@@ -708,9 +708,8 @@ snapshot_json(json_object *m)
 {
 	json_object *o, *v;
 	char when[32];
-	static const char *const keep[] = {
-	    "snapshot_id", "name", "image", "workdir", "runtime", "source",
-	    NULL};
+	static const char *const keep[] = {"snapshot_id", "name", "image",
+	    "workdir", "runtime", "source", NULL};
 	size_t i;
 
 	o = json_object_new_object();

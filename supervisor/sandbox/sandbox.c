@@ -1855,8 +1855,8 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {
-	return sandbox_create_runtime(c, image, name, env, workdir, network,
-	    NULL, lim, ttl, cb, cbarg);
+	return sandbox_create_runtime(
+	    c, image, name, env, workdir, network, NULL, lim, ttl, cb, cbarg);
 }
 
 /* The OCI runtime a sandbox reports: its own, or "default" (the
@@ -1875,8 +1875,7 @@ sandbox_runtime_name(const struct sandbox *sb)
 struct sandbox *
 sandbox_create_runtime(struct call *c, const char *image, const char *name,
     json_object *env, const char *workdir, const char *network,
-    const char *runtime,
-    const struct limits *lim, long ttl,
+    const char *runtime, const struct limits *lim, long ttl,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {

@@ -185,19 +185,20 @@ tool_initialize_runtime(struct call *c, json_object *meta, const char **rt)
 		return 0;
 	allowed[0] = '\0';
 	if (conf->runtime != NULL)
-		off += (size_t)snprintf(allowed, sizeof allowed, "\"%s\"",
-		    conf->runtime);
+		off += (size_t)snprintf(
+		    allowed, sizeof allowed, "\"%s\"", conf->runtime);
 	for (i = 0; i < conf->allow_runtimes.n && off < sizeof allowed; i++)
 		off += (size_t)snprintf(allowed + off, sizeof allowed - off,
 		    "%s\"%s\"", off > 0 ? ", " : "", conf->allow_runtimes.v[i]);
 	if (allowed[0] == '\0')
-		mcp_call_reply(c,
-		    tool_error("runtime \"%s\" is not allowed on this server: "
-		               "it allows no runtime to be named (leave runtime "
-		               "out: sandboxes run under the engine's default; "
-		               "the operator allows runtimes with "
-		               "--allow-runtime)",
-		        *rt));
+		mcp_call_reply(
+		    c, tool_error(
+		           "runtime \"%s\" is not allowed on this server: "
+		           "it allows no runtime to be named (leave runtime "
+		           "out: sandboxes run under the engine's default; "
+		           "the operator allows runtimes with "
+		           "--allow-runtime)",
+		           *rt));
 	else
 		mcp_call_reply(c,
 		    tool_error("runtime \"%s\" is not allowed on this server: "
@@ -351,9 +352,9 @@ sandbox_initialize(struct call *c)
 	    !tool_arg_type_ok(c, "network", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "runtime", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "env", json_type_object, &env)) {
-		mcp_call_reply(c,
-		    tool_error("image, name, workdir, network and runtime "
-		               "must be strings; env an object of strings"));
+		mcp_call_reply(
+		    c, tool_error("image, name, workdir, network and runtime "
+		                  "must be strings; env an object of strings"));
 		return;
 	}
 	/*

@@ -1044,8 +1044,8 @@ Test(config, runtime_names_are_short_and_plain)
 	    "a23456789012345678901234567890123456789012345678901234567890123"));
 	cr_assert_not(config_runtime_valid(
 	    "a234567890123456789012345678901234567890123456789012345678901234"));
-	EXPECT_FAIL_MENTIONING(W("--runtime", "runtime name"), "--runtime",
-	    "/usr/bin/runsc");
+	EXPECT_FAIL_MENTIONING(
+	    W("--runtime", "runtime name"), "--runtime", "/usr/bin/runsc");
 	EXPECT_FAIL_MENTIONING(W("--allow-runtime", "runtime names"),
 	    "--allow-runtime", "runc,bad$name");
 }
