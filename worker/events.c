@@ -57,15 +57,19 @@ events_gone(const char *why)
 	events_gone_oom(why, 0);
 }
 
-/* A container that died, looked at: how it ended goes with the news. */
-static void
-events_died_cb(const struct engine_resp *resp, void *arg)
+/*
+ * The container as an inspection found it: if it is gone or stopped, the
+ * supervisor hears so (once), with how it ended.  Also for exec.c, which
+ * looks at it when a run fails.
+ */
+void
+events_seen(const struct engine_resp *resp)
 {
 	const struct engine_container *c = resp->container;
 	char why[128];
 
-	(void)arg;
-	ev.check = NULL;
+	if (ev.w == NULL || resp->error != NULL)
+		return;
 	if (resp->notfound)
 		events_gone("the container was removed");
 	else if (c != NULL && !c->running && c->exit_code >= 0) {
@@ -73,8 +77,20 @@ events_died_cb(const struct engine_resp *resp, void *arg)
 		    "the container stopped (exit code %ld%s)", c->exit_code,
 		    c->oom_killed ? ", out of memory" : "");
 		events_gone_oom(why, c->oom_killed);
-	} else
+	} else if (c != NULL && !c->running)
 		events_gone("the container stopped");
+}
+
+/* A container that died, looked at: how it ended goes with the news. */
+static void
+events_died_cb(const struct engine_resp *resp, void *arg)
+{
+	(void)arg;
+	ev.check = NULL;
+	if (resp->error != NULL || resp->container == NULL)
+		events_gone("the container stopped");
+	else
+		events_seen(resp);
 }
 
 /* Not from inside the event stream's callback: the engine's client

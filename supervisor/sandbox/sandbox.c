@@ -152,7 +152,12 @@ sandbox_lookup(struct call *c, const char *key)
 	if ((sb = sandbox_find(c->sess, id)) == NULL &&
 	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
 		if ((lost_why = sandbox_lost_why(c->sess, id)) != NULL) {
-			mcp_call_reply(c, tool_error("%s", lost_why));
+			mcp_call_reply(c,
+			    tool_error("%s; every process and file in it is "
+			               "gone, so there is no sandbox \"%.80s\" "
+			               "any more: create a new one with "
+			               "sandbox_initialize",
+			        lost_why, id));
 			return NULL;
 		}
 		mcp_call_reply(c,
@@ -574,15 +579,19 @@ sandbox_gone(struct sandbox *sb, const char *why)
 	if (sb->state != SB_READY)
 		return;
 	log_warnx("sandbox %.12s: %s", sb->id, why);
+	xasprintf(&msg, "sandbox lost: %.12s (%s) died: %s%s%s", sb->id,
+	    sb->name, why, sb->runtime != NULL ? ", under runtime " : "",
+	    sb->runtime != NULL ? sb->runtime : "");
+	sandbox_lost_add(sb, msg);
+	free(msg);
 	xasprintf(&msg,
 	    "sandbox lost: %.12s (%s) died: %s%s%s; every process and file "
-	    "in it is gone; create a new one with sandbox_initialize",
+	    "in it is gone: create a new one with sandbox_initialize",
 	    sb->id, sb->name, why,
 	    sb->runtime != NULL ? ", under runtime " : "",
 	    sb->runtime != NULL ? sb->runtime : "");
 	if (sb->owner != NULL)
 		mcp_log(sb->owner, 3, "%s", msg);
-	sandbox_lost_add(sb, msg);
 	if (sb->worker != NULL)
 		wproc_set_loss(sb->worker, msg);
 	free(msg);

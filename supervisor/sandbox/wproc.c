@@ -741,13 +741,33 @@ wproc_busy(struct wproc *wp)
 }
 
 /* The sandbox is going: tell the worker to finish; drop its calls. */
-/* Why the calls in flight end when this worker goes (before
- * wproc_shutdown()): its sandbox was lost, not stopped. */
+/*
+ * Its sandbox was lost (before wproc_shutdown()): the calls in flight end
+ * now, saying why, whatever the worker still sends of them (a run that
+ * failed as its container died: its result comes after the news).
+ */
 void
 wproc_set_loss(struct wproc *wp, const char *why)
 {
+	struct wcall *wc;
+	struct proto_result lost;
+	json_object *err;
+
 	free(wp->loss);
 	wp->loss = xstrdup(why);
+	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
+		TAILQ_REMOVE(&wp->calls, wc, entry);
+		memset(&lost, 0, sizeof lost);
+		lost.error = wp->loss;
+		if (wp->loss_oom) {
+			lost.oom_killed = 1;
+			lost.has |= PROTO_R_OOM;
+		}
+		err = proto_result_encode(&lost);
+		wc->done_cb(err, wc->arg);
+		json_object_put(err);
+		wcall_free(wc);
+	}
 }
 
 void

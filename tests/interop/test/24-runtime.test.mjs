@@ -182,9 +182,9 @@ describe('runtimes: --allow-runtime, sandbox_initialize runtime, gVisor', { time
     assert.equal(result.isError, true);
     assert.ok(took < 60_000, `answered in ${took} ms, long before its 120 s timeout`);
     const [r] = out.results;
-    assert.equal(out.results.length, 1);
+    assert.equal(out.results.length, 1, JSON.stringify(out));
     assert.equal(r.timed_out, false);
-    assert.match(r.error, /^sandbox lost: .*died: the container stopped \(exit code \d+/);
+    assert.match(r.error ?? '', /^sandbox lost: .*died: the container stopped \(exit code \d+/, JSON.stringify(r));
     assert.match(r.error, /under runtime runsc/);
     // Asked about afterwards: at once, the same news.
     const t1 = Date.now();
