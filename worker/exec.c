@@ -43,6 +43,10 @@ static const char *const probe_env[] = {
 
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
 
+/* A failed run's container looked at again, when it still runs. */
+#define EXEC_LOOKS 4
+#define EXEC_LOOK_AGAIN_MS 250
+
 struct wexec {
 	struct worker *w;
 	uint32_t reqid;
@@ -120,8 +124,19 @@ static void
 exec_alive_cb(const struct engine_resp *resp, void *arg)
 {
 	struct wexec *x = arg;
+	struct timeval tv = {0, EXEC_LOOK_AGAIN_MS * 1000};
 
 	x->alive = NULL;
+	/* Still running, but the run ended as a runtime that lost its
+	 * sandbox ends it (runsc: exit 128, or a broken stream), before the
+	 * engine marked the container: a few looks more, bounded. */
+	if (resp->error == NULL && resp->container != NULL &&
+	    resp->container->running &&
+	    (x->error != NULL || x->exit_code == 128) &&
+	    ++x->looked <= EXEC_LOOKS) {
+		evtimer_add(x->look, &tv);
+		return;
+	}
 	events_seen(resp);
 	exec_finish(x);
 }
