@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
@@ -121,6 +122,13 @@ static const struct opt opts[] = {
         NULL, 0, 0,
         "image reference pattern (glob, e.g. 'python:*') sandboxes may use "
         "(repeatable or a comma list; default: any image)"},
+    {"runtime", "MCP_SANDBOXD_RUNTIME", OPT_STR, O(runtime), NULL, 0, 0,
+        "OCI runtime of new sandboxes, as registered with the engine (e.g. "
+        "runsc for gVisor; default: none named, the engine's default)"},
+    {"allow-runtime", "MCP_SANDBOXD_ALLOW_RUNTIMES", OPT_LIST,
+        O(allow_runtimes), NULL, 0, CONFIG_RUNTIME_MAX,
+        "OCI runtime a client may ask for in sandbox_initialize besides "
+        "--runtime's (repeatable or a comma list; default: none)"},
     {"pull-timeout", "MCP_SANDBOXD_PULL_TIMEOUT", OPT_LONG, O(pull_timeout),
         "300", 1, 86400,
         "seconds a missing image may take to pull before the call fails"},
@@ -522,6 +530,54 @@ warm_pool_check(struct config *c, FILE *err)
 	return 0;
 }
 
+/* An OCI runtime's name as an engine registers it: short, plain. */
+int
+config_runtime_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > CONFIG_RUNTIME_MAX || s[0] == '.' || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("._-", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/* Whether a client may ask for runtime name: --runtime's, or one of
+ * --allow-runtime. */
+int
+config_runtime_allowed(const struct config *c, const char *name)
+{
+	return (c->runtime != NULL && strcmp(c->runtime, name) == 0) ||
+	       config_list_has(&c->allow_runtimes, name);
+}
+
+static int
+runtime_check(struct config *c, FILE *err)
+{
+	int i;
+
+	if (c->runtime != NULL && !config_runtime_valid(c->runtime)) {
+		fprintf(err,
+		    "--runtime: expected a runtime name (1-%d letters, digits, "
+		    "'.', '_' or '-'), got \"%.80s\"\n",
+		    CONFIG_RUNTIME_MAX, c->runtime);
+		return -1;
+	}
+	for (i = 0; i < c->allow_runtimes.n; i++)
+		if (!config_runtime_valid(c->allow_runtimes.v[i])) {
+			fprintf(err,
+			    "--allow-runtime: expected runtime names (1-%d "
+			    "letters, digits, '.', '_' or '-'), got "
+			    "\"%.80s\"\n",
+			    CONFIG_RUNTIME_MAX, c->allow_runtimes.v[i]);
+			return -1;
+		}
+	return 0;
+}
+
 static int
 allow_network_check(struct config *c, FILE *err)
 {
@@ -810,7 +866,7 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	if (uid_range_parse(c, err) == -1 ||
 	    allow_network_check(c, err) == -1 ||
 	    warm_pool_check(c, err) == -1 || expose_check(c, err) == -1 ||
-	    egress_check(c, err) == -1)
+	    egress_check(c, err) == -1 || runtime_check(c, err) == -1)
 		return -1;
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
@@ -864,6 +920,8 @@ config_free(struct config *c)
 	free(c->runtime_dir);
 	free(c->state_dir);
 	free(c->uid_range);
+	free(c->runtime);
+	config_list_free(&c->allow_runtimes);
 	config_list_free(&c->deny_copy_names);
 	config_list_free(&c->allow_networks);
 	config_list_free(&c->allow_images);

@@ -7,6 +7,7 @@
 #define CONFIG_MAX_LABELS 16
 #define CONFIG_MAX_DIRS 32
 #define CONFIG_MAX_LIST 32
+#define CONFIG_RUNTIME_MAX 63 /* the longest OCI runtime name taken */
 
 /* A repeatable option's values (the variable takes a comma list). */
 struct config_list {
@@ -40,6 +41,10 @@ struct config {
 	struct config_list allow_networks; /* besides "none" */
 	struct config_list allow_images; /* globs; none: any image */
 	long pull_timeout; /* seconds */
+	/* The OCI runtime of new sandboxes (NULL: none named, the engine's
+	 * default), and those a client may name besides it. */
+	char *runtime;
+	struct config_list allow_runtimes;
 	char *uid_range; /* FIRST-LAST, parsed into uid_first, uid_last */
 	long uid_first, uid_last; /* each sandbox's own uid from here */
 
@@ -133,6 +138,8 @@ void config_usage(FILE *);
 void config_list_free(struct config_list *);
 int config_list_has(const struct config_list *, const char *);
 int config_list_match(const struct config_list *, const char *);
+int config_runtime_valid(const char *);
+int config_runtime_allowed(const struct config *, const char *);
 int config_warm_pool(const char *, const char **, size_t *, long *);
 char **config_argv(const struct config *, int *);
 void config_argv_free(char **);

@@ -68,6 +68,9 @@ docker_spec_json(const struct engine_spec *spec)
 	h = json_object_new_object();
 	json_object_object_add(
 	    h, "NetworkMode", json_object_new_string(spec->network));
+	if (spec->runtime != NULL)
+		json_object_object_add(
+		    h, "Runtime", json_object_new_string(spec->runtime));
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_string("ALL"));
 	json_object_object_add(h, "CapDrop", a);

@@ -97,6 +97,7 @@ struct engine_spec {
 	json_object *env; /* array of "NAME=value" (borrowed) */
 	json_object *labels; /* object of strings (borrowed) */
 	const char *network; /* "none", "bridge", ... */
+	const char *runtime; /* the OCI runtime, or NULL: the engine's own */
 	long long memory_bytes; /* and as much memory+swap */
 	double cpus;
 	long long pids;
@@ -211,6 +212,10 @@ struct engine_req *engine_image_inspect(
     struct engine *, const char *, engine_done_cb, void *);
 struct engine_req *engine_image_pull(
     struct engine *, const char *, engine_done_cb, void *);
+
+/* runtime.c: how an OCI runtime counts a container's limits */
+int engine_runtime_gvisor(const char *);
+long long engine_runtime_pids(const char *, long long);
 
 /* engine-exec.c: a command's run, create to exit code, with its streams. */
 struct engine_exec *engine_exec_new(struct engine *, const char *,

@@ -48,7 +48,8 @@ enum proto_type {
 	PROTO_NOTIFY = 3, /* worker -> sup: JSON {event}: "logs" (news),
 	                     "agent" (ready: whether the sandbox's agent
 	                     takes commands now),
-	                     "gone" (the container died: why),
+	                     "gone" (the container died: why, and
+	                     oom_killed: true when out of memory),
 	                     "egress" (a connection of the proxy ended:
 	                     below, "egress") */
 

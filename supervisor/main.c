@@ -278,6 +278,7 @@ main(int argc, char **argv)
 	spool_cleanup();
 	agentfile_forget();
 	pool_free();
+	sandbox_lost_free();
 	engine_free(sup.engine);
 	reaper_free();
 	event_free(ev_term);

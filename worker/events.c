@@ -7,6 +7,7 @@
  * it is followed again with a growing delay, and the container is looked
  * at: an engine restart without live-restore leaves it stopped.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ static struct {
 	struct worker *w;
 	struct engine_req *req, *check;
 	struct event *retry;
+	struct event *died; /* a "die" heard: the look at it, from the loop */
 	int delay; /* seconds before the next attempt */
 	int gone; /* reported already */
 } ev;
@@ -31,7 +33,7 @@ static struct {
 static void events_follow(void);
 
 static void
-events_gone(const char *why)
+events_gone_oom(const char *why, int oom)
 {
 	json_object *o;
 
@@ -42,23 +44,86 @@ events_gone(const char *why)
 	o = json_object_new_object();
 	json_object_object_add(o, "event", json_object_new_string("gone"));
 	json_object_object_add(o, "why", json_object_new_string(why));
+	if (oom)
+		json_object_object_add(
+		    o, "oom_killed", json_object_new_boolean(1));
 	worker_send_json(ev.w, PROTO_NOTIFY, 0, o);
 	json_object_put(o);
+}
+
+static void
+events_gone(const char *why)
+{
+	events_gone_oom(why, 0);
+}
+
+/*
+ * The container as an inspection found it: if it is gone or stopped, the
+ * supervisor hears so (once), with how it ended.  Also for exec.c, which
+ * looks at it when a run fails.
+ */
+void
+events_seen(const struct engine_resp *resp)
+{
+	const struct engine_container *c = resp->container;
+	char why[128];
+
+	if (ev.w == NULL || resp->error != NULL)
+		return;
+	if (resp->notfound)
+		events_gone("the container was removed");
+	else if (c != NULL && !c->running && c->exit_code >= 0) {
+		snprintf(why, sizeof why,
+		    "the container stopped (exit code %ld%s)", c->exit_code,
+		    c->oom_killed ? ", out of memory" : "");
+		events_gone_oom(why, c->oom_killed);
+	} else if (c != NULL && !c->running)
+		events_gone("the container stopped");
+}
+
+/* A container that died, looked at: how it ended goes with the news. */
+static void
+events_died_cb(const struct engine_resp *resp, void *arg)
+{
+	(void)arg;
+	ev.check = NULL;
+	if (resp->error != NULL || resp->container == NULL)
+		events_gone("the container stopped");
+	else
+		events_seen(resp);
+}
+
+/* Not from inside the event stream's callback: the engine's client
+ * takes no new request there. */
+static void
+events_died_look_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (ev.w->quitting || ev.gone)
+		return;
+	engine_req_cancel(ev.check);
+	ev.check = engine_container_inspect(
+	    ev.w->engine, ev.w->container, events_died_cb, NULL);
 }
 
 static void
 events_event_cb(const char *a, void *arg)
 {
 	struct worker *w = arg;
+	struct timeval now = {0, 0};
 
 	ev.delay = 1; /* the stream works */
 	if (strcmp(a, "oom") == 0) {
 		w->oom_count++;
 		log_info("out of memory in the sandbox");
-	} else if (strcmp(a, "die") == 0 || strcmp(a, "destroy") == 0)
-		events_gone(strcmp(a, "die") == 0
-		                ? "the container stopped"
-		                : "the container was removed");
+	} else if (strcmp(a, "die") == 0 && !ev.gone)
+		/* One look at it (bounded as every plain engine call is)
+		 * before the supervisor hears. */
+		evtimer_add(ev.died, &now);
+	else if (strcmp(a, "destroy") == 0)
+		events_gone("the container was removed");
 }
 
 static void
@@ -119,6 +184,7 @@ events_start(struct worker *w)
 	ev.w = w;
 	ev.delay = 1;
 	ev.retry = evtimer_new(w->base, events_retry_cb, NULL);
+	ev.died = evtimer_new(w->base, events_died_look_cb, NULL);
 	events_follow();
 }
 
@@ -130,5 +196,7 @@ events_stop(struct worker *w)
 	engine_req_cancel(ev.check);
 	if (ev.retry != NULL)
 		event_free(ev.retry);
+	if (ev.died != NULL)
+		event_free(ev.died);
 	memset(&ev, 0, sizeof ev);
 }

@@ -43,6 +43,10 @@ static const char *const probe_env[] = {
 
 enum exec_state { X_CREATE, X_RUN, X_INSPECT, X_DONE };
 
+/* A failed run's container looked at again, when it still runs. */
+#define EXEC_LOOKS 4
+#define EXEC_LOOK_AGAIN_MS 250
+
 struct wexec {
 	struct worker *w;
 	uint32_t reqid;
@@ -66,6 +70,9 @@ struct wexec {
 	struct acct *acct; /* from the command's start */
 	struct event *timer; /* timeout, then kill grace, then OOM wait */
 	struct event *kick; /* runs the killer outside curl callbacks */
+	struct event *look; /* a failed run: its container looked at */
+	struct engine_req *alive; /* ... that look in flight */
+	int looked;
 	char *error;
 	int stdin_stream; /* standard input streamed by the supervisor */
 	int stdin_eof;
@@ -104,9 +111,66 @@ exec_free(struct wexec *x)
 		killer_cancel(x->killer);
 	event_free(x->timer);
 	event_free(x->kick);
+	if (x->look != NULL)
+		event_free(x->look);
+	engine_req_cancel(x->alive);
 	acct_end(x->acct, NULL);
 	free(x->error);
 	free(x);
+}
+
+/* The look at the container of a failed run: a death is told first. */
+static void
+exec_alive_cb(const struct engine_resp *resp, void *arg)
+{
+	struct wexec *x = arg;
+	struct timeval tv = {0, EXEC_LOOK_AGAIN_MS * 1000};
+
+	x->alive = NULL;
+	/* Still running, but the run ended as a runtime that lost its
+	 * sandbox ends it (runsc: exit 128, or a broken stream), before the
+	 * engine marked the container: a few looks more, bounded. */
+	if (resp->error == NULL && resp->container != NULL &&
+	    resp->container->running &&
+	    (x->error != NULL || x->exit_code == 128) &&
+	    ++x->looked <= EXEC_LOOKS) {
+		evtimer_add(x->look, &tv);
+		return;
+	}
+	events_seen(resp);
+	exec_finish(x);
+}
+
+static void
+exec_look_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wexec *x = arg;
+
+	(void)fd;
+	(void)what;
+	x->alive = engine_container_inspect(
+	    x->w->engine, x->w->container, exec_alive_cb, x);
+}
+
+/*
+ * A run that failed may have failed with its whole container (a gVisor
+ * sandbox that dies ends its execs with an error of its own, before the
+ * engine's "die" event): one look at the container first (from the loop,
+ * bounded as every plain engine call is), so that the supervisor hears of
+ * a death before this result and answers the call with it.
+ */
+static void
+exec_end(struct wexec *x)
+{
+	if (x->looked || x->cancelled || x->timed_out || x->killing) {
+		exec_finish(x);
+		return;
+	}
+	x->looked = 1;
+	x->state = X_INSPECT;
+	evtimer_del(x->timer);
+	x->look = evtimer_new(x->w->base, exec_look_cb, x);
+	event_active(x->look, 0, 0);
 }
 
 static void
@@ -251,13 +315,15 @@ exec_done(const struct engine_exec_result *res, void *arg)
 		x->max_rss = res->max_rss_bytes;
 	}
 	if (res->error != NULL) {
-		exec_fail(x,
+		free(x->error);
+		xasprintf(&x->error, "%s: %s",
 		    res->phase == ENGINE_EXEC_CREATE
 		        ? "cannot start the command"
 		    : res->phase == ENGINE_EXEC_STREAM
 		        ? "exec stream failed"
 		        : "cannot read the exit code",
 		    res->error);
+		exec_end(x);
 		return;
 	}
 	if (res->phase == ENGINE_EXEC_INSPECT)
@@ -266,6 +332,10 @@ exec_done(const struct engine_exec_result *res, void *arg)
 	if (x->exit_code == 137 && x->w->oom_count == x->oom_before) {
 		x->state = X_INSPECT;
 		evtimer_add(x->timer, &tv);
+		return;
+	}
+	if (x->exit_code != 0) {
+		exec_end(x);
 		return;
 	}
 	exec_finish(x);

@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 
+struct engine_resp;
 struct config;
 struct event_base;
 struct proto_chan;
@@ -173,5 +174,6 @@ void acct_end(struct acct *, struct proto_result *);
 /* events.c */
 void events_start(struct worker *);
 void events_stop(struct worker *);
+void events_seen(const struct engine_resp *);
 
 #endif

@@ -708,8 +708,8 @@ snapshot_json(json_object *m)
 {
 	json_object *o, *v;
 	char when[32];
-	static const char *const keep[] = {
-	    "snapshot_id", "name", "image", "workdir", "source", NULL};
+	static const char *const keep[] = {"snapshot_id", "name", "image",
+	    "workdir", "runtime", "source", NULL};
 	size_t i;
 
 	o = json_object_new_object();
@@ -932,6 +932,10 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 	    t->meta, "image", json_object_new_string(sb->image));
 	json_object_object_add(
 	    t->meta, "workdir", json_object_new_string(sb->workdir));
+	/* A fork runs under it too (none: the engine's default then). */
+	if (sb->runtime != NULL)
+		json_object_object_add(
+		    t->meta, "runtime", json_object_new_string(sb->runtime));
 	json_object_object_add(t->meta, "env",
 	    sb->env != NULL ? json_object_get(sb->env)
 	                    : json_object_new_object());

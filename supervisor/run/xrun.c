@@ -11,6 +11,7 @@
 #include <event2/buffer.h>
 
 #include "base64.h"
+#include "clock.h"
 #include "config.h"
 #include "core.h"
 #include "egress.h"
@@ -57,6 +58,7 @@ struct xrun {
 	struct evbuffer *images; /* PROTO_F_IMAGE bytes, within the cap */
 	int images_over; /* more came than the cap allows: all refused */
 	LIST_ENTRY(xrun) centry; /* in call->runs, while call is set */
+	long long t0_ns; /* clock_ns() at its start */
 };
 
 static int
@@ -313,6 +315,14 @@ xrun_done(json_object *res, void *arg)
 	int i;
 
 	proto_result_decode(res, &pr);
+	/* No word from the worker on how it ran (its sandbox was lost, or
+	 * its worker): what a result always has, as the supervisor saw it. */
+	if (!(pr.has & PROTO_R_DURATION)) {
+		pr.duration_ms = (clock_ns() - x->t0_ns) / 1000000;
+		pr.truncated = output_cut(&x->out) || output_cut(&x->err);
+		pr.has |= PROTO_R_DURATION | PROTO_R_TIMED_OUT |
+		          PROTO_R_CANCELLED | PROTO_R_OOM | PROTO_R_TRUNCATED;
+	}
 	r = json_object_new_object();
 	json_object_object_add(
 	    r, "command", json_object_new_string(x->command));
@@ -417,6 +427,7 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	x->done = done;
 	x->arg = arg;
 	x->credit = PROTO_INITIAL_CREDIT;
+	x->t0_ns = clock_ns();
 	x->on_credit = o->on_credit;
 	x->stdout_sink = o->stdout_sink;
 	output_init(&x->out, (size_t)sup.conf->inline_output);

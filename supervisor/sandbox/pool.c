@@ -217,13 +217,24 @@ pool_free(void)
 	failures = 0;
 }
 
+/* Whether two OCI runtimes are the same (NULL: the engine's default). */
+static int
+pool_same_runtime(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
 /*
- * A ready pool container for a create of this image, workdir and network
- * that must live ttl seconds, out of the pool (its caller owns the
- * pool's reference now), or NULL if none fits.
+ * A ready pool container for a create of this image, workdir, network
+ * and OCI runtime that must live ttl seconds, out of the pool (its
+ * caller owns the pool's reference now), or NULL if none fits.
  */
+
 struct sandbox *
-pool_take(const char *image, const char *workdir, const char *network, long ttl)
+pool_take(const char *image, const char *workdir, const char *network,
+    const char *runtime, long ttl)
 {
 	struct sandbox *sb;
 	time_t now = time(NULL);
@@ -238,6 +249,7 @@ pool_take(const char *image, const char *workdir, const char *network, long ttl)
 		{
 			if (!pool_ready(sb, agent) ||
 			    strcmp(sb->image, image) != 0 ||
+			    !pool_same_runtime(sb->runtime, runtime) ||
 			    sb->created + sup.conf->max_ttl + POOL_MAX_AGE <=
 			        now + ttl)
 				continue;

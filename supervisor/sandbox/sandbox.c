@@ -80,6 +80,7 @@ sandbox_event(struct sandbox *sb, enum sandbox_event ev)
 }
 
 static struct sandbox *sandbox_adopt(struct session *, const char *);
+static const char *sandbox_lost_why(const struct session *, const char *);
 
 /*
  * A session's sandbox by full id, unique id prefix (12 or more) or name
@@ -137,7 +138,7 @@ struct sandbox *
 sandbox_lookup(struct call *c, const char *key)
 {
 	struct sandbox *sb;
-	const char *id;
+	const char *id, *lost_why;
 
 	if (!tool_arg_type_ok(c, key, json_type_string, NULL) ||
 	    (id = tool_arg_string(c, key)) == NULL || *id == '\0') {
@@ -150,6 +151,15 @@ sandbox_lookup(struct call *c, const char *key)
 	}
 	if ((sb = sandbox_find(c->sess, id)) == NULL &&
 	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
+		if ((lost_why = sandbox_lost_why(c->sess, id)) != NULL) {
+			mcp_call_reply(c,
+			    tool_error("%s; every process and file in it is "
+			               "gone, so there is no sandbox \"%.80s\" "
+			               "any more: create a new one with "
+			               "sandbox_initialize",
+			        lost_why, id));
+			return NULL;
+		}
 		mcp_call_reply(c,
 		    tool_error(
 		        "no sandbox \"%.80s\": it may have "
@@ -234,6 +244,7 @@ sandbox_free(void *arg)
 	free(sb->image);
 	free(sb->workdir);
 	free(sb->chandir);
+	free(sb->runtime);
 	json_object_put(sb->env);
 	json_object_put(sb->volumes);
 	free(sb->idem_key);
@@ -484,10 +495,78 @@ sandbox_destroy_all(void (*done)(void))
 
 static int screate_egress_sent(const struct screate *);
 
-/* The container died behind our back: say so, and clean up after it. */
+/*
+ * Sandboxes lost lately (their container died behind our back: a crash
+ * of its runtime, such as a gVisor sandbox ended whole), so that a call
+ * that names one learns what happened instead of "no sandbox".  A ring:
+ * the oldest is forgotten first.
+ */
+#define SANDBOX_LOST_MAX 32
+static struct sandbox_lost {
+	unsigned int sess; /* its owner's session id; 0: detached */
+	char *id, *name, *why;
+} lost[SANDBOX_LOST_MAX];
+static unsigned int lost_next;
+
+static void
+sandbox_lost_add(const struct sandbox *sb, const char *why)
+{
+	struct sandbox_lost *l = &lost[lost_next++ % SANDBOX_LOST_MAX];
+
+	free(l->id);
+	free(l->name);
+	free(l->why);
+	l->sess = sb->owner != NULL ? sb->owner->id : 0;
+	l->id = xstrdup(sb->id);
+	l->name = xstrdup(sb->name);
+	l->why = xstrdup(why);
+}
+
+/* Why a sandbox a session names was lost, or NULL: by full id, by a
+ * unique prefix (12 or more) or by name, as sandbox_find(). */
+static const char *
+sandbox_lost_why(const struct session *sess, const char *key)
+{
+	const struct sandbox_lost *l;
+	size_t len = strlen(key), i;
+
+	for (i = 0; i < SANDBOX_LOST_MAX; i++) {
+		l = &lost[(lost_next - 1 - i) % SANDBOX_LOST_MAX];
+		if (l->id == NULL)
+			continue;
+		if (strcmp(l->id, key) == 0 ||
+		    (l->sess == sess->id &&
+		        (strcmp(l->name, key) == 0 ||
+		            (len >= 12 && strncmp(l->id, key, len) == 0))))
+			return l->why;
+	}
+	return NULL;
+}
+
+void
+sandbox_lost_free(void)
+{
+	size_t i;
+
+	for (i = 0; i < SANDBOX_LOST_MAX; i++) {
+		free(lost[i].id);
+		free(lost[i].name);
+		free(lost[i].why);
+	}
+	memset(lost, 0, sizeof lost);
+}
+
+/*
+ * The container died behind our back: say so, and clean up after it.
+ * The calls in flight on it end at once with why it was lost (not a
+ * hang: under gVisor a dead sandbox's exec streams never end), and a
+ * later call naming it is told the same.
+ */
 void
 sandbox_gone(struct sandbox *sb, const char *why)
 {
+	char *msg;
+
 	if (sb->pool) {
 		pool_lost(sb, why);
 		return;
@@ -500,8 +579,22 @@ sandbox_gone(struct sandbox *sb, const char *why)
 	if (sb->state != SB_READY)
 		return;
 	log_warnx("sandbox %.12s: %s", sb->id, why);
+	xasprintf(&msg, "sandbox lost: %.12s (%s) died: %s%s%s", sb->id,
+	    sb->name, why, sb->runtime != NULL ? ", under runtime " : "",
+	    sb->runtime != NULL ? sb->runtime : "");
+	sandbox_lost_add(sb, msg);
+	free(msg);
+	xasprintf(&msg,
+	    "sandbox lost: %.12s (%s) died: %s%s%s; every process and file "
+	    "in it is gone: create a new one with sandbox_initialize",
+	    sb->id, sb->name, why,
+	    sb->runtime != NULL ? ", under runtime " : "",
+	    sb->runtime != NULL ? sb->runtime : "");
 	if (sb->owner != NULL)
-		mcp_log(sb->owner, 3, "sandbox %s is gone: %s", sb->name, why);
+		mcp_log(sb->owner, 3, "%s", msg);
+	if (sb->worker != NULL)
+		wproc_set_loss(sb->worker, msg);
+	free(msg);
 	stats.sandboxes_failed++;
 	sandbox_destroy(sb, NULL, NULL);
 }
@@ -733,6 +826,8 @@ sandbox_result(const struct sandbox *sb)
 	json_object_object_add(r, "expires_at", json_object_new_string(when));
 	json_object_object_add(
 	    r, "from_pool", json_object_new_boolean(sb->from_pool));
+	json_object_object_add(
+	    r, "runtime", json_object_new_string(sandbox_runtime_name(sb)));
 	if (sb->egress != NULL) {
 		json_object_object_add(
 		    r, "egress", json_object_get(sb->egress));
@@ -740,8 +835,10 @@ sandbox_result(const struct sandbox *sb)
 	}
 	xasprintf(&text,
 	    "Sandbox ready: container_id %s (name %s), image %s, "
-	    "workdir %s, expires %s.%s%s%s Run commands with sandbox_exec.",
-	    sb->id, sb->name, sb->image, sb->workdir, when,
+	    "workdir %s, runtime %s, expires %s.%s%s%s Run commands with "
+	    "sandbox_exec.",
+	    sb->id, sb->name, sb->image, sb->workdir, sandbox_runtime_name(sb),
+	    when,
 	    sb->egress != NULL ? " Egress through its proxy (HTTP_PROXY, "
 	                         "HTTPS_PROXY) to: "
 	                       : "",
@@ -974,7 +1071,23 @@ screate_created_cb(const struct engine_resp *resp, void *arg)
 {
 	struct screate *s = arg;
 	const char *why;
+	char *fmt;
 
+	if (resp->error != NULL && s->sb->runtime != NULL &&
+	    strcasestr(resp->error, "runtime") != NULL) {
+		/* The operator allows it, the engine does not know it.  (The
+		 * name is checked: no '%' in it.) */
+		xasprintf(&fmt,
+		    "cannot create a sandbox from image \"%%s\" under runtime "
+		    "\"%s\": %%s (the engine does not know that runtime: the "
+		    "operator allows it but must register it with the engine, "
+		    "as daemon.json's runtimes; ask for another runtime "
+		    "meanwhile)",
+		    s->sb->runtime);
+		screate_fail(s, fmt, resp->error);
+		free(fmt);
+		return;
+	}
 	if (resp->error != NULL || resp->id == NULL) {
 		screate_fail(s, "cannot create a sandbox from image \"%s\": %s",
 		    resp->error != NULL ? resp->error : "no container id");
@@ -1384,9 +1497,11 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	spec->labels = s->labels;
 	s->network = xstrdup(network);
 	spec->network = s->network;
+	spec->runtime = sb->runtime;
 	spec->memory_bytes = sb->lim.memory_mb * 1024 * 1024;
 	spec->cpus = sb->lim.cpus;
-	spec->pids = sb->lim.pids;
+	/* Processes inside; the engine's count may be the runtime's. */
+	spec->pids = engine_runtime_pids(sb->runtime, sb->lim.pids);
 	spec->nofile = c->nofile;
 	spec->fsize_bytes = c->fsize_mb * 1024 * 1024;
 	spec_tmpfs(spec, "/tmp", c->tmp_mb, 0, -1, 01777);
@@ -1589,6 +1704,8 @@ sandbox_create_pool(const char *image,
 		return NULL;
 	sb = sandbox_alloc(image, NULL, POOL_WORKDIR, &lim, uid);
 	sb->pool = 1;
+	/* The server's runtime: only a create of that one takes it. */
+	sb->runtime = c->runtime != NULL ? xstrdup(c->runtime) : NULL;
 	TAILQ_INSERT_TAIL(pool_list(), sb, entry);
 	s = screate_new(sb, NULL, cb, cbarg, clock_ns());
 	s->pool = 1;
@@ -1656,7 +1773,7 @@ sandbox_take(struct sandbox *sb, struct call *c, const char *name,
 	if (lim->cpus != conf->cpus)
 		upd.cpus = lim->cpus;
 	if (lim->pids != conf->pids)
-		upd.pids = lim->pids;
+		upd.pids = engine_runtime_pids(sb->runtime, lim->pids);
 	if (upd.memory_bytes > 0 || upd.cpus > 0 || upd.pids > 0) {
 		s->pending++;
 		engine_container_update(
@@ -1747,12 +1864,38 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {
+	return sandbox_create_runtime(
+	    c, image, name, env, workdir, network, NULL, lim, ttl, cb, cbarg);
+}
+
+/* The OCI runtime a sandbox reports: its own, or "default" (the
+ * engine's default runtime, none named at its creation). */
+const char *
+sandbox_runtime_name(const struct sandbox *sb)
+{
+	return sb->runtime != NULL ? sb->runtime : "default";
+}
+
+/*
+ * As sandbox_create_cb(), under the OCI runtime named (checked by the
+ * caller against the operator's ceiling; NULL: the server's --runtime).
+ * Only a pool container of that runtime is taken.
+ */
+struct sandbox *
+sandbox_create_runtime(struct call *c, const char *image, const char *name,
+    json_object *env, const char *workdir, const char *network,
+    const char *runtime, const struct limits *lim, long ttl,
+    void (*cb)(struct call *, struct sandbox *, const char *, void *),
+    void *cbarg)
+{
 	const struct config *conf = sup.conf;
 	struct screate *s;
 	struct sandbox *sb;
 	char why[512];
 	long uid, mine = 0;
 
+	if (runtime == NULL)
+		runtime = conf->runtime;
 	/* A session's share: one client cannot take every sandbox. */
 	TAILQ_FOREACH(sb, &sandboxes, entry)
 	if (sb->owner == c->sess && sb->state != SB_STOPPING)
@@ -1774,11 +1917,13 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 		return NULL;
 	}
 	/* Limits other than the pool's defaults need an engine that changes
-	 * them in place; the keep-alive must outlast the lifetime. */
-	if ((engine_supports(sup.engine, ENGINE_UPDATE) ||
+	 * them in place (gVisor's runsc cannot: it has no update); the
+	 * keep-alive must outlast the lifetime. */
+	if (((engine_supports(sup.engine, ENGINE_UPDATE) &&
+	         !engine_runtime_gvisor(runtime)) ||
 	        (lim->memory_mb == conf->memory_mb && lim->cpus == conf->cpus &&
 	            lim->pids == conf->pids)) &&
-	    (sb = pool_take(image, workdir, network, ttl)) != NULL) {
+	    (sb = pool_take(image, workdir, network, runtime, ttl)) != NULL) {
 		sb->env = env != NULL ? json_object_get(env) : NULL;
 		sandbox_take(sb, c, name, lim, ttl, cb, cbarg);
 		return sb;
@@ -1792,6 +1937,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
 		return NULL;
 	}
 	sb = sandbox_alloc(image, name, workdir, lim, uid);
+	sb->runtime = runtime != NULL ? xstrdup(runtime) : NULL;
 	sb->expires = sb->created + ttl;
 	sb->owner = c->sess;
 	sb->env = env != NULL ? json_object_get(env) : NULL;

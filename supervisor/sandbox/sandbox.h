@@ -57,6 +57,7 @@ struct sandbox {
 	char *image;
 	char *workdir;
 	char *chandir; /* the agent's channel's directory on the host */
+	char *runtime; /* its OCI runtime; NULL: the engine's default */
 	struct engine *engine; /* where its container is (not owned) */
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */
@@ -115,11 +116,17 @@ struct sandbox *sandbox_create(struct call *, const char *, const char *,
 struct sandbox *sandbox_create_cb(struct call *, const char *, const char *,
     json_object *, const char *, const char *, const struct limits *, long,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+struct sandbox *sandbox_create_runtime(struct call *, const char *,
+    const char *, json_object *, const char *, const char *, const char *,
+    const struct limits *, long,
+    void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+const char *sandbox_runtime_name(const struct sandbox *);
 struct sandbox *sandbox_ref(struct sandbox *);
 void sandbox_unref(struct sandbox *);
 void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
 void sandbox_gone(struct sandbox *, const char *);
+void sandbox_lost_free(void);
 void sandbox_touch(struct sandbox *);
 time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
@@ -151,7 +158,8 @@ void pool_start(void);
 void pool_stop(void);
 void pool_free(void);
 int pool_count(void);
-struct sandbox *pool_take(const char *, const char *, const char *, long);
+struct sandbox *pool_take(
+    const char *, const char *, const char *, const char *, long);
 void pool_removed(struct sandbox *);
 void pool_lost(struct sandbox *, const char *);
 void pool_make_room(void);
@@ -177,6 +185,7 @@ void wproc_credit(struct wproc *, uint32_t, size_t);
 void wproc_send(struct wproc *, uint32_t, const void *, size_t, int);
 void wproc_on_credit(struct wproc *, uint32_t, wcall_credit_cb);
 void wproc_shutdown(struct wproc *);
+void wproc_set_loss(struct wproc *, const char *);
 void wproc_hold(struct wproc *, int);
 void wproc_gate(struct wproc *, int);
 int wproc_busy(struct wproc *);

@@ -60,6 +60,8 @@ struct wproc {
 	struct sandbox *sb; /* NULL once the sandbox is gone */
 	int ready, exited;
 	int told; /* sent PROTO_SHUTDOWN */
+	char *loss; /* why its calls end as it goes (its sandbox was lost) */
+	int loss_oom; /* ... out of memory: they say oom_killed */
 	const char *bad; /* why its last frame was refused, if not a crash */
 	void (*ready_cb)(struct sandbox *, const char *);
 	struct sandbox *ready_sb; /* referenced while ready_cb waits */
@@ -132,6 +134,7 @@ wproc_maybe_free(struct wproc *wp)
 		return;
 	LIST_REMOVE(wp, entry);
 	event_free(wp->hello_timer);
+	free(wp->loss);
 	free(wp);
 }
 
@@ -162,7 +165,9 @@ wproc_lost(struct wproc *wp, const char *why)
 
 	if (wp->chan == NULL)
 		return;
-	if (wp->told || sup.shutting_down)
+	if (wp->loss != NULL)
+		why = wp->loss;
+	else if (wp->told || sup.shutting_down)
 		why = "the sandbox was stopped (or the server is shutting "
 		      "down) while the call ran";
 	proto_chan_free(wp->chan);
@@ -184,6 +189,10 @@ wproc_lost(struct wproc *wp, const char *why)
 			    tokens, json_object_new_string(wc->token));
 		memset(&lost, 0, sizeof lost);
 		lost.error = why;
+		if (wp->loss != NULL && wp->loss_oom) {
+			lost.oom_killed = 1;
+			lost.has |= PROTO_R_OOM;
+		}
 		err = proto_result_encode(&lost);
 		wc->done_cb(err, wc->arg);
 		json_object_put(err);
@@ -340,13 +349,18 @@ wproc_notify(struct wproc *wp, json_object *obj)
 	}
 	if (wp->sb == NULL)
 		return;
-	if (strcmp(ev, "gone") == 0)
+	if (strcmp(ev, "gone") == 0) {
+		/* The calls in flight end with it (sandbox_gone()). */
+		wp->loss_oom =
+		    json_object_object_get_ex(obj, "oom_killed", &v) &&
+		    json_object_is_type(v, json_type_boolean) &&
+		    json_object_get_boolean(v);
 		sandbox_gone(
 		    wp->sb, json_object_object_get_ex(obj, "why", &v) &&
 		                    json_object_is_type(v, json_type_string)
 		                ? json_object_get_string(v)
 		                : "the container went away");
-	else if (strcmp(ev, "agent") == 0)
+	} else if (strcmp(ev, "agent") == 0)
 		wproc_agent_notify(wp->sb, obj);
 	else if (sandbox_logs_updated != NULL)
 		sandbox_logs_updated(wp->sb); /* "logs", and news of others */
@@ -727,6 +741,35 @@ wproc_busy(struct wproc *wp)
 }
 
 /* The sandbox is going: tell the worker to finish; drop its calls. */
+/*
+ * Its sandbox was lost (before wproc_shutdown()): the calls in flight end
+ * now, saying why, whatever the worker still sends of them (a run that
+ * failed as its container died: its result comes after the news).
+ */
+void
+wproc_set_loss(struct wproc *wp, const char *why)
+{
+	struct wcall *wc;
+	struct proto_result lost;
+	json_object *err;
+
+	free(wp->loss);
+	wp->loss = xstrdup(why);
+	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
+		TAILQ_REMOVE(&wp->calls, wc, entry);
+		memset(&lost, 0, sizeof lost);
+		lost.error = wp->loss;
+		if (wp->loss_oom) {
+			lost.oom_killed = 1;
+			lost.has |= PROTO_R_OOM;
+		}
+		err = proto_result_encode(&lost);
+		wc->done_cb(err, wc->arg);
+		json_object_put(err);
+		wcall_free(wc);
+	}
+}
+
 void
 wproc_shutdown(struct wproc *wp)
 {

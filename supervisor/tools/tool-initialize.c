@@ -47,6 +47,12 @@ static const char input_schema[] =
     "a fork of it, with its files, image, workdir, env and limits "
     "(arguments given here win, but image and workdir must be the "
     "snapshot's)\"},"
+    "\"runtime\":{\"type\":\"string\",\"pattern\":"
+    "\"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$\",\"description\":\"the OCI "
+    "runtime the sandbox runs under, e.g. runsc (gVisor): only the "
+    "server's own (--runtime) or one the operator allows "
+    "(--allow-runtime); default: the server's, or for a fork the "
+    "snapshot's\"},"
     "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1,"
     "\"maxLength\":128,\"description\":\"a retry with the same key in "
     "the same session gets the same sandbox (also while the first "
@@ -67,6 +73,9 @@ static const char output_schema[] =
     "\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\"},"
     "\"from_pool\":{\"type\":\"boolean\",\"description\":\"made from "
     "a container of the server's warm pool (--warm-pool)\"},"
+    "\"runtime\":{\"type\":\"string\",\"description\":\"the OCI "
+    "runtime it runs under (runsc: gVisor); default: the engine's "
+    "default runtime, none was named\"},"
     "\"egress\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
     "\"description\":\"its egress allowlist as the server keeps it "
     "(lowercase, canonical; absent: no egress)\"},"
@@ -145,6 +154,59 @@ tool_initialize_env_valid(json_object *env, const char **bad)
 			return 0;
 	}
 	return 1;
+}
+
+/*
+ * The OCI runtime a create asks for (NULL: the server's --runtime),
+ * checked against the operator's ceiling; -1 when refused (answered).
+ */
+static int
+tool_initialize_runtime(struct call *c, json_object *meta, const char **rt)
+{
+	const struct config *conf = sup.conf;
+	char allowed[512];
+	size_t off = 0;
+	int i;
+
+	*rt = tool_arg_string(c, "runtime");
+	/* A fork runs where its snapshot did, unless the call says. */
+	if (*rt == NULL && meta != NULL)
+		*rt = snapshot_meta_str(meta, "runtime");
+	if (*rt == NULL)
+		return 0;
+	if (!config_runtime_valid(*rt)) {
+		mcp_call_reply(c, tool_error("runtime must be a runtime name "
+		                             "(1-%d letters, digits, '.', '_' "
+		                             "or '-'), such as runsc",
+		                      CONFIG_RUNTIME_MAX));
+		return -1;
+	}
+	if (config_runtime_allowed(conf, *rt))
+		return 0;
+	allowed[0] = '\0';
+	if (conf->runtime != NULL)
+		off += (size_t)snprintf(
+		    allowed, sizeof allowed, "\"%s\"", conf->runtime);
+	for (i = 0; i < conf->allow_runtimes.n && off < sizeof allowed; i++)
+		off += (size_t)snprintf(allowed + off, sizeof allowed - off,
+		    "%s\"%s\"", off > 0 ? ", " : "", conf->allow_runtimes.v[i]);
+	if (allowed[0] == '\0')
+		mcp_call_reply(
+		    c, tool_error(
+		           "runtime \"%s\" is not allowed on this server: "
+		           "it allows no runtime to be named (leave runtime "
+		           "out: sandboxes run under the engine's default; "
+		           "the operator allows runtimes with "
+		           "--allow-runtime)",
+		           *rt));
+	else
+		mcp_call_reply(c,
+		    tool_error("runtime \"%s\" is not allowed on this server: "
+		               "allowed: %s (the operator's --runtime and "
+		               "--allow-runtime), or leave runtime out for the "
+		               "server's default",
+		        *rt, allowed));
+	return -1;
 }
 
 /* A create's arguments without its idempotency_key (a copy). */
@@ -276,7 +338,7 @@ sandbox_initialize(struct call *c)
 	json_object *env, *v, *egress = NULL;
 	struct limits lim = {conf->memory_mb, conf->cpus, conf->pids};
 	char *why;
-	const char *image, *name, *workdir, *network, *bad = "";
+	const char *image, *name, *workdir, *network, *runtime, *bad = "";
 	struct sandbox *sb;
 	const char *key, *snap;
 	json_object *meta = NULL, *ml;
@@ -288,9 +350,10 @@ sandbox_initialize(struct call *c)
 	    !tool_arg_type_ok(c, "name", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "network", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "runtime", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "env", json_type_object, &env)) {
 		mcp_call_reply(
-		    c, tool_error("image, name, workdir and network "
+		    c, tool_error("image, name, workdir, network and runtime "
 		                  "must be strings; env an object of strings"));
 		return;
 	}
@@ -339,6 +402,8 @@ sandbox_initialize(struct call *c)
 				lim.pids = (long)json_object_get_int64(v);
 		}
 	}
+	if (tool_initialize_runtime(c, meta, &runtime) == -1)
+		goto out;
 	image = tool_arg_string(c, "image");
 	if (image == NULL && meta != NULL)
 		image = snapshot_meta_str(meta, "image");
@@ -498,11 +563,11 @@ sandbox_initialize(struct call *c)
 		f = xcalloc(1, sizeof *f);
 		f->meta = meta;
 		meta = NULL;
-		sb = sandbox_create_cb(c, image, name, env, workdir, network,
-		    &lim, ttl, fork_ready, f);
+		sb = sandbox_create_runtime(c, image, name, env, workdir,
+		    network, runtime, &lim, ttl, fork_ready, f);
 	} else
-		sb = sandbox_create(
-		    c, image, name, env, workdir, network, &lim, ttl);
+		sb = sandbox_create_runtime(c, image, name, env, workdir,
+		    network, runtime, &lim, ttl, NULL, NULL);
 	if (sb == NULL) {
 		json_object_put(egress);
 		goto out;

@@ -29,6 +29,8 @@ static const char output_schema[] =
     "\"paused\":{\"type\":\"boolean\",\"description\":\"its container "
     "is paused (idle past --pause-after); the next call resumes it\"},"
     "\"from_pool\":{\"type\":\"boolean\"},"
+    "\"runtime\":{\"type\":\"string\",\"description\":\"its OCI "
+    "runtime (runsc: gVisor; default: the engine's default)\"},"
     "\"image\":{\"type\":\"string\"},\"workdir\":{\"type\":\"string\"},"
     "\"created\":{\"type\":\"string\"},\"expires_at\":{\"type\":\"string\"},"
     "\"limits\":{\"type\":\"object\"},"
@@ -99,6 +101,9 @@ status_done(struct status *st)
 		evbuffer_add_printf(t, ": %s", json_object_get_string(v));
 		json_object_object_get_ex(e, "image", &v);
 		evbuffer_add_printf(t, ", image %s", json_object_get_string(v));
+		json_object_object_get_ex(e, "runtime", &v);
+		evbuffer_add_printf(
+		    t, ", runtime %s", json_object_get_string(v));
 		if (json_object_object_get_ex(e, "usage", &u) &&
 		    json_object_object_get_ex(u, "memory_bytes", &v))
 			evbuffer_add_printf(t, ", memory %lld KiB",
@@ -215,6 +220,8 @@ status_add(struct status *st, struct sandbox *sb)
 	    o, "paused", json_object_new_boolean(sb->paused));
 	json_object_object_add(
 	    o, "from_pool", json_object_new_boolean(sb->from_pool));
+	json_object_object_add(
+	    o, "runtime", json_object_new_string(sandbox_runtime_name(sb)));
 	if (sb->worker != NULL)
 		json_object_object_add(o, "worker_pid",
 		    json_object_new_int(wproc_pid(sb->worker)));

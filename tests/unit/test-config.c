@@ -1009,3 +1009,43 @@ Test(config, egress_options_are_in_the_argv)
 	    "--egress-allow-address 127.0.0.1");
 	free(s);
 }
+
+Test(config, runtime_and_the_runtimes_a_client_may_name)
+{
+	cr_assert_eq(PARSE0(), 0, "%s", errtext);
+	cr_assert_null(conf.runtime);
+	cr_assert_eq(conf.allow_runtimes.n, 0);
+	cr_assert_not(config_runtime_allowed(&conf, "runsc"));
+	config_free(&conf);
+	setenv("MCP_SANDBOXD_RUNTIME", "runsc", 1);
+	setenv("MCP_SANDBOXD_ALLOW_RUNTIMES", "runc,kata-qemu", 1);
+	cr_assert_eq(PARSE("--allow-runtime", "runsc-kvm"), 0, "%s", errtext);
+	cr_assert_str_eq(conf.runtime, "runsc");
+	cr_assert_eq(conf.allow_runtimes.n, 3);
+	cr_assert(config_runtime_allowed(&conf, "runsc"));
+	cr_assert(config_runtime_allowed(&conf, "runc"));
+	cr_assert(config_runtime_allowed(&conf, "kata-qemu"));
+	cr_assert(config_runtime_allowed(&conf, "runsc-kvm"));
+	cr_assert_not(config_runtime_allowed(&conf, "kata"));
+	cr_assert_not(config_runtime_allowed(&conf, "runs"));
+}
+
+Test(config, runtime_names_are_short_and_plain)
+{
+	cr_assert(config_runtime_valid("runsc"));
+	cr_assert(config_runtime_valid("io.containerd.runsc.v1"));
+	cr_assert_not(config_runtime_valid(""));
+	cr_assert_not(config_runtime_valid("-runsc"));
+	cr_assert_not(config_runtime_valid(".."));
+	cr_assert_not(config_runtime_valid("run sc"));
+	cr_assert_not(config_runtime_valid("/usr/bin/runsc"));
+	cr_assert_not(config_runtime_valid("runsc%s"));
+	cr_assert(config_runtime_valid(
+	    "a23456789012345678901234567890123456789012345678901234567890123"));
+	cr_assert_not(config_runtime_valid(
+	    "a234567890123456789012345678901234567890123456789012345678901234"));
+	EXPECT_FAIL_MENTIONING(
+	    W("--runtime", "runtime name"), "--runtime", "/usr/bin/runsc");
+	EXPECT_FAIL_MENTIONING(W("--allow-runtime", "runtime names"),
+	    "--allow-runtime", "runc,bad$name");
+}

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "docker.h"
 #include "engine.h"
 #include "fakesock.h"
 
@@ -585,4 +586,48 @@ Test(engine, local_engine_says_it_has_cgroups)
 	cr_expect(engine_supports(eng, ENGINE_CGROUPS | ENGINE_EXEC_STDIN));
 	cr_expect_str_eq(engine_name(eng), "docker");
 	cr_expect_null(engine_new(base, "ftp://nowhere"));
+}
+
+/* The create body names an OCI runtime only when the spec has one. */
+static const char *
+spec_runtime(const char *runtime)
+{
+	static const char *const cmd[] = {"sleep", "60", NULL};
+	static char got[64];
+	struct engine_spec spec;
+	json_object *o, *h, *v;
+
+	memset(&spec, 0, sizeof spec);
+	spec.image = "img";
+	spec.cmd = cmd;
+	spec.user = "1:1";
+	spec.workdir = "/app";
+	spec.network = "none";
+	spec.runtime = runtime;
+	o = docker_spec_json(&spec);
+	cr_assert(json_object_object_get_ex(o, "HostConfig", &h));
+	got[0] = '\0';
+	if (json_object_object_get_ex(h, "Runtime", &v))
+		snprintf(got, sizeof got, "%s", json_object_get_string(v));
+	json_object_put(o);
+	return got;
+}
+
+Test(engine, spec_names_the_runtime_only_when_given)
+{
+	cr_assert_str_eq(spec_runtime(NULL), "");
+	cr_assert_str_eq(spec_runtime("runsc"), "runsc");
+}
+
+Test(engine, gvisor_pids_limit_makes_room_for_its_own_tasks)
+{
+	cr_assert(engine_runtime_gvisor("runsc"));
+	cr_assert(engine_runtime_gvisor("runsc-kvm"));
+	cr_assert_not(engine_runtime_gvisor("runscx"));
+	cr_assert_not(engine_runtime_gvisor(NULL));
+	cr_assert_eq(engine_runtime_pids(NULL, 128), 128);
+	cr_assert_eq(engine_runtime_pids("runc", 128), 128);
+	/* Every process inside may have its stub's threads, and more. */
+	cr_assert_geq(engine_runtime_pids("runsc", 128), 128 * 16);
+	cr_assert_eq(engine_runtime_pids("runsc", 0), 0);
 }

@@ -25,6 +25,12 @@ export const PYTHON_IMAGE = process.env.MCP_SANDBOXD_TEST_PYTHON_IMAGE ?? 'mcp-s
 export const NODE_IMAGE = process.env.MCP_SANDBOXD_TEST_NODE_IMAGE ?? 'mcp-sandboxd-test/node:bookworm';
 export const GO_IMAGE = process.env.MCP_SANDBOXD_TEST_GO_IMAGE ?? 'mcp-sandboxd-test/go:bookworm';
 
+// The OCI runtime the server gives new sandboxes when MCP_SANDBOXD_RUNTIME is
+// set (the server inherits the environment), and whether it is gVisor's:
+// scripts/test runs the core tool tests under runsc too.
+export const RUNTIME = process.env.MCP_SANDBOXD_RUNTIME || undefined;
+export const GVISOR = /^runsc(-|$)/.test(RUNTIME ?? '');
+
 /** A label value unique to this test file's run, e.g. interop-tools-1a2b3c4d. */
 export function uniqueLabel(tag) {
   return `${LABEL_KEY}=interop-${tag}-${randomBytes(4).toString('hex')}`;
