@@ -20,6 +20,14 @@ struct config {
 	char *python_image, *node_image, *go_image;
 	char *docker_host;
 	char *log_level;
+	/* Several engines (supervisor/sandbox/engines.c): each --engine
+	 * (enginespec.h), none: --docker-host alone; the URLs no new sandbox
+	 * goes to; seconds between health checks; whether a client may name
+	 * its sandbox's engine. */
+	struct config_list engines, drain;
+	long engine_ping_interval;
+	int allow_engine_choice;
+	char *worker_tls; /* internal: the worker's engine's TLS (or "") */
 
 	/* Defaults for a new sandbox, and the operator's ceilings. */
 	long memory_mb, max_memory_mb;

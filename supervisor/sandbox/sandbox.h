@@ -58,6 +58,10 @@ struct sandbox {
 	char *workdir;
 	char *chandir; /* the agent's channel's directory on the host */
 	struct engine *engine; /* where its container is (not owned) */
+	/* Its engine stopped answering (engines.c): every call is refused,
+	 * its worker is gone for good; since when. */
+	int lost;
+	time_t lost_at;
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */
 	time_t created, expires, last_used;
@@ -115,11 +119,17 @@ struct sandbox *sandbox_create(struct call *, const char *, const char *,
 struct sandbox *sandbox_create_cb(struct call *, const char *, const char *,
     json_object *, const char *, const char *, const struct limits *, long,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
+struct sandbox *sandbox_create_on(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct limits *, long,
+    const char *,
+    void (*)(struct call *, struct sandbox *, const char *, void *), void *);
 struct sandbox *sandbox_ref(struct sandbox *);
 void sandbox_unref(struct sandbox *);
 void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
 void sandbox_gone(struct sandbox *, const char *);
+void sandbox_engine_lost(struct engine *);
+void sandbox_lost_text(const struct sandbox *, char *, size_t);
 void sandbox_touch(struct sandbox *);
 time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
@@ -142,6 +152,27 @@ void egresslist_send(struct sandbox *, json_object *, egresslist_cb, void *);
 void egresslist_respawned(struct sandbox *);
 void egresslist_agent_ready(struct sandbox *);
 void egresslist_notify(struct sandbox *, json_object *);
+
+/* engines.c: the engines sandboxes are placed on, their health */
+int engines_open(void);
+void engines_close(void);
+void engines_start(void);
+int engines_multi(void);
+int engines_n(void);
+struct engine *engines_nth(int);
+const char *engines_url(const struct engine *);
+const char *engines_tls(const struct engine *);
+int engines_is_down(const struct engine *);
+time_t engines_down_since(const struct engine *);
+int engines_checking(const struct engine *);
+int engines_usable(const struct engine *);
+struct engine *engines_place(const char *, long, char *, size_t);
+void engines_count_lost(const struct engine *);
+void engines_count_reaped(const struct engine *);
+void engines_suspect(const struct engine *);
+int engines_drain(const char *, int);
+json_object *engines_json(void);
+void engines_prometheus(struct evbuffer *);
 
 /* pool.c: the warm pool */
 #define POOL_WORKDIR "/app" /* a pool container's: the default */
@@ -184,9 +215,11 @@ pid_t wproc_pid(struct wproc *);
 void wproc_reap(void);
 int wproc_count(void);
 void wproc_kill_all(void);
+void wproc_lose(struct wproc *, const char *);
 
 /* reaper.c */
 void reaper_run(void);
+void reaper_run_engine(struct engine *);
 void reaper_free(void);
 void reaper_sweep_own(void (*)(void));
 int reaper_owner_alive(const char *, const char *, const char *);

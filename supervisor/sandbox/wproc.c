@@ -99,8 +99,17 @@ wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (sb->state != SB_READY || sb->worker != NULL || sup.shutting_down)
+	if (sb->state != SB_READY || sb->worker != NULL || sb->lost ||
+	    sup.shutting_down)
 		return;
+	/* Its engine is being checked after the crash: its answer first
+	 * (a lost engine's sandbox gets no new worker, engines.c). */
+	if (engines_checking(sb->engine)) {
+		struct timeval soon = {0, 200000};
+
+		evtimer_add(sb->respawn, &soon);
+		return;
+	}
 	if (wproc_spawn(sb, NULL) == -1) {
 		log_warn("%s: %.12s: no new worker", __func__, sb->id);
 		sandbox_destroy(sb, NULL, NULL);
@@ -200,7 +209,9 @@ wproc_lost(struct wproc *wp, const char *why)
 	} else if (sb != NULL && sb->pool && !sup.shutting_down) {
 		/* A pool container is replaced, not given a new worker. */
 		pool_lost(sb, why);
-	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
+	} else if (sb != NULL && sb->state == SB_READY && !sb->lost &&
+	           !sup.shutting_down) {
+		engines_suspect(sb->engine);
 		/*
 		 * Adopt the container with a new worker, which first kills
 		 * what the interrupted calls left running; a bounded number
@@ -462,16 +473,21 @@ wproc_spawn(
 	char cap[32], logkb[32], uid[32], imgkb[32];
 	/* The options a worker reads, the egress lists' values each after
 	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
-	char *argv[22 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
-	    sb->id, "--docker-host", c->docker_host, "--log-level",
-	    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
-	    "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
+	char *argv[24 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
+	    sb->id, "--docker-host", (char *)engines_url(sb->engine),
+	    "--log-level", c->log_level, "--output-cap", cap, "--log-buffer-kb",
+	    logkb, "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
 	    "--max-image-kb", imgkb};
 	int sv[2], null, ch, exe, argc, i;
 	pid_t pid;
 
 	for (argc = 0; argv[argc] != NULL; argc++)
 		continue;
+	/* Its own engine's TLS, never the environment's (engines.c). */
+	if (engines_tls(sb->engine) != NULL) {
+		argv[argc++] = "--worker-tls";
+		argv[argc++] = (char *)engines_tls(sb->engine);
+	}
 	if (sb->chandir != NULL) {
 		argv[argc++] = "--worker-channel";
 		argv[argc++] = sb->chandir;
@@ -737,6 +753,13 @@ wproc_shutdown(struct wproc *wp)
 	if (wp->sb != NULL && wp->sb->worker == wp)
 		wp->sb->worker = NULL;
 	wp->sb = NULL;
+}
+
+/* Its sandbox was lost with its engine: calls answered why, no respawn. */
+void
+wproc_lose(struct wproc *wp, const char *why)
+{
+	wproc_lost(wp, why);
 }
 
 pid_t

@@ -52,7 +52,12 @@ static const char input_schema[] =
     "the same session gets the same sandbox (also while the first "
     "create still runs) instead of a second one; the same key with "
     "other arguments is refused; free again once that sandbox is "
-    "stopped\"}},"
+    "stopped\"},"
+    "\"engine\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256,"
+    "\"description\":\"the URL of the engine to place it on (one of "
+    "get_sandbox_status's stats.engines), only where the operator allows "
+    "it (--allow-engine-choice); default: the engine with the most free "
+    "capacity\"}},"
     "\"additionalProperties\":false}";
 
 static const char output_schema[] =
@@ -73,7 +78,9 @@ static const char output_schema[] =
     "\"snapshot_id\":{\"type\":\"string\",\"description\":\"the "
     "snapshot it was forked from\"},"
     "\"restored_files\":{\"type\":\"integer\",\"description\":"
-    "\"files, directories and links the fork got from it\"}},"
+    "\"files, directories and links the fork got from it\"},"
+    "\"engine\":{\"type\":\"string\",\"description\":\"the URL of "
+    "the engine it is on (when the server has several, --engine)\"}},"
     "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
     "\"limits\",\"expires_at\"]}";
 
@@ -278,7 +285,7 @@ sandbox_initialize(struct call *c)
 	char *why;
 	const char *image, *name, *workdir, *network, *bad = "";
 	struct sandbox *sb;
-	const char *key, *snap;
+	const char *key, *snap, *engine;
 	json_object *meta = NULL, *ml;
 	struct fork *f;
 	long ttl = conf->ttl;
@@ -288,10 +295,22 @@ sandbox_initialize(struct call *c)
 	    !tool_arg_type_ok(c, "name", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "network", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "engine", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "env", json_type_object, &env)) {
 		mcp_call_reply(
-		    c, tool_error("image, name, workdir and network "
+		    c, tool_error("image, name, workdir, network and engine "
 		                  "must be strings; env an object of strings"));
+		return;
+	}
+	/* Where a sandbox runs is the operator's to decide, unless they
+	 * leave it to the client. */
+	if ((engine = tool_arg_string(c, "engine")) != NULL &&
+	    !conf->allow_engine_choice) {
+		mcp_call_reply(
+		    c, tool_error(
+		           "engine cannot be chosen on this server: the "
+		           "operator places sandboxes (--allow-engine-choice "
+		           "is off); call again without engine"));
 		return;
 	}
 	/*
@@ -498,11 +517,11 @@ sandbox_initialize(struct call *c)
 		f = xcalloc(1, sizeof *f);
 		f->meta = meta;
 		meta = NULL;
-		sb = sandbox_create_cb(c, image, name, env, workdir, network,
-		    &lim, ttl, fork_ready, f);
+		sb = sandbox_create_on(c, image, name, env, workdir, network,
+		    &lim, ttl, engine, fork_ready, f);
 	} else
-		sb = sandbox_create(
-		    c, image, name, env, workdir, network, &lim, ttl);
+		sb = sandbox_create_on(c, image, name, env, workdir, network,
+		    &lim, ttl, engine, NULL, NULL);
 	if (sb == NULL) {
 		json_object_put(egress);
 		goto out;

@@ -464,10 +464,12 @@ fake_begin(struct engine_req *req, enum fake_op op, const char *arg)
 }
 
 static void *
-fake_open(struct event_base *base, const char *host, int *supports)
+fake_open(
+    struct event_base *base, const char *host, const char *tls, int *supports)
 {
 	(void)base;
 	(void)host;
+	(void)tls;
 	(void)supports;
 	return NULL; /* never picked by engine_new() */
 }
