@@ -58,13 +58,13 @@ struct sandbox {
 	char *workdir;
 	char *chandir; /* the agent's channel's directory on the host */
 	struct engine *engine; /* where its container is (not owned) */
-	/* Its engine stopped answering (engines.c): every call is refused,
-	 * its worker is gone for good; since when. */
-	int lost;
-	time_t lost_at;
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */
 	time_t created, expires, last_used;
+	/* Its engine stopped answering (engines.c): every call is refused,
+	 * its worker is gone for good; since lost_at. */
+	time_t lost_at;
+	int lost;
 	enum sandbox_state state;
 	long exec_count;
 	int restarts;
