@@ -395,8 +395,13 @@ engines_ping_cb(const struct engine_resp *resp, void *arg)
 	r->downs++;
 	gmtime_r(&r->down_since, &tm);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	log_warnx(
-	    "engine %s stopped answering at %s: %s", r->url, when, resp->error);
+	/* Alone (no --engine), its own errors say it to each call. */
+	if (multi)
+		log_warnx("engine %s stopped answering at %s: %s", r->url, when,
+		    resp->error);
+	else
+		log_info("engine %s stopped answering at %s: %s", r->url, when,
+		    resp->error);
 	if (multi)
 		sandbox_engine_lost(r->eng);
 }
