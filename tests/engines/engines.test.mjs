@@ -153,18 +153,26 @@ describe('several engines', { concurrency: false }, () => {
     on2.push(chosen.container_id);
     expectToolError(await call(c, 'sandbox_initialize', { engine: 'tcp://127.0.0.1:1' }), /no engine "tcp:\/\/127\.0\.0\.1:1"/);
 
-    // Engine 1 is lost mid-run.
+    // Engine 1 is lost mid-run, with a command running on it.
+    const t0 = Date.now();
+    const inFlight = run(c, on1[1], 'sleep 120');
+    await sleep(500);
     env('kill', root, 'e1');
     await waitFor('engine 1 down', async () => (await engineState(c, E1)).state === 'down');
+    // The call in flight ends promptly, with an error, not a hang.
+    const cut = await inFlight;
+    assert.ok(Date.now() - t0 < 15000, `the call in flight took ${Date.now() - t0} ms`);
+    assert.equal(cut.structuredContent?.success, false, JSON.stringify(cut));
+    assert.match(cut.structuredContent.results[0].error, /was on engine .*, which stopped answering at .*; its state is lost/);
     for (const id of on1) {
       const st = await statusOf(c, id);
       assert.equal(st.state, 'lost');
       assert.equal(st.engine, E1);
       assert.match(st.lost, /stopped answering at/);
-      const t0 = Date.now();
+      const t1 = Date.now();
       expectToolError(await run(c, id, 'echo hi'),
         new RegExp(`sandbox ${id.slice(0, 12)} was on engine ${E1.replace(/[/.]/g, '\\$&')}, which stopped answering at \\S+; its state is lost; start a new sandbox`));
-      assert.ok(Date.now() - t0 < 2000, 'a call on a lost sandbox returns promptly');
+      assert.ok(Date.now() - t1 < 2000, 'a call on a lost sandbox returns promptly');
     }
     for (const id of on2) {
       const r = firstResult(await run(c, id, 'echo still here'));
