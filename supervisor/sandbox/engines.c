@@ -454,6 +454,7 @@ engines_suspect(const struct engine *eng)
 int
 engines_drain(const char *url, int on)
 {
+	struct sandbox *sb, *next;
 	int i;
 
 	for (i = 0; i < nrecs; i++)
@@ -463,6 +464,14 @@ engines_drain(const char *url, int on)
 				    on ? "drained: no new sandbox goes there"
 				       : "takes new sandboxes again");
 			recs[i].draining = on;
+			/* Its pool containers would never be handed out:
+			 * they go, and the pool refills elsewhere. */
+			for (sb = on ? TAILQ_FIRST(pool_list()) : NULL;
+			     sb != NULL; sb = next) {
+				next = TAILQ_NEXT(sb, entry);
+				if (sb->engine == recs[i].eng)
+					sandbox_destroy(sb, NULL, NULL);
+			}
 			return 0;
 		}
 	return -1;
