@@ -48,6 +48,7 @@ struct engrec {
 	int draining;
 	time_t last_ok, down_since;
 	struct engine_req *ping; /* in flight */
+	int borrowed; /* engines_add(): the caller frees the handle */
 	struct event *timer;
 	long long placed, lost, downs, ping_failures, reaped;
 };
@@ -126,14 +127,42 @@ engines_close(void)
 	for (i = 0; i < nrecs; i++) {
 		if (recs[i].timer != NULL)
 			event_free(recs[i].timer);
-		engine_free(recs[i].eng);
+		if (recs[i].ping != NULL)
+			engine_req_cancel(recs[i].ping);
+		if (!recs[i].borrowed)
+			engine_free(recs[i].eng);
 		free(recs[i].url);
 		free(recs[i].tls);
 	}
 	free(recs);
 	recs = NULL;
 	nrecs = 0;
+	multi = 0;
 	sup.engine = NULL;
+}
+
+/*
+ * An engine whose handle the caller made and frees (tests that stand in
+ * for engines), as an --engine with these ceilings (0: none).
+ */
+void
+engines_add(
+    struct engine *eng, const char *url, long max_sandboxes, long max_memory_mb)
+{
+	struct engrec *r;
+
+	recs = xrealloc(recs, ((size_t)nrecs + 1) * sizeof *recs);
+	r = &recs[nrecs++];
+	memset(r, 0, sizeof *r);
+	r->eng = eng;
+	r->url = xstrdup(url);
+	r->tls = xstrdup("");
+	r->max_sandboxes = max_sandboxes;
+	r->max_memory_mb = max_memory_mb;
+	r->borrowed = 1;
+	multi = 1;
+	if (sup.engine == NULL)
+		sup.engine = eng;
 }
 
 int

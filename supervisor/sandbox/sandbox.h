@@ -157,6 +157,7 @@ void egresslist_notify(struct sandbox *, json_object *);
 int engines_open(void);
 void engines_close(void);
 void engines_start(void);
+void engines_add(struct engine *, const char *, long, long);
 int engines_multi(void);
 int engines_n(void);
 struct engine *engines_nth(int);

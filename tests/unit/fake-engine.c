@@ -725,6 +725,13 @@ fake_engine_new(struct event_base *base)
 	    base, &fake_ops, f, ENGINE_EXEC_STDIN | ENGINE_UPDATE);
 }
 
+/* Ids from here on (a second fake engine's differ from the first's). */
+void
+fake_id_base(struct engine *eng, unsigned long base)
+{
+	((struct fake *)eng->state)->next_id = base;
+}
+
 void
 fake_image_add(struct engine *eng, const char *name)
 {
