@@ -16,6 +16,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -38,7 +39,15 @@ const TINY = 'mcp-sandboxd-test/tiny:engines';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const root = mkdtempSync('/tmp/mse-');
-const port = 23700 + Math.floor(Math.random() * 200);
+// A loopback port free now, for the TLS engine.
+const port = await new Promise((resolve, reject) => {
+  const srv = net.createServer();
+  srv.once('error', reject);
+  srv.listen(0, '127.0.0.1', () => {
+    const { port: p } = srv.address();
+    srv.close(() => resolve(p));
+  });
+});
 const E1 = `unix://${root}/e1/docker.sock`;
 const E2 = `tcp://127.0.0.1:${port}`;
 // Both with a ceiling, so that their free shares compare (an engine
