@@ -103,6 +103,11 @@ status_done(struct status *st)
 		evbuffer_add_printf(t, " (%s)", json_object_get_string(v));
 		json_object_object_get_ex(e, "state", &v);
 		evbuffer_add_printf(t, ": %s", json_object_get_string(v));
+		json_object_object_get_ex(e, "engine", &v);
+		evbuffer_add_printf(t, " on %s", json_object_get_string(v));
+		if (json_object_object_get_ex(e, "lost", &v))
+			evbuffer_add_printf(
+			    t, " (%s)", json_object_get_string(v));
 		json_object_object_get_ex(e, "image", &v);
 		evbuffer_add_printf(t, ", image %s", json_object_get_string(v));
 		if (json_object_object_get_ex(e, "usage", &u) &&
