@@ -166,15 +166,13 @@ draw(json_object *t, double rate, int tty)
 	engines = json_object_object_get(t, "engines");
 	for (i = 0; i < json_object_array_length(engines); i++) {
 		e = json_object_array_get_idx(engines, i);
-		line(cols, "%s %s (%s), %lld sandboxes%s",
+		line(cols,
+		    "%s %s %s, %lld sandboxes, %lld MiB placed, %lld lost",
 		    i == 0 ? "engines   " : "          ",
-		    json_object_get_string(json_object_object_get(e, "host")),
-		    json_object_get_string(json_object_object_get(e, "name")),
-		    num(e, "sandboxes"),
-		    json_object_get_boolean(
-		        json_object_object_get(e, "default"))
-		        ? ", default"
-		        : "");
+		    json_object_get_string(json_object_object_get(e, "url")),
+		    json_object_get_string(json_object_object_get(e, "state")),
+		    num(e, "sandboxes"), num(e, "memory_mb_placed"),
+		    num(e, "lost"));
 	}
 	pool = json_object_object_get(t, "pool");
 	pl[0] = '\0';

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "egress.h"
+#include "enginespec.h"
 #include "xmalloc.h"
 
 enum opt_type {
@@ -63,6 +64,25 @@ static const struct opt opts[] = {
     {"docker-host", "DOCKER_HOST", OPT_STR, O(docker_host),
         "unix:///var/run/docker.sock", 0, 0,
         "Docker engine (unix:// or tcp://)"},
+    {"engine", "MCP_SANDBOXD_ENGINES", OPT_LIST, O(engines), NULL, 0,
+        ENGINESPEC_TEXT_MAX,
+        "a Docker engine sandboxes may be placed on, "
+        "URL[?ATTR=VALUE[&...]]: unix:///PATH or tcp://HOST:PORT, "
+        "attributes tls=DIR (tcp://: ca.pem, cert.pem, key.pem as "
+        "DOCKER_CERT_PATH), max-sandboxes=N, max-memory-mb=N (repeatable "
+        "or a comma list; default none: --docker-host alone)"},
+    {"drain", "MCP_SANDBOXD_DRAIN", OPT_LIST, O(drain), NULL, 0,
+        ENGINESPEC_URL_MAX,
+        "URL of an --engine that takes no new sandbox (those on it keep "
+        "working; repeatable or a comma list)"},
+    {"engine-ping-interval", "MCP_SANDBOXD_ENGINE_PING_INTERVAL", OPT_LONG,
+        O(engine_ping_interval), "3", 1, 3600,
+        "seconds between health checks (/_ping) of each engine; one that "
+        "fails marks the engine down and its sandboxes lost"},
+    {"allow-engine-choice", "MCP_SANDBOXD_ALLOW_ENGINE_CHOICE", OPT_BOOL,
+        O(allow_engine_choice), "0", 0, 0,
+        "let a client name the engine of its sandbox (sandbox_initialize's "
+        "engine: an --engine URL); otherwise such a call is refused"},
     {"log-level", "MCP_SANDBOXD_LOG_LEVEL", OPT_STR, O(log_level), "info", 0, 0,
         "stderr log level: error, warn, info, debug"},
     {"log-format", "MCP_SANDBOXD_LOG_FORMAT", OPT_STR, O(log_format), "text", 0,
@@ -673,6 +693,55 @@ expose_check(struct config *c, FILE *err)
 }
 
 /*
+ * --engine, --drain: each engine's text parses, its tls directory holds
+ * the three files, no URL twice, each drained URL is an engine's.
+ */
+static int
+engines_check(const struct config *c, FILE *err)
+{
+	struct enginespec es, other;
+	char why[512];
+	int i, j, found;
+
+	for (i = 0; i < c->engines.n; i++) {
+		if (enginespec_parse(c->engines.v[i], &es, why, sizeof why) ==
+		        -1 ||
+		    (es.tls[0] != '\0' &&
+		        enginespec_tls_ok(es.tls, why, sizeof why) == -1)) {
+			fprintf(err,
+			    "--engine %.200s: %s (expected "
+			    "unix:///PATH or tcp://HOST:PORT, optionally "
+			    "?tls=DIR&max-sandboxes=N&max-memory-mb=N)\n",
+			    c->engines.v[i], why);
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (enginespec_parse(c->engines.v[j], &other, why,
+			        sizeof why) == 0 &&
+			    strcmp(other.url, es.url) == 0) {
+				fprintf(err, "--engine %.200s: given twice\n",
+				    es.url);
+				return -1;
+			}
+	}
+	for (i = 0; i < c->drain.n; i++) {
+		found = c->engines.n == 0 &&
+		        strcmp(c->drain.v[i], c->docker_host) == 0;
+		for (j = 0; j < c->engines.n && !found; j++)
+			found = enginespec_parse(c->engines.v[j], &es, why,
+			            sizeof why) == 0 &&
+			        strcmp(es.url, c->drain.v[i]) == 0;
+		if (!found) {
+			fprintf(err,
+			    "--drain %.200s: not the URL of an --engine\n",
+			    c->drain.v[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * --egress-allow and --egress-allow-address as the supervisor and the
  * worker will read them: each pattern and each address must parse.
  */
@@ -716,7 +785,7 @@ int
 config_parse(struct config *c, int argc, char **argv, FILE *err)
 {
 	enum { N = sizeof opts / sizeof opts[0] };
-	struct option lopts[N + 8];
+	struct option lopts[N + 9];
 	const char *v;
 	char *end;
 	size_t i;
@@ -750,7 +819,9 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	lopts[N + 5] = (struct option){"help-man", no_argument, NULL, 'M'};
 	lopts[N + 6] =
 	    (struct option){"worker-channel", required_argument, NULL, 'C'};
-	lopts[N + 7] = (struct option){NULL, 0, NULL, 0};
+	lopts[N + 7] =
+	    (struct option){"worker-tls", required_argument, NULL, 'T'};
+	lopts[N + 8] = (struct option){NULL, 0, NULL, 0};
 
 	optind = 0; /* 0, not 1: a full reset of getopt's state */
 	opterr = 0;
@@ -780,6 +851,10 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 		case 'W':
 			free(c->worker_container);
 			c->worker_container = xstrdup(optarg);
+			break;
+		case 'T':
+			free(c->worker_tls);
+			c->worker_tls = xstrdup(optarg);
 			break;
 		case 'C':
 			free(c->worker_channel);
@@ -866,7 +941,8 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	if (uid_range_parse(c, err) == -1 ||
 	    allow_network_check(c, err) == -1 ||
 	    warm_pool_check(c, err) == -1 || expose_check(c, err) == -1 ||
-	    egress_check(c, err) == -1 || runtime_check(c, err) == -1)
+	    egress_check(c, err) == -1 || runtime_check(c, err) == -1 ||
+	    engines_check(c, err) == -1)
 		return -1;
 	if (c->memory_mb > c->max_memory_mb || c->cpus > c->max_cpus ||
 	    c->pids > c->max_pids || c->ttl > c->max_ttl ||
@@ -928,6 +1004,9 @@ config_free(struct config *c)
 	config_list_free(&c->warm_pool);
 	config_list_free(&c->egress_allow);
 	config_list_free(&c->egress_allow_addresses);
+	config_list_free(&c->engines);
+	config_list_free(&c->drain);
+	free(c->worker_tls);
 	for (i = 0; i < c->nlabels; i++)
 		free(c->labels[i]);
 	for (i = 0; i < c->nallow_dirs; i++)

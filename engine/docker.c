@@ -114,11 +114,15 @@ docker_multi_sock(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
 	return 0;
 }
 
-/* Parse DOCKER_HOST into a base URL (and a socket path for unix://). */
+/*
+ * Parse DOCKER_HOST into a base URL (and a socket path for unix://).  TLS
+ * for tcp://: certs is a directory (ca.pem, cert.pem, key.pem), "" for
+ * none, NULL for the environment's (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
+ */
 static int
-docker_parse_host(struct docker *d, const char *host)
+docker_parse_host(struct docker *d, const char *host, const char *certs)
 {
-	const char *tls, *certs;
+	const char *tls = NULL;
 
 	if (strncmp(host, "unix://", 7) == 0 && host[7] == '/') {
 		d->unix_path = xstrdup(host + 7);
@@ -126,8 +130,10 @@ docker_parse_host(struct docker *d, const char *host)
 		return 0;
 	}
 	if (strncmp(host, "tcp://", 6) == 0 && host[6] != '\0') {
-		tls = getenv("DOCKER_TLS_VERIFY");
-		certs = getenv("DOCKER_CERT_PATH");
+		if (certs == NULL) {
+			tls = getenv("DOCKER_TLS_VERIFY");
+			certs = getenv("DOCKER_CERT_PATH");
+		}
 		if ((tls != NULL && *tls != '\0') ||
 		    (certs != NULL && *certs != '\0')) {
 			xasprintf(&d->base_url, "https://%s", host + 6);
@@ -142,12 +148,12 @@ docker_parse_host(struct docker *d, const char *host)
 }
 
 struct docker *
-docker_new(struct event_base *base, const char *host)
+docker_new(struct event_base *base, const char *host, const char *tls)
 {
 	struct docker *d;
 
 	d = xcalloc(1, sizeof *d);
-	if (docker_parse_host(d, host) == -1) {
+	if (docker_parse_host(d, host, tls) == -1) {
 		free(d);
 		return NULL;
 	}

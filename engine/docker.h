@@ -27,7 +27,7 @@ typedef void (*docker_done_cb)(const struct docker_resp *, void *);
 /* Stream data: return 0 (taken), 1 (pause: offer it again later), -1. */
 typedef int (*docker_data_cb)(const char *, size_t, void *);
 
-struct docker *docker_new(struct event_base *, const char *);
+struct docker *docker_new(struct event_base *, const char *, const char *);
 void docker_free(struct docker *);
 const char *docker_api_version(struct docker *);
 

@@ -422,11 +422,12 @@ ed_local(const char *host)
 }
 
 static void *
-ed_open(struct event_base *base, const char *host, int *supports)
+ed_open(
+    struct event_base *base, const char *host, const char *tls, int *supports)
 {
 	struct docker *d;
 
-	if ((d = docker_new(base, host)) == NULL)
+	if ((d = docker_new(base, host, tls)) == NULL)
 		return NULL;
 	*supports = ENGINE_EXEC_STDIN | ENGINE_UPDATE;
 	if (ed_local(host))

@@ -31,8 +31,9 @@ struct engine_req {
 
 struct engine_ops {
 	const char *name;
-	/* The backend's state for a host it serves, else NULL. */
-	void *(*open)(struct event_base *, const char *, int *);
+	/* The backend's state for a host it serves, else NULL; the TLS
+	 * directory as engine_new_tls() takes it. */
+	void *(*open)(struct event_base *, const char *, const char *, int *);
 	void (*close)(void *);
 	int (*global_init)(const char *);
 	void (*global_cleanup)(void);

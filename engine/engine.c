@@ -30,9 +30,25 @@ engine_new_ops(struct event_base *base, const struct engine_ops *ops,
 	return eng;
 }
 
-/* The engine at host (DOCKER_HOST's syntax), or NULL (errno set). */
+/*
+ * The engine at host (DOCKER_HOST's syntax), or NULL (errno set); its
+ * TLS, for a tcp:// host, from the environment as the Docker CLI reads
+ * it (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
+ */
 struct engine *
 engine_new(struct event_base *base, const char *host)
+{
+	return engine_new_tls(base, host, NULL);
+}
+
+/*
+ * The engine at host with TLS settings of its own, never the process's
+ * environment: tls is a directory holding ca.pem, cert.pem and key.pem
+ * (as DOCKER_CERT_PATH), "" for none, or NULL to read the environment.
+ * Several engines of one process each keep their own.
+ */
+struct engine *
+engine_new_tls(struct event_base *base, const char *host, const char *tls)
 {
 	void *state;
 	size_t i;
@@ -40,7 +56,8 @@ engine_new(struct event_base *base, const char *host)
 
 	for (i = 0; i < NBACKENDS; i++) {
 		supports = 0;
-		if ((state = backends[i]->open(base, host, &supports)) != NULL)
+		if ((state = backends[i]->open(base, host, tls, &supports)) !=
+		    NULL)
 			return engine_new_ops(
 			    base, backends[i], state, supports);
 	}

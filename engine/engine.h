@@ -162,6 +162,7 @@ struct engine_exec_cbs {
 };
 
 struct engine *engine_new(struct event_base *, const char *);
+struct engine *engine_new_tls(struct event_base *, const char *, const char *);
 void engine_free(struct engine *);
 int engine_supports(const struct engine *, int);
 const char *engine_name(const struct engine *);

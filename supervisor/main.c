@@ -143,6 +143,19 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 	reaper_run();
 }
 
+/* The host that decides the engines' process-wide set-up (TLS libraries
+ * only when one engine is reached over tcp://). */
+static const char *
+global_engine_host(const struct config *c)
+{
+	int i;
+
+	for (i = 0; i < c->engines.n; i++)
+		if (strncmp(c->engines.v[i], "tcp://", 6) == 0)
+			return c->engines.v[i];
+	return c->engines.n > 0 ? c->engines.v[0] : c->docker_host;
+}
+
 static void
 make_instance_id(void)
 {
@@ -218,11 +231,11 @@ main(int argc, char **argv)
 	if (proc_start_ticks(getpid(), &sup.start_ticks) == -1)
 		fatal("cannot read /proc/self/stat");
 	signal(SIGPIPE, SIG_IGN);
-	if (engine_global_init(conf.docker_host) == -1)
+	if (engine_global_init(global_engine_host(&conf)) == -1)
 		fatalx("engine_global_init");
 	if ((sup.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	if ((sup.engine = engine_new(sup.base, conf.docker_host)) == NULL)
+	if (engines_open() == -1)
 		fatalx("DOCKER_HOST must be unix:///path or tcp://host:port, "
 		       "not %s",
 		    conf.docker_host);
@@ -263,6 +276,7 @@ main(int argc, char **argv)
 	log_info("mcp-sandboxd %s ready (instance %.8s, pid %d)",
 	    MCP_SANDBOXD_VERSION, sup.instance, (int)getpid());
 	reaper_run();
+	engines_start();
 	pool_start();
 	snapshot_init(); /* expired snapshots removed */
 
@@ -279,7 +293,7 @@ main(int argc, char **argv)
 	agentfile_forget();
 	pool_free();
 	sandbox_lost_free();
-	engine_free(sup.engine);
+	engines_close();
 	reaper_free();
 	event_free(ev_term);
 	event_free(ev_int);

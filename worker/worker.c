@@ -253,7 +253,10 @@ worker_main(const struct config *conf)
 		fatalx("engine_global_init");
 	if ((w.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	if ((w.engine = engine_new(w.base, conf->docker_host)) == NULL)
+	/* --worker-tls: its engine's own TLS (several engines), else the
+	 * environment's as the Docker CLI reads it. */
+	if ((w.engine = engine_new_tls(
+	         w.base, conf->docker_host, conf->worker_tls)) == NULL)
 		fatalx("bad DOCKER_HOST: %s", conf->docker_host);
 	if ((w.chan = proto_chan_new(w.base, WORKER_FD, worker_frame,
 	         worker_chan_lost, &w)) == NULL)

@@ -248,6 +248,7 @@ pool_take(const char *image, const char *workdir, const char *network,
 		TAILQ_FOREACH(sb, &pool, entry)
 		{
 			if (!pool_ready(sb, agent) ||
+			    !engines_usable(sb->engine) ||
 			    strcmp(sb->image, image) != 0 ||
 			    !pool_same_runtime(sb->runtime, runtime) ||
 			    sb->created + sup.conf->max_ttl + POOL_MAX_AGE <=

@@ -35,6 +35,7 @@
  */
 struct reaping {
 	TAILQ_ENTRY(reaping) entry;
+	struct engine *eng;
 	char id[]; /* the container's */
 };
 static TAILQ_HEAD(, reaping) reapings = TAILQ_HEAD_INITIALIZER(reapings);
@@ -106,8 +107,11 @@ reaper_removed_cb(const struct engine_resp *resp, void *arg)
 
 	if (resp->error != NULL && !resp->notfound)
 		log_warnx("reaper: remove %.12s: %s", r->id, resp->error);
-	else
-		log_info("reaper: removed orphan sandbox %.12s", r->id);
+	else {
+		log_info("reaper: removed orphan sandbox %.12s from %s", r->id,
+		    engines_url(r->eng));
+		engines_count_reaped(r->eng);
+	}
 	TAILQ_REMOVE(&reapings, r, entry);
 	free(r);
 }
@@ -130,6 +134,7 @@ reaper_list_cb(const struct engine_resp *resp, void *arg)
 	struct engine *eng = arg;
 	const struct engine_container *c;
 	struct reaping *r;
+	struct sandbox *sb;
 	const char *inst;
 	long long expires;
 	size_t i;
@@ -152,10 +157,19 @@ reaper_list_cb(const struct engine_resp *resp, void *arg)
 			 * (the engine was away).  A young one may be a
 			 * creation whose answer is still on its way.
 			 */
-			if (sandbox_find(NULL, c->id) != NULL ||
-			    pool_find(c->id) != NULL || c->created <= 0 ||
-			    c->created + REAPER_OWN_GRACE >
-			        (long long)time(NULL))
+			/* A sandbox lost with its engine is reaped once it
+			 * answers again, as is one whose container was made
+			 * before the engine went away (no answer is on its
+			 * way any more). */
+			sb = sandbox_find(NULL, c->id);
+			if (sb != NULL && sb->lost)
+				;
+			else if (sb != NULL || pool_find(c->id) != NULL ||
+			         c->created <= 0 ||
+			         (c->created + REAPER_OWN_GRACE >
+			                 (long long)time(NULL) &&
+			             c->created >=
+			                 (long long)engines_down_since(eng)))
 				continue;
 		} else {
 			alive = labels_owner_alive(c->labels);
@@ -168,24 +182,42 @@ reaper_list_cb(const struct engine_resp *resp, void *arg)
 		}
 		r = xmalloc(sizeof *r + strlen(c->id) + 1);
 		strcpy(r->id, c->id);
+		r->eng = eng;
 		TAILQ_INSERT_TAIL(&reapings, r, entry);
 		engine_container_remove(eng, r->id, reaper_removed_cb, r);
 	}
 }
 
-/* Find containers of dead instances by label and remove them. */
+/* Find containers of dead instances by label and remove them, on each
+ * engine that is not known to be down. */
 void
 reaper_run(void)
 {
-	/* The default engine's: every sandbox of this server is on it. */
-	engine_container_list(
-	    sup.engine, INSTANCE_LABEL, reaper_list_cb, sup.engine);
+	int i;
+
+	for (i = 0; i < engines_n(); i++)
+		if (!engines_is_down(engines_nth(i)))
+			reaper_run_engine(engines_nth(i));
+	if (engines_n() == 0) /* (unit tests: no engines opened) */
+		reaper_run_engine(sup.engine);
 	spool_reap();
+}
+
+/* The same on one engine (one that answers again: engines.c). */
+void
+reaper_run_engine(struct engine *eng)
+{
+	engine_container_list(eng, INSTANCE_LABEL, reaper_list_cb, eng);
 }
 
 struct sweep {
 	int pending;
 	void (*done)(void);
+};
+
+struct sweep_list {
+	struct sweep *sw;
+	struct engine *eng;
 };
 
 static void
@@ -204,17 +236,20 @@ sweep_one_cb(const struct engine_resp *resp, void *arg)
 static void
 sweep_list_cb(const struct engine_resp *resp, void *arg)
 {
-	struct sweep *sw = arg;
+	struct sweep_list *sl = arg;
+	struct sweep *sw = sl->sw;
+	struct engine *eng = sl->eng;
 	struct engine_resp none;
 	size_t i;
 
+	free(sl);
 	for (i = 0; resp->error == NULL && i < resp->nlist; i++) {
 		log_info("shutdown: removing %.12s, left from a failed "
 		         "removal",
 		    resp->list[i].id);
 		sw->pending++;
 		engine_container_remove(
-		    sup.engine, resp->list[i].id, sweep_one_cb, sw);
+		    eng, resp->list[i].id, sweep_one_cb, sw);
 	}
 	engine_resp_init(&none);
 	sweep_one_cb(&none, sw);
@@ -229,12 +264,28 @@ void
 reaper_sweep_own(void (*done)(void))
 {
 	struct sweep *sw;
+	struct sweep_list *sl;
+	struct engine *eng;
+	struct engine_resp none;
 	char *filter;
+	int i, n = engines_n() > 0 ? engines_n() : 1;
 
 	sw = xcalloc(1, sizeof *sw);
 	sw->pending = 1;
 	sw->done = done;
 	xasprintf(&filter, INSTANCE_LABEL "=%s", sup.instance);
-	engine_container_list(sup.engine, filter, sweep_list_cb, sw);
+	/* Every engine that answers (one that is down cannot be asked). */
+	for (i = 0; i < n; i++) {
+		eng = engines_n() > 0 ? engines_nth(i) : sup.engine;
+		if (engines_is_down(eng))
+			continue;
+		sl = xcalloc(1, sizeof *sl);
+		sl->sw = sw;
+		sl->eng = eng;
+		sw->pending++;
+		engine_container_list(eng, filter, sweep_list_cb, sl);
+	}
 	free(filter);
+	engine_resp_init(&none);
+	sweep_one_cb(&none, sw);
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -139,6 +140,7 @@ sandbox_lookup(struct call *c, const char *key)
 {
 	struct sandbox *sb;
 	const char *id, *lost_why;
+	char text[512];
 
 	if (!tool_arg_type_ok(c, key, json_type_string, NULL) ||
 	    (id = tool_arg_string(c, key)) == NULL || *id == '\0') {
@@ -166,6 +168,11 @@ sandbox_lookup(struct call *c, const char *key)
 		        "been stopped or expired; create one with "
 		        "sandbox_initialize, or list them with get_sandbox_status",
 		        id));
+		return NULL;
+	}
+	if (sb->lost) {
+		sandbox_lost_text(sb, text, sizeof text);
+		mcp_call_reply(c, tool_error("%s", text));
 		return NULL;
 	}
 	if (sb->state != SB_READY) {
@@ -346,6 +353,15 @@ sandbox_stopped_cb(const struct engine_resp *resp, void *arg)
 	engine_container_remove(d->engine, d->id, sandbox_removed_cb, d);
 }
 
+/* A lost sandbox's removal: nothing to ask of its engine now. */
+static void
+sandbox_lost_done(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	sdestroy_done(arg, NULL);
+}
+
 /* Stop (grace, then kill; none at exit) and remove the container. */
 static void
 sandbox_remove_container(struct sdestroy *d)
@@ -375,6 +391,7 @@ sandbox_destroy(
     struct sandbox *sb, void (*done)(void *, const char *), void *arg)
 {
 	struct sdestroy *d;
+	struct timeval now = {0, 0};
 
 	if (sb->dead) {
 		if (done != NULL)
@@ -390,7 +407,13 @@ sandbox_destroy(
 	d->engine = sb->engine;
 	d->done = done;
 	d->arg = arg;
-	if (sb->id != NULL) {
+	if (sb->id != NULL && sb->lost) {
+		/* Its engine does not answer: the reaper removes the
+		 * container when it does (engines.c). */
+		d->id = xstrdup(sb->id);
+		event_base_once(
+		    sup.base, -1, EV_TIMEOUT, sandbox_lost_done, d, &now);
+	} else if (sb->id != NULL) {
 		d->id = xstrdup(sb->id);
 		sandbox_remove_container(d);
 	} else
@@ -597,6 +620,58 @@ sandbox_gone(struct sandbox *sb, const char *why)
 	free(msg);
 	stats.sandboxes_failed++;
 	sandbox_destroy(sb, NULL, NULL);
+}
+
+/* What every call on a lost sandbox is told. */
+void
+sandbox_lost_text(const struct sandbox *sb, char *buf, size_t len)
+{
+	struct tm tm;
+	char when[32];
+
+	gmtime_r(&sb->lost_at, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(buf, len,
+	    "sandbox %.12s was on engine %s, which stopped answering at %s; "
+	    "its state is lost; start a new sandbox (sandbox_initialize)",
+	    sb->id != NULL ? sb->id : sb->name, engines_url(sb->engine), when);
+}
+
+/*
+ * An engine stopped answering (engines.c): each ready sandbox on it is
+ * lost for good (its worker ends, its calls in flight are answered with
+ * why, no new worker comes), its pool containers go; creations on it
+ * fail by themselves on the engine's errors.
+ */
+void
+sandbox_engine_lost(struct engine *eng)
+{
+	struct sandbox *sb, *next;
+	char why[512];
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->engine != eng || sb->lost || sb->state != SB_READY)
+			continue;
+		sb->lost = 1;
+		sb->lost_at = engines_down_since(eng);
+		engines_count_lost(eng);
+		stats.sandboxes_failed++;
+		sandbox_lost_text(sb, why, sizeof why);
+		log_warnx("%s", why);
+		if (sb->owner != NULL)
+			mcp_log(sb->owner, 3, "%s", why);
+		sandbox_pause_stop(sb);
+		if (sb->respawn != NULL)
+			evtimer_del(sb->respawn);
+		if (sb->worker != NULL)
+			wproc_lose(sb->worker, why);
+	}
+	for (sb = TAILQ_FIRST(pool_list()); sb != NULL; sb = next) {
+		next = TAILQ_NEXT(sb, entry);
+		if (sb->engine == eng && sb->state == SB_READY)
+			pool_lost(sb, "its engine stopped answering");
+	}
 }
 
 /* When the sandbox goes: its lifetime's end or its idle limit's. */
@@ -828,6 +903,9 @@ sandbox_result(const struct sandbox *sb)
 	    r, "from_pool", json_object_new_boolean(sb->from_pool));
 	json_object_object_add(
 	    r, "runtime", json_object_new_string(sandbox_runtime_name(sb)));
+	if (engines_multi())
+		json_object_object_add(r, "engine",
+		    json_object_new_string(engines_url(sb->engine)));
 	if (sb->egress != NULL) {
 		json_object_object_add(
 		    r, "egress", json_object_get(sb->egress));
@@ -1697,12 +1775,16 @@ sandbox_create_pool(const char *image,
 	struct limits lim = {c->memory_mb, c->cpus, c->pids};
 	struct sandbox *sb;
 	struct screate *s;
-	char why[256];
+	struct engine *eng;
+	char why[512];
 	long uid;
 
-	if ((uid = sandbox_uid_alloc(why, sizeof why)) == -1)
+	if ((eng = engines_place(NULL, lim.memory_mb, why, sizeof why)) ==
+	        NULL ||
+	    (uid = sandbox_uid_alloc(why, sizeof why)) == -1)
 		return NULL;
 	sb = sandbox_alloc(image, NULL, POOL_WORKDIR, &lim, uid);
+	sb->engine = eng;
 	sb->pool = 1;
 	/* The server's runtime: only a create of that one takes it. */
 	sb->runtime = c->runtime != NULL ? xstrdup(c->runtime) : NULL;
@@ -1864,7 +1946,7 @@ sandbox_create_cb(struct call *c, const char *image, const char *name,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {
-	return sandbox_create_runtime(
+	return sandbox_create_at(
 	    c, image, name, env, workdir, network, NULL, lim, ttl, cb, cbarg);
 }
 
@@ -1877,28 +1959,33 @@ sandbox_runtime_name(const struct sandbox *sb)
 }
 
 /*
- * As sandbox_create_cb(), under the OCI runtime named (checked by the
- * caller against the operator's ceiling; NULL: the server's --runtime).
- * Only a pool container of that runtime is taken.
+ * As sandbox_create_cb(), where the caller says (NULL: anywhere): on the
+ * engine of that URL (else the one engines_place() picks; a named one
+ * never takes a pool container), under that OCI runtime (checked by the
+ * caller against the operator's ceiling; else the server's --runtime;
+ * only a pool container of that runtime is taken).
  */
 struct sandbox *
-sandbox_create_runtime(struct call *c, const char *image, const char *name,
+sandbox_create_at(struct call *c, const char *image, const char *name,
     json_object *env, const char *workdir, const char *network,
-    const char *runtime, const struct limits *lim, long ttl,
+    const struct sandbox_where *where, const struct limits *lim, long ttl,
     void (*cb)(struct call *, struct sandbox *, const char *, void *),
     void *cbarg)
 {
 	const struct config *conf = sup.conf;
 	struct screate *s;
 	struct sandbox *sb;
+	struct engine *eng;
 	char why[512];
+	const char *engine = where != NULL ? where->engine : NULL;
+	const char *runtime = where != NULL ? where->runtime : NULL;
 	long uid, mine = 0;
 
 	if (runtime == NULL)
 		runtime = conf->runtime;
 	/* A session's share: one client cannot take every sandbox. */
 	TAILQ_FOREACH(sb, &sandboxes, entry)
-	if (sb->owner == c->sess && sb->state != SB_STOPPING)
+	if (sb->owner == c->sess && sb->state != SB_STOPPING && !sb->lost)
 		mine++;
 	if (mine >= conf->max_sandboxes_per_session)
 		snprintf(why, sizeof why,
@@ -1919,7 +2006,8 @@ sandbox_create_runtime(struct call *c, const char *image, const char *name,
 	/* Limits other than the pool's defaults need an engine that changes
 	 * them in place (gVisor's runsc cannot: it has no update); the
 	 * keep-alive must outlast the lifetime. */
-	if (((engine_supports(sup.engine, ENGINE_UPDATE) &&
+	if (engine == NULL &&
+	    ((engine_supports(sup.engine, ENGINE_UPDATE) &&
 	         !engine_runtime_gvisor(runtime)) ||
 	        (lim->memory_mb == conf->memory_mb && lim->cpus == conf->cpus &&
 	            lim->pids == conf->pids)) &&
@@ -1928,7 +2016,9 @@ sandbox_create_runtime(struct call *c, const char *image, const char *name,
 		sandbox_take(sb, c, name, lim, ttl, cb, cbarg);
 		return sb;
 	}
-	if ((uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
+	if ((eng = engines_place(engine, lim->memory_mb, why, sizeof why)) ==
+	        NULL ||
+	    (uid = sandbox_uid_alloc(why, sizeof why)) == -1) {
 		stats.sandboxes_failed++;
 		if (cb != NULL)
 			cb(c, NULL, why, cbarg);
@@ -1938,6 +2028,7 @@ sandbox_create_runtime(struct call *c, const char *image, const char *name,
 	}
 	sb = sandbox_alloc(image, name, workdir, lim, uid);
 	sb->runtime = runtime != NULL ? xstrdup(runtime) : NULL;
+	sb->engine = eng;
 	sb->expires = sb->created + ttl;
 	sb->owner = c->sess;
 	sb->env = env != NULL ? json_object_get(env) : NULL;
@@ -1973,9 +2064,10 @@ sandbox_error_text(const char *msg)
 {
 	static const char *const roots[] = {"/var/lib/", "/run/", "/home/"};
 	const char *m = msg != NULL ? msg : "unknown Docker error";
-	const char *sock = "", *p;
+	const char *sock = "", *p, *url;
 	size_t len, full, i, n;
 	char *s;
+	int e, mine;
 
 	if (sup.conf != NULL && sup.conf->docker_host != NULL &&
 	    strncmp(sup.conf->docker_host, "unix://", 7) == 0)
@@ -1985,12 +2077,29 @@ sandbox_error_text(const char *msg)
 		n = strlen(roots[i]);
 		for (p = m; (p = memmem(p, (size_t)(m + full - p), roots[i],
 		                 n)) != NULL;
-		     p++)
-			if (!within(m, p, sock, strlen(sock))) {
+		     p++) {
+			/* Any engine's socket may be named, as the
+			 * operator named it (--engine); nothing else. */
+			mine = within(m, p, sock, strlen(sock));
+			for (e = 0; !mine && e < engines_n(); e++) {
+				url = engines_url(engines_nth(e));
+				mine = strncmp(url, "unix://", 7) == 0 &&
+				       within(m, p, url + 7, strlen(url + 7));
+			}
+			if (!mine) {
 				if ((size_t)(p - m) < len)
 					len = (size_t)(p - m);
 				break;
 			}
+		}
+	}
+	/* An engine's TLS directory is a host path too. */
+	for (e = 0; e < engines_n(); e++) {
+		url = engines_tls(engines_nth(e));
+		if (url != NULL && *url != '\0' &&
+		    (p = memmem(m, full, url, strlen(url))) != NULL &&
+		    (size_t)(p - m) < len)
+			len = (size_t)(p - m);
 	}
 	/* A new string: the cut may be shorter than what replaces it. */
 	if (len < full)

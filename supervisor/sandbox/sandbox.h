@@ -62,6 +62,10 @@ struct sandbox {
 	struct limits lim;
 	long uid; /* its own user and group (--uid-range) */
 	time_t created, expires, last_used;
+	/* Its engine stopped answering (engines.c): every call is refused,
+	 * its worker is gone for good; since lost_at. */
+	time_t lost_at;
+	int lost;
 	enum sandbox_state state;
 	long exec_count;
 	int restarts;
@@ -116,8 +120,13 @@ struct sandbox *sandbox_create(struct call *, const char *, const char *,
 struct sandbox *sandbox_create_cb(struct call *, const char *, const char *,
     json_object *, const char *, const char *, const struct limits *, long,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
-struct sandbox *sandbox_create_runtime(struct call *, const char *,
-    const char *, json_object *, const char *, const char *, const char *,
+/* Where a new sandbox runs (sandbox_create_at()); NULL fields: anywhere. */
+struct sandbox_where {
+	const char *engine; /* an --engine URL; NULL: placement picks */
+	const char *runtime; /* an OCI runtime; NULL: --runtime's */
+};
+struct sandbox *sandbox_create_at(struct call *, const char *, const char *,
+    json_object *, const char *, const char *, const struct sandbox_where *,
     const struct limits *, long,
     void (*)(struct call *, struct sandbox *, const char *, void *), void *);
 const char *sandbox_runtime_name(const struct sandbox *);
@@ -127,6 +136,8 @@ void sandbox_destroy(struct sandbox *, void (*)(void *, const char *), void *);
 void sandbox_destroy_all(void (*)(void));
 void sandbox_gone(struct sandbox *, const char *);
 void sandbox_lost_free(void);
+void sandbox_engine_lost(struct engine *);
+void sandbox_lost_text(const struct sandbox *, char *, size_t);
 void sandbox_touch(struct sandbox *);
 time_t sandbox_deadline(const struct sandbox *, int *);
 void sandbox_destroy_owned(struct session *, void (*)(void *), void *);
@@ -149,6 +160,28 @@ void egresslist_send(struct sandbox *, json_object *, egresslist_cb, void *);
 void egresslist_respawned(struct sandbox *);
 void egresslist_agent_ready(struct sandbox *);
 void egresslist_notify(struct sandbox *, json_object *);
+
+/* engines.c: the engines sandboxes are placed on, their health */
+int engines_open(void);
+void engines_close(void);
+void engines_start(void);
+void engines_add(struct engine *, const char *, long, long);
+int engines_multi(void);
+int engines_n(void);
+struct engine *engines_nth(int);
+const char *engines_url(const struct engine *);
+const char *engines_tls(const struct engine *);
+int engines_is_down(const struct engine *);
+time_t engines_down_since(const struct engine *);
+int engines_checking(const struct engine *);
+int engines_usable(const struct engine *);
+struct engine *engines_place(const char *, long, char *, size_t);
+void engines_count_lost(const struct engine *);
+void engines_count_reaped(const struct engine *);
+void engines_suspect(const struct engine *);
+int engines_drain(const char *, int);
+json_object *engines_json(void);
+void engines_prometheus(struct evbuffer *);
 
 /* pool.c: the warm pool */
 #define POOL_WORKDIR "/app" /* a pool container's: the default */
@@ -193,9 +226,11 @@ pid_t wproc_pid(struct wproc *);
 void wproc_reap(void);
 int wproc_count(void);
 void wproc_kill_all(void);
+void wproc_lose(struct wproc *, const char *);
 
 /* reaper.c */
 void reaper_run(void);
+void reaper_run_engine(struct engine *);
 void reaper_free(void);
 void reaper_sweep_own(void (*)(void));
 int reaper_owner_alive(const char *, const char *, const char *);

@@ -110,6 +110,7 @@ stats_json(void)
 	ADD(s, "bytes_in", stats.egress_bytes_in);
 	json_object_object_add(o, "egress", s);
 	ADD(o, "engine_errors", stats.engine_errors);
+	json_object_object_add(o, "engines", engines_json());
 	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
 	return o;
 }
@@ -144,6 +145,7 @@ stats_prometheus(struct evbuffer *b)
 {
 	json_object *pj = pool_stats_json();
 
+	engines_prometheus(b);
 	prom_value(b, "mcp_sandboxd_sandboxes_live", "gauge",
 	    "Sandboxes alive now.", sandbox_count());
 	prom_value(b, "mcp_sandboxd_sandboxes_created_total", "counter",

@@ -101,8 +101,17 @@ wproc_respawn_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (sb->state != SB_READY || sb->worker != NULL || sup.shutting_down)
+	if (sb->state != SB_READY || sb->worker != NULL || sb->lost ||
+	    sup.shutting_down)
 		return;
+	/* Its engine is being checked after the crash: its answer first
+	 * (a lost engine's sandbox gets no new worker, engines.c). */
+	if (engines_checking(sb->engine)) {
+		struct timeval soon = {0, 200000};
+
+		evtimer_add(sb->respawn, &soon);
+		return;
+	}
 	if (wproc_spawn(sb, NULL) == -1) {
 		log_warn("%s: %.12s: no new worker", __func__, sb->id);
 		sandbox_destroy(sb, NULL, NULL);
@@ -151,13 +160,41 @@ wproc_held_drop(struct wproc *wp)
 	wp->gate = 0;
 }
 
+/*
+ * Every call in flight ends now with why (its tokens, if asked, added to
+ * tokens): a result with that error, oom_killed when the sandbox was
+ * lost out of memory.
+ */
+static void
+wproc_fail_calls(struct wproc *wp, const char *why, json_object *tokens)
+{
+	struct wcall *wc;
+	struct proto_result lost;
+	json_object *err;
+
+	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
+		TAILQ_REMOVE(&wp->calls, wc, entry);
+		if (tokens != NULL && wc->token[0] != '\0')
+			json_object_array_add(
+			    tokens, json_object_new_string(wc->token));
+		memset(&lost, 0, sizeof lost);
+		lost.error = why;
+		if (wp->loss != NULL && wp->loss_oom) {
+			lost.oom_killed = 1;
+			lost.has |= PROTO_R_OOM;
+		}
+		err = proto_result_encode(&lost);
+		wc->done_cb(err, wc->arg);
+		json_object_put(err);
+		wcall_free(wc);
+	}
+}
+
 /* The channel is gone: fail the calls in flight and drop the worker. */
 static void
 wproc_lost(struct wproc *wp, const char *why)
 {
-	struct wcall *wc;
-	struct proto_result lost;
-	json_object *err, *tokens;
+	json_object *tokens;
 	struct timeval tv;
 	long ms;
 	void (*ready_cb)(struct sandbox *, const char *);
@@ -182,22 +219,7 @@ wproc_lost(struct wproc *wp, const char *why)
 	if (!wp->exited && !wp->told)
 		kill(wp->pid, SIGKILL);
 	tokens = json_object_new_array();
-	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
-		TAILQ_REMOVE(&wp->calls, wc, entry);
-		if (wc->token[0] != '\0')
-			json_object_array_add(
-			    tokens, json_object_new_string(wc->token));
-		memset(&lost, 0, sizeof lost);
-		lost.error = why;
-		if (wp->loss != NULL && wp->loss_oom) {
-			lost.oom_killed = 1;
-			lost.has |= PROTO_R_OOM;
-		}
-		err = proto_result_encode(&lost);
-		wc->done_cb(err, wc->arg);
-		json_object_put(err);
-		wcall_free(wc);
-	}
+	wproc_fail_calls(wp, why, tokens);
 	if ((ready_cb = wp->ready_cb) != NULL) {
 		/* Its sandbox may be dead (stopped while starting), but the
 		 * reference keeps it for the creation's callback. */
@@ -209,7 +231,9 @@ wproc_lost(struct wproc *wp, const char *why)
 	} else if (sb != NULL && sb->pool && !sup.shutting_down) {
 		/* A pool container is replaced, not given a new worker. */
 		pool_lost(sb, why);
-	} else if (sb != NULL && sb->state == SB_READY && !sup.shutting_down) {
+	} else if (sb != NULL && sb->state == SB_READY && !sb->lost &&
+	           !sup.shutting_down) {
+		engines_suspect(sb->engine);
 		/*
 		 * Adopt the container with a new worker, which first kills
 		 * what the interrupted calls left running; a bounded number
@@ -477,15 +501,20 @@ wproc_spawn(
 	/* The options a worker reads, the egress lists' values each after
 	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
 	char *argv[24 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
-	    sb->id, "--docker-host", c->docker_host, "--log-level",
-	    c->log_level, "--output-cap", cap, "--log-buffer-kb", logkb,
-	    "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
+	    sb->id, "--docker-host", (char *)engines_url(sb->engine),
+	    "--log-level", c->log_level, "--output-cap", cap, "--log-buffer-kb",
+	    logkb, "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
 	    "--max-image-kb", imgkb, "--log-format", c->log_format};
 	int sv[2], null, ch, exe, argc, i;
 	pid_t pid;
 
 	for (argc = 0; argv[argc] != NULL; argc++)
 		continue;
+	/* Its own engine's TLS, never the environment's (engines.c). */
+	if (engines_tls(sb->engine) != NULL) {
+		argv[argc++] = "--worker-tls";
+		argv[argc++] = (char *)engines_tls(sb->engine);
+	}
 	if (sb->chandir != NULL) {
 		argv[argc++] = "--worker-channel";
 		argv[argc++] = sb->chandir;
@@ -740,7 +769,6 @@ wproc_busy(struct wproc *wp)
 	return !TAILQ_EMPTY(&wp->calls);
 }
 
-/* The sandbox is going: tell the worker to finish; drop its calls. */
 /*
  * Its sandbox was lost (before wproc_shutdown()): the calls in flight end
  * now, saying why, whatever the worker still sends of them (a run that
@@ -749,27 +777,12 @@ wproc_busy(struct wproc *wp)
 void
 wproc_set_loss(struct wproc *wp, const char *why)
 {
-	struct wcall *wc;
-	struct proto_result lost;
-	json_object *err;
-
 	free(wp->loss);
 	wp->loss = xstrdup(why);
-	while ((wc = TAILQ_FIRST(&wp->calls)) != NULL) {
-		TAILQ_REMOVE(&wp->calls, wc, entry);
-		memset(&lost, 0, sizeof lost);
-		lost.error = wp->loss;
-		if (wp->loss_oom) {
-			lost.oom_killed = 1;
-			lost.has |= PROTO_R_OOM;
-		}
-		err = proto_result_encode(&lost);
-		wc->done_cb(err, wc->arg);
-		json_object_put(err);
-		wcall_free(wc);
-	}
+	wproc_fail_calls(wp, wp->loss, NULL);
 }
 
+/* The sandbox is going: tell the worker to finish; drop its calls. */
 void
 wproc_shutdown(struct wproc *wp)
 {
@@ -780,6 +793,15 @@ wproc_shutdown(struct wproc *wp)
 	if (wp->sb != NULL && wp->sb->worker == wp)
 		wp->sb->worker = NULL;
 	wp->sb = NULL;
+}
+
+/* Its sandbox was lost with its engine: calls answered why, and the
+ * worker goes now, with no new one. */
+void
+wproc_lose(struct wproc *wp, const char *why)
+{
+	wproc_set_loss(wp, why);
+	wproc_lost(wp, why);
 }
 
 pid_t

@@ -58,7 +58,12 @@ static const char input_schema[] =
     "the same session gets the same sandbox (also while the first "
     "create still runs) instead of a second one; the same key with "
     "other arguments is refused; free again once that sandbox is "
-    "stopped\"}},"
+    "stopped\"},"
+    "\"engine\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256,"
+    "\"description\":\"the URL of the engine to place it on (one of "
+    "get_sandbox_status's stats.engines), only where the operator allows "
+    "it (--allow-engine-choice); default: the engine with the most free "
+    "capacity\"}},"
     "\"additionalProperties\":false}";
 
 static const char output_schema[] =
@@ -82,7 +87,9 @@ static const char output_schema[] =
     "\"snapshot_id\":{\"type\":\"string\",\"description\":\"the "
     "snapshot it was forked from\"},"
     "\"restored_files\":{\"type\":\"integer\",\"description\":"
-    "\"files, directories and links the fork got from it\"}},"
+    "\"files, directories and links the fork got from it\"},"
+    "\"engine\":{\"type\":\"string\",\"description\":\"the URL of "
+    "the engine it is on (when the server has several, --engine)\"}},"
     "\"required\":[\"container_id\",\"name\",\"image\",\"workdir\","
     "\"limits\",\"expires_at\"]}";
 
@@ -340,7 +347,8 @@ sandbox_initialize(struct call *c)
 	char *why;
 	const char *image, *name, *workdir, *network, *runtime, *bad = "";
 	struct sandbox *sb;
-	const char *key, *snap;
+	const char *key, *snap, *engine;
+	struct sandbox_where where;
 	json_object *meta = NULL, *ml;
 	struct fork *f;
 	long ttl = conf->ttl;
@@ -351,10 +359,23 @@ sandbox_initialize(struct call *c)
 	    !tool_arg_type_ok(c, "workdir", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "network", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "runtime", json_type_string, NULL) ||
+	    !tool_arg_type_ok(c, "engine", json_type_string, NULL) ||
 	    !tool_arg_type_ok(c, "env", json_type_object, &env)) {
 		mcp_call_reply(
-		    c, tool_error("image, name, workdir, network and runtime "
-		                  "must be strings; env an object of strings"));
+		    c, tool_error(
+		           "image, name, workdir, network, runtime and engine "
+		           "must be strings; env an object of strings"));
+		return;
+	}
+	/* Where a sandbox runs is the operator's to decide, unless they
+	 * leave it to the client. */
+	if ((engine = tool_arg_string(c, "engine")) != NULL &&
+	    !conf->allow_engine_choice) {
+		mcp_call_reply(
+		    c, tool_error(
+		           "engine cannot be chosen on this server: the "
+		           "operator places sandboxes (--allow-engine-choice "
+		           "is off); call again without engine"));
 		return;
 	}
 	/*
@@ -404,6 +425,8 @@ sandbox_initialize(struct call *c)
 	}
 	if (tool_initialize_runtime(c, meta, &runtime) == -1)
 		goto out;
+	where.engine = engine;
+	where.runtime = runtime;
 	image = tool_arg_string(c, "image");
 	if (image == NULL && meta != NULL)
 		image = snapshot_meta_str(meta, "image");
@@ -563,11 +586,11 @@ sandbox_initialize(struct call *c)
 		f = xcalloc(1, sizeof *f);
 		f->meta = meta;
 		meta = NULL;
-		sb = sandbox_create_runtime(c, image, name, env, workdir,
-		    network, runtime, &lim, ttl, fork_ready, f);
+		sb = sandbox_create_at(c, image, name, env, workdir, network,
+		    &where, &lim, ttl, fork_ready, f);
 	} else
-		sb = sandbox_create_runtime(c, image, name, env, workdir,
-		    network, runtime, &lim, ttl, NULL, NULL);
+		sb = sandbox_create_at(c, image, name, env, workdir, network,
+		    &where, &lim, ttl, NULL, NULL);
 	if (sb == NULL) {
 		json_object_put(egress);
 		goto out;

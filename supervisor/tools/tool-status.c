@@ -25,7 +25,13 @@ static const char output_schema[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"sandboxes\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{\"container_id\":{\"type\":\"string\"},"
-    "\"name\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"
+    "\"name\":{\"type\":\"string\"},\"state\":{\"type\":\"string\","
+    "\"description\":\"the engine's word (running, exited...), "
+    "starting, stopping, or lost: its engine stopped answering\"},"
+    "\"engine\":{\"type\":\"string\",\"description\":\"the URL of "
+    "the engine it is on\"},"
+    "\"lost\":{\"type\":\"string\",\"description\":\"why it is "
+    "lost, when its state is lost\"},"
     "\"paused\":{\"type\":\"boolean\",\"description\":\"its container "
     "is paused (idle past --pause-after); the next call resumes it\"},"
     "\"from_pool\":{\"type\":\"boolean\"},"
@@ -99,6 +105,11 @@ status_done(struct status *st)
 		evbuffer_add_printf(t, " (%s)", json_object_get_string(v));
 		json_object_object_get_ex(e, "state", &v);
 		evbuffer_add_printf(t, ": %s", json_object_get_string(v));
+		json_object_object_get_ex(e, "engine", &v);
+		evbuffer_add_printf(t, " on %s", json_object_get_string(v));
+		if (json_object_object_get_ex(e, "lost", &v))
+			evbuffer_add_printf(
+			    t, " (%s)", json_object_get_string(v));
 		json_object_object_get_ex(e, "image", &v);
 		evbuffer_add_printf(t, ", image %s", json_object_get_string(v));
 		json_object_object_get_ex(e, "runtime", &v);
@@ -187,16 +198,23 @@ status_add(struct status *st, struct sandbox *sb)
 	json_object *o;
 	time_t deadline;
 	int idle;
-	char when[32];
+	char when[32], why[512];
 
 	o = json_object_new_object();
 	json_object_object_add(
 	    o, "container_id", json_object_new_string(sb->id));
 	json_object_object_add(o, "name", json_object_new_string(sb->name));
 	json_object_object_add(o, "state",
-	    json_object_new_string(sb->state == SB_READY      ? "unknown"
+	    json_object_new_string(sb->lost                   ? "lost"
+	                           : sb->state == SB_READY    ? "unknown"
 	                           : sb->state == SB_STARTING ? "starting"
 	                                                      : "stopping"));
+	json_object_object_add(
+	    o, "engine", json_object_new_string(engines_url(sb->engine)));
+	if (sb->lost) {
+		sandbox_lost_text(sb, why, sizeof why);
+		json_object_object_add(o, "lost", json_object_new_string(why));
+	}
 	json_object_object_add(o, "image", json_object_new_string(sb->image));
 	json_object_object_add(
 	    o, "workdir", json_object_new_string(sb->workdir));
@@ -230,7 +248,8 @@ status_add(struct status *st, struct sandbox *sb)
 	    sb->egress != NULL ? json_object_get(sb->egress)
 	                       : json_object_new_array());
 	json_object_array_add(st->list, o);
-	if (sb->id == NULL || sb->state != SB_READY)
+	/* A lost one's engine is not asked (it does not answer). */
+	if (sb->id == NULL || sb->state != SB_READY || sb->lost)
 		return;
 
 	en = xcalloc(1, sizeof *en);
@@ -256,12 +275,21 @@ get_sandbox_status(struct call *c)
 	st->list = json_object_new_array();
 	st->pending = 1;
 	if (json_object_object_get_ex(c->args, "container_id", NULL)) {
-		if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
+		/* A lost sandbox has a status (lost), not the error every
+		 * other call on it gets. */
+		if (tool_arg_type_ok(
+		        c, "container_id", json_type_string, NULL) &&
+		    tool_arg_string(c, "container_id") != NULL &&
+		    (sb = sandbox_find(c->sess,
+		         tool_arg_string(c, "container_id"))) != NULL &&
+		    sb->lost)
+			status_add(st, sb);
+		else if ((sb = sandbox_lookup(c, "container_id")) == NULL) {
 			json_object_put(st->list);
 			free(st);
 			return;
-		}
-		status_add(st, sb);
+		} else
+			status_add(st, sb);
 	} else
 		TAILQ_FOREACH(sb, &sandboxes, entry)
 	if (sb->id != NULL && sb->owner == c->sess)

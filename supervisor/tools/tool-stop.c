@@ -61,9 +61,15 @@ sandbox_stop(struct call *c)
 {
 	struct sandbox *sb;
 	struct stop *s;
+	const char *id;
 
-	if ((sb = sandbox_lookup(c, "container_id")) == NULL)
-		return;
+	/* A lost sandbox may still be stopped: it leaves the registry, its
+	 * container goes when its engine answers again (the reaper). */
+	if (!tool_arg_type_ok(c, "container_id", json_type_string, NULL) ||
+	    (id = tool_arg_string(c, "container_id")) == NULL ||
+	    (sb = sandbox_find(c->sess, id)) == NULL || !sb->lost)
+		if ((sb = sandbox_lookup(c, "container_id")) == NULL)
+			return;
 	s = xcalloc(1, sizeof *s);
 	s->call = c;
 	s->id = xstrdup(sb->id);

@@ -206,6 +206,8 @@ resolve_error(const char *key, const char *why)
 static const char *
 state_name(const struct sandbox *sb)
 {
+	if (sb->lost)
+		return "lost";
 	if (sb->state == SB_STARTING)
 		return "starting";
 	if (sb->state == SB_STOPPING)
@@ -213,38 +215,6 @@ state_name(const struct sandbox *sb)
 	if (sb->worker == NULL)
 		return "respawning";
 	return sb->paused ? "paused" : "running";
-}
-
-/*
- * The engines this server places sandboxes on, as a JSON array of
- * {host, name, api_version, sandboxes, default}.  The one place that
- * knows: a server with several engines fills it from their registry.
- */
-json_object *
-control_engines_json(void)
-{
-	json_object *a, *o;
-	struct sandbox *sb;
-	long n = 0;
-
-	TAILQ_FOREACH(sb, &sandboxes, entry)
-	{
-		if (sb->engine == sup.engine)
-			n++;
-	}
-	a = json_object_new_array();
-	o = json_object_new_object();
-	json_object_object_add(
-	    o, "host", json_object_new_string(sup.conf->docker_host));
-	json_object_object_add(
-	    o, "name", json_object_new_string(engine_name(sup.engine)));
-	if (engine_api_version(sup.engine) != NULL)
-		json_object_object_add(o, "api_version",
-		    json_object_new_string(engine_api_version(sup.engine)));
-	json_object_object_add(o, "sandboxes", json_object_new_int64(n));
-	json_object_object_add(o, "default", json_object_new_boolean(1));
-	json_object_array_add(a, o);
-	return a;
 }
 
 /* This server: pid, version, transport, uptime, its socket. */
@@ -336,6 +306,10 @@ cmd_ls(struct cclient *c)
 		    o, "image", json_object_new_string(sb->image));
 		json_object_object_add(
 		    o, "state", json_object_new_string(state_name(sb)));
+		json_object_object_add(o, "engine",
+		    json_object_new_string(engines_url(sb->engine)));
+		json_object_object_add(o, "runtime",
+		    json_object_new_string(sandbox_runtime_name(sb)));
 		json_object_object_add(
 		    o, "created", json_object_new_int64((int64_t)sb->created));
 		json_object_object_add(o, "age_seconds",
@@ -351,7 +325,9 @@ cmd_ls(struct cclient *c)
 			json_object_object_add(o, "worker_pid",
 			    json_object_new_int(wproc_pid(sb->worker)));
 		json_object_array_add(list, o);
-		if (sb->id == NULL || sb->state != SB_READY || sb->paused)
+		/* A lost sandbox's engine does not answer: not asked. */
+		if (sb->id == NULL || sb->state != SB_READY || sb->paused ||
+		    sb->lost)
 			continue;
 		en = xcalloc(1, sizeof *en);
 		en->ls = ls;
@@ -450,7 +426,7 @@ cmd_top(struct cclient *c)
 	json_object_object_add(
 	    s, "workers_rss_bytes", json_object_new_int64(workers));
 	json_object_object_add(o, "memory", s);
-	json_object_object_add(o, "engines", control_engines_json());
+	json_object_object_add(o, "engines", engines_json());
 	json_object_object_add(o, "pool", pool_stats_json());
 	json_object_object_add(
 	    o, "engine_errors", json_object_new_int64(stats.engine_errors));

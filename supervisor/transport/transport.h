@@ -15,6 +15,5 @@ void http_stop(void);
 struct json_object;
 int control_start(void);
 void control_stop(void);
-struct json_object *control_engines_json(void);
 
 #endif

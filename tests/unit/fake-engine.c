@@ -464,10 +464,12 @@ fake_begin(struct engine_req *req, enum fake_op op, const char *arg)
 }
 
 static void *
-fake_open(struct event_base *base, const char *host, int *supports)
+fake_open(
+    struct event_base *base, const char *host, const char *tls, int *supports)
 {
 	(void)base;
 	(void)host;
+	(void)tls;
 	(void)supports;
 	return NULL; /* never picked by engine_new() */
 }
@@ -721,6 +723,13 @@ fake_engine_new(struct event_base *base)
 	TAILQ_INIT(&f->reqs);
 	return engine_new_ops(
 	    base, &fake_ops, f, ENGINE_EXEC_STDIN | ENGINE_UPDATE);
+}
+
+/* Ids from here on (a second fake engine's differ from the first's). */
+void
+fake_id_base(struct engine *eng, unsigned long base)
+{
+	((struct fake *)eng->state)->next_id = base;
 }
 
 void

@@ -52,6 +52,7 @@ struct fake_call {
 struct engine *fake_engine_new(struct event_base *);
 
 const char *fake_op_name(enum fake_op);
+void fake_id_base(struct engine *, unsigned long);
 
 /* The store. */
 void fake_image_add(struct engine *, const char *);

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "egress.h"
+#include "enginespec.h"
 
 extern char **environ;
 
@@ -1048,4 +1049,74 @@ Test(config, runtime_names_are_short_and_plain)
 	    W("--runtime", "runtime name"), "--runtime", "/usr/bin/runsc");
 	EXPECT_FAIL_MENTIONING(W("--allow-runtime", "runtime names"),
 	    "--allow-runtime", "runc,bad$name");
+}
+
+/* --engine: URL and attributes parsed strictly, each fault named. */
+Test(config, engine_specs_parse_strictly)
+{
+	struct enginespec es;
+	char why[512], dir[] = "/tmp/engine-tls-XXXXXX", path[64];
+	const char *const files[] = {"ca.pem", "cert.pem", "key.pem"};
+	FILE *f;
+	size_t i;
+
+	cr_assert_eq(
+	    enginespec_parse("unix:///run/d.sock", &es, why, sizeof why), 0,
+	    "%s", why);
+	cr_assert_str_eq(es.url, "unix:///run/d.sock");
+	cr_assert_str_eq(es.tls, "");
+	cr_assert_eq(es.max_sandboxes, 0);
+	cr_assert_eq(enginespec_parse("tcp://10.0.0.7:2376?tls=/etc/c&max-"
+	                              "sandboxes=40&max-memory-mb=65536",
+	                 &es, why, sizeof why),
+	    0, "%s", why);
+	cr_assert_str_eq(es.url, "tcp://10.0.0.7:2376");
+	cr_assert_str_eq(es.tls, "/etc/c");
+	cr_assert_eq(es.max_sandboxes, 40);
+	cr_assert_eq(es.max_memory_mb, 65536);
+	cr_assert_eq(
+	    enginespec_parse("tcp://[::1]:2375", &es, why, sizeof why), 0);
+
+	EXPECT_FAIL_MENTIONING(
+	    W("unknown attribute", "bogus"), "--engine", "tcp://h:1?bogus=1");
+	EXPECT_FAIL_MENTIONING(W("max-sandboxes given twice"), "--engine",
+	    "tcp://h:1?max-sandboxes=1&max-sandboxes=2");
+	EXPECT_FAIL_MENTIONING(W("expected an integer"), "--engine",
+	    "tcp://h:1?max-memory-mb=12x");
+	EXPECT_FAIL_MENTIONING(
+	    W("expected ATTRIBUTE=VALUE"), "--engine", "tcp://h:1?tls");
+	EXPECT_FAIL_MENTIONING(
+	    W("tcp:// engines only"), "--engine", "unix:///d.sock?tls=/etc");
+	EXPECT_FAIL_MENTIONING(
+	    W("port must be 1 to 65535"), "--engine", "tcp://h:0");
+	EXPECT_FAIL_MENTIONING(
+	    W("expected tcp://HOST:PORT"), "--engine", "tcp://h");
+	EXPECT_FAIL_MENTIONING(
+	    W("absolute socket path"), "--engine", "unix://d.sock");
+	EXPECT_FAIL_MENTIONING(
+	    W("expected unix:///PATH"), "--engine", "https://h:1");
+	EXPECT_FAIL_MENTIONING(
+	    W("cannot read ca.pem"), "--engine", "tcp://h:1?tls=/nonexistent");
+	EXPECT_FAIL_MENTIONING(W("given twice"), "--engine", "tcp://h:1",
+	    "--engine", "tcp://h:1?max-sandboxes=3");
+	EXPECT_FAIL_MENTIONING(W("--drain", "not the URL of an --engine"),
+	    "--engine", "tcp://h:1", "--drain", "tcp://h:2");
+
+	/* A directory with the three files is taken. */
+	cr_assert_not_null(mkdtemp(dir));
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		cr_assert_not_null(f = fopen(path, "w"));
+		fclose(f);
+	}
+	snprintf(path, sizeof path, "tcp://h:1?tls=%s", dir);
+	cr_assert_eq(
+	    PARSE("--engine", path, "--drain", "tcp://h:1"), 0, "%s", errtext);
+	cr_assert_eq(conf.engines.n, 1);
+	cr_assert_eq(conf.drain.n, 1);
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 }

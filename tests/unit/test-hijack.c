@@ -199,7 +199,7 @@ stream_running(struct docker *d)
 
 Test(hijack, cancelled_mid_stream)
 {
-	struct docker *d = docker_new(base, host);
+	struct docker *d = docker_new(base, host, NULL);
 	struct docker_req *r = stream_running(d);
 
 	spin(1);
@@ -212,7 +212,7 @@ Test(hijack, cancelled_mid_stream)
 
 Test(hijack, engine_ends_the_stream)
 {
-	struct docker *d = docker_new(base, host);
+	struct docker *d = docker_new(base, host, NULL);
 
 	(void)stream_running(d);
 	cr_assert_not_null(peer);

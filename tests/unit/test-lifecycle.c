@@ -1720,3 +1720,109 @@ Test(lifecycle, egress_tools_say_egress_is_off_without_egress_allow)
 	cr_assert_eq(fake_containers(eng), 0);
 	client_close(cl);
 }
+
+/* --- several engines (engines.c) --- */
+
+/* Which of the two engines the sandbox was placed on (the fakes' ids
+ * are alike: the registry says). */
+static int
+engine_of(struct engine *a, struct engine *b, const char *cid)
+{
+	struct sandbox *sb = sandbox_find(NULL, cid);
+
+	cr_assert_not_null(sb);
+	return sb->engine == a ? 1 : sb->engine == b ? 2 : 0;
+}
+
+/* Everything gone, then the second engine and the records too. */
+static void
+engines_done(struct engine *b)
+{
+	client_close(&clients[0]);
+	WAIT_FOR(sandbox_count() == 0 && wproc_count() == 0 &&
+	         fake_containers(eng) == 0 && fake_containers(b) == 0 &&
+	         fake_in_flight(eng) == 0 && fake_in_flight(b) == 0);
+	engines_close();
+	sup.engine = eng;
+	engine_free(b);
+}
+
+Test(lifecycle, engines_placement_spreads_by_free_share_under_ceilings)
+{
+	struct client *cl = client_new();
+	struct engine *b = fake_engine_new(sup.base);
+	const char *cid;
+	json_object *r;
+	int i, where[4];
+
+	fake_image_add(b, IMAGE);
+	fake_id_base(b, 0x10000);
+	engines_add(eng, "unix:///a.sock", 2, 0);
+	engines_add(b, "tcp://127.0.0.1:2", 2, 0);
+	/* Ties go to the first; then the emptier one. */
+	for (i = 0; i < 4; i++) {
+		cid = create_ok(cl, NULL);
+		where[i] = engine_of(eng, b, cid);
+	}
+	cr_assert_eq(where[0], 1);
+	cr_assert_eq(where[1], 2);
+	cr_assert_eq(where[2], 1);
+	cr_assert_eq(where[3], 2);
+	/* Both at max-sandboxes: refused, each engine saying why. */
+	r = wait_reply(cl, create(cl, IMAGE));
+	cr_assert(is_error(r));
+	cr_assert(
+	    strstr(text_of(r), "no engine can take a sandbox now") != NULL &&
+	        strstr(text_of(r), "at its max-sandboxes") != NULL,
+	    "%s", text_of(r));
+	/* A drained engine takes none, even with room. */
+	cr_assert_eq(engines_drain("unix:///a.sock", 1), 0);
+	cr_assert_eq(engines_drain("unix:///nowhere", 1), -1);
+	engines_done(b);
+}
+
+Test(lifecycle, engines_lost_engine_makes_its_sandboxes_lost)
+{
+	struct client *cl = client_new();
+	struct engine *b = fake_engine_new(sup.base);
+	struct sandbox *sa;
+	const char *ca, *cb, *cc;
+	json_object *r;
+	char args[256];
+
+	fake_image_add(b, IMAGE);
+	fake_id_base(b, 0x10000);
+	engines_add(eng, "unix:///a.sock", 0, 0);
+	engines_add(b, "tcp://127.0.0.1:2", 0, 0);
+	ca = create_ok(cl, NULL);
+	cb = create_ok(cl, NULL);
+	cr_assert_eq(engine_of(eng, b, ca), 1);
+	cr_assert_eq(engine_of(eng, b, cb), 2);
+	sa = sandbox_find(NULL, ca);
+	/* Its health check fails: down, its sandbox lost, its worker gone
+	 * for good. */
+	fake_fail(eng, FAKE_PING, 100, "connection refused", 0);
+	engines_suspect(eng);
+	WAIT_FOR(sa->lost && sa->worker == NULL);
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"commands\":\"true\"}", ca);
+	r = wait_reply(cl, tool_call(cl, "sandbox_exec", args));
+	cr_assert(is_error(r));
+	cr_assert(strstr(text_of(r), "which stopped answering at") != NULL &&
+	              strstr(text_of(r), "unix:///a.sock") != NULL,
+	    "%s", text_of(r));
+	snprintf(args, sizeof args, "{\"container_id\":\"%s\"}", ca);
+	r = wait_reply(cl, tool_call(cl, "get_sandbox_status", args));
+	cr_assert(!is_error(r), "%s", text_of(r));
+	cr_assert(strstr(json_object_to_json_string(r), "\"lost\"") != NULL,
+	    "%s", json_object_to_json_string(r));
+	/* New sandboxes go to the other; no worker is respawned. */
+	cc = create_ok(cl, NULL);
+	cr_assert_eq(engine_of(eng, b, cc), 2);
+	cr_assert_eq(worker_log_count("start", ca), 1);
+	/* It answers again: the lost sandbox's container is reaped. */
+	fake_fail(eng, FAKE_PING, 0, "none", 0);
+	engines_suspect(eng);
+	WAIT_FOR(!fake_container_has(eng, ca));
+	engines_done(b);
+}
