@@ -29,6 +29,7 @@ import {
   createSandbox,
   expectOk,
   expectToolError,
+  serverPid,
   startServer,
   uniqueLabel,
 } from '../interop/lib/harness.js';
@@ -189,6 +190,20 @@ describe('several engines', { concurrency: false }, () => {
       const r = firstResult(await run(c, id, 'echo still here'));
       assert.match(r.stdout, /still here/);
     }
+    // The operator's view says the same: mcp-sandboxd ls shows them lost,
+    // where they were, and top shows the engine down (both --json).
+    const pid = String(serverPid(h));
+    const ls = JSON.parse(execFileSync(BIN, ['ls', '--json', '--server', pid], { encoding: 'utf8' }));
+    const listed = ls.servers[0].sandboxes;
+    for (const id of on1) {
+      const sb = listed.find((x) => x.id === id);
+      assert.equal(sb?.state, 'lost', JSON.stringify(listed));
+      assert.equal(sb.engine, E1);
+    }
+    for (const id of on2) assert.equal(listed.find((x) => x.id === id)?.state, 'running');
+    const top = JSON.parse(execFileSync(BIN, ['top', '--json', '--server', pid], { encoding: 'utf8' }));
+    assert.equal(top.engines.find((e) => e.url === E1)?.state, 'down', JSON.stringify(top.engines));
+    assert.equal(top.engines.find((e) => e.url === E2)?.state, 'up');
     // New sandboxes go elsewhere; the lost engine cannot be named.
     const moved = await createSandbox(c);
     assert.equal(moved.engine, E2);
