@@ -24,15 +24,15 @@ struct config {
 	char *log_format; /* text or json (common/log.c) */
 	/* The control socket (supervisor/transport/control.c). */
 	char *control_mode; /* --control: "on" or "off" */
-	int control; /* ... as a flag */
 	char *control_dir; /* NULL: common/ctldir.c's default */
-	/* Several engines (supervisor/sandbox/engines.c): each --engine
-	 * (enginespec.h), none: --docker-host alone; the URLs no new sandbox
-	 * goes to; seconds between health checks; whether a client may name
-	 * its sandbox's engine. */
+	int control; /* --control as a flag */
+	/* Several engines (supervisor/sandbox/engines.c): whether a client
+	 * may name its sandbox's engine; each --engine (enginespec.h), none:
+	 * --docker-host alone; the URLs no new sandbox goes to; seconds
+	 * between health checks. */
+	int allow_engine_choice;
 	struct config_list engines, drain;
 	long engine_ping_interval;
-	int allow_engine_choice;
 	char *worker_tls; /* internal: the worker's engine's TLS (or "") */
 
 	/* Defaults for a new sandbox, and the operator's ceilings. */
