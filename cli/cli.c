@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "ctldir.h"
+#include "privdir.h"
 #include "xmalloc.h"
 
 #define CLI_MAX_SERVERS 64
@@ -244,7 +245,7 @@ servers_open(struct servers *s, const char *given, pid_t pid)
 		                "too long\n");
 		return -1;
 	}
-	if (ctldir_check(dir, 0, err, sizeof err) == -1) {
+	if (privdir_check(dir, 0, err, sizeof err) == -1) {
 		if (errno == ENOENT)
 			fprintf(stderr,
 			    "mcp-sandboxd: no server running (no control "

@@ -36,35 +36,6 @@ ctldir_path(const char *given, char *buf, size_t len)
 	return 0;
 }
 
-/*
- * Whether dir is a private directory of this user (made first when make
- * is set): 0, or -1 with why in err.
- */
-int
-ctldir_check(const char *dir, int make, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (make && mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (lstat(dir, &st) == -1) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) != 0) {
-		snprintf(err, errlen,
-		    "%s is not a private directory of this user (a directory "
-		    "of uid %d, mode 0700 or stricter, not a symlink)",
-		    dir, (int)geteuid());
-		errno = EPERM;
-		return -1;
-	}
-	return 0;
-}
-
 /* The socket of server pid in dir: 0, or -1 if too long for sun_path. */
 int
 ctldir_socket(const char *dir, long pid, char *buf, size_t len)

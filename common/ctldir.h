@@ -1,7 +1,8 @@
 /*
  * The control directory: where each running server's control socket is
  * (one per server, named by its pid), for the server that listens on it
- * and the commands (ls, top, logs, stop) that look for it.
+ * and the commands (ls, top, logs, stop) that look for it.  It must be
+ * private (privdir_check()).
  */
 #ifndef CTLDIR_H
 #define CTLDIR_H
@@ -11,7 +12,6 @@
 #define CTLDIR_ENV "MCP_SANDBOXD_CONTROL_DIR"
 
 int ctldir_path(const char *, char *, size_t);
-int ctldir_check(const char *, int, char *, size_t);
 int ctldir_socket(const char *, long, char *, size_t);
 
 #endif

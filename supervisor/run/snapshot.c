@@ -39,6 +39,7 @@
 #include "core.h"
 #include "log.h"
 #include "mcp.h"
+#include "privdir.h"
 #include "random.h"
 #include "run.h"
 #include "sandbox.h"
@@ -113,8 +114,8 @@ snap_store(char *err, size_t len)
 		return -1;
 	}
 	xasprintf(&dir, "%s/snapshots", base);
-	if (private_dir(base, why, sizeof why) == -1 ||
-	    private_dir(dir, why, sizeof why) == -1) {
+	if (privdir_check(base, 1, why, sizeof why) == -1 ||
+	    privdir_check(dir, 1, why, sizeof why) == -1) {
 		log_warnx("state directory: %s", why);
 		snprintf(err, len,
 		    "the state directory cannot hold snapshots: %s", why);

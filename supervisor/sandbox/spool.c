@@ -19,6 +19,7 @@
 #include "core.h"
 #include "log.h"
 #include "mcp.h"
+#include "privdir.h"
 #include "sandbox.h"
 #include "spool.h"
 #include "xmalloc.h"
@@ -56,35 +57,6 @@ static const char *const stream_names[] = {"stdout", "stderr"};
 static void rm_tree(const char *);
 
 /*
- * dir as a private directory of ours: made (0700) if missing, else a real
- * directory (no symlink) owned by us that nobody else may enter. 0, or -1
- * with why in err.
- */
-int
-private_dir(const char *dir, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (lstat(dir, &st) == -1) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) != 0) {
-		snprintf(err, errlen,
-		    "%s is not a private directory of this user (a directory "
-		    "of uid %d, mode 0700 or stricter, not a symlink)",
-		    dir, (int)geteuid());
-		return -1;
-	}
-	return 0;
-}
-
-/*
  * Make the private directory of this instance, in the runtime directory
  * (--runtime-dir; else $XDG_RUNTIME_DIR/mcp-sandboxd, else
  * /run/mcp-sandboxd; else a new private directory in TMPDIR or /tmp).
@@ -97,7 +69,8 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 	FILE *f;
 
 	if (sup.conf != NULL && sup.conf->runtime_dir != NULL) {
-		if (private_dir(sup.conf->runtime_dir, err, sizeof err) == -1) {
+		if (privdir_check(sup.conf->runtime_dir, 1, err, sizeof err) ==
+		    -1) {
 			log_warnx("--runtime-dir: %s", err);
 			return -1;
 		}
@@ -105,7 +78,7 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 	}
 	if (base == NULL && xdg != NULL && *xdg == '/') {
 		xasprintf(&base, "%s/mcp-sandboxd", xdg);
-		if (private_dir(base, err, sizeof err) == -1) {
+		if (privdir_check(base, 1, err, sizeof err) == -1) {
 			log_info("runtime directory: %s", err);
 			free(base);
 			base = NULL;
@@ -113,7 +86,7 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 	}
 	if (base == NULL) {
 		base = xstrdup("/run/mcp-sandboxd");
-		if (private_dir(base, err, sizeof err) == -1) {
+		if (privdir_check(base, 1, err, sizeof err) == -1) {
 			log_debug("runtime directory: %s", err);
 			free(base);
 			base = NULL;

@@ -14,7 +14,6 @@ struct spool;
 
 int spool_init(const char *, const char *, unsigned long long);
 /* dir as a private directory of ours (0700, no symlink): 0, or -1. */
-int private_dir(const char *, char *, size_t);
 void spool_reap(void);
 void spool_cleanup(void);
 const char *spool_root_path(void);

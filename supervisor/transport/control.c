@@ -42,6 +42,7 @@
 #include "engine.h"
 #include "log.h"
 #include "mcp.h"
+#include "privdir.h"
 #include "procinfo.h"
 #include "proto.h"
 #include "sandbox.h"
@@ -946,7 +947,7 @@ control_start(void)
 		          "for a socket; no control socket (--control-dir)");
 		return -1;
 	}
-	if (ctldir_check(dir, 1, err, sizeof err) == -1) {
+	if (privdir_check(dir, 1, err, sizeof err) == -1) {
 		log_warnx("control: %s; no control socket", err);
 		sock_path[0] = '\0';
 		return -1;

@@ -1,0 +1,41 @@
+/*
+ * A private directory of this user (privdir.h).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "privdir.h"
+
+/*
+ * Whether dir is a private directory of this user, made (0700) first when
+ * make is set and it is missing: 0, or -1 with why in err (errno EPERM
+ * when it exists but is not private).
+ */
+int
+privdir_check(const char *dir, int make, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (make && mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		snprintf(err, errlen,
+		    "%s is not a private directory of this user (a directory "
+		    "of uid %d, mode 0700 or stricter, not a symlink)",
+		    dir, (int)geteuid());
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
