@@ -40,6 +40,7 @@
 #include <event2/listener.h>
 
 #include "agentwire.h"
+#include "listenrest.h"
 #include "log.h"
 #include "random.h"
 #include "worker.h"
@@ -67,6 +68,7 @@ struct channel {
 	struct worker *w;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct evconnlistener *lev;
+	struct listenrest *rest; /* out of descriptors: it rests */
 	char token[AGENT_TOKEN_MAX + 1]; /* "" while not listening */
 	LIST_HEAD(, chconn) pending;
 	size_t npending;
@@ -111,6 +113,8 @@ static void
 channel_unlisten(struct channel *ch)
 {
 	if (ch->lev != NULL) {
+		listenrest_free(ch->rest);
+		ch->rest = NULL;
 		evconnlistener_free(ch->lev);
 		ch->lev = NULL;
 		(void)unlink(ch->path);
@@ -386,6 +390,7 @@ channel_listen(struct channel *ch)
 		    strerror(errno));
 		return NULL;
 	}
+	ch->rest = listenrest_new(ch->lev, "agent channel");
 	/* The sandbox user connects: its uid is not the worker's. */
 	if (chmod(ch->path, 0666) == -1) {
 		log_warnx("agent: chmod %s: %s", ch->path, strerror(errno));

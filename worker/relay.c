@@ -56,6 +56,7 @@
 #include "config.h"
 #include "httphead.h"
 #include "join.h"
+#include "listenrest.h"
 #include "log.h"
 #include "proto.h"
 #include "relay-int.h"
@@ -70,6 +71,7 @@
 struct expose {
 	struct relay *r;
 	struct evconnlistener *lev;
+	struct listenrest *rest; /* out of descriptors: it rests */
 	int port; /* in the sandbox */
 	int host_port;
 	char address[INET6_ADDRSTRLEN];
@@ -737,6 +739,7 @@ expose_free(struct expose *ex)
 			rconn_free(c, "the port is no longer exposed");
 	}
 	LIST_REMOVE(ex, entry);
+	listenrest_free(ex->rest);
 	evconnlistener_free(ex->lev);
 	if (ex->auth != NULL)
 		explicit_bzero(ex->auth, strlen(ex->auth));
@@ -885,6 +888,7 @@ relay_expose(struct worker *w, uint32_t reqid, json_object *call)
 		free(ex);
 		return;
 	}
+	ex->rest = listenrest_new(ex->lev, "exposed port");
 	if (auth != NULL)
 		ex->auth = xstrdup(auth);
 	snprintf(ex->address, sizeof ex->address, "%s", bind);

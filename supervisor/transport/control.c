@@ -40,6 +40,7 @@
 #include "core.h"
 #include "ctldir.h"
 #include "engine.h"
+#include "listenrest.h"
 #include "log.h"
 #include "mcp.h"
 #include "privdir.h"
@@ -74,6 +75,7 @@ struct cclient {
 static LIST_HEAD(, cclient) cclients = LIST_HEAD_INITIALIZER(cclients);
 static int nclients;
 static struct evconnlistener *listener;
+static struct listenrest *listener_rest; /* out of descriptors */
 static char sock_path[PATH_MAX];
 static void (*prev_logs_updated)(struct sandbox *);
 
@@ -983,6 +985,8 @@ control_start(void)
 		sock_path[0] = '\0';
 		return -1;
 	}
+	/* Out of descriptors, a peer waiting must not make the loop spin. */
+	listener_rest = listenrest_new(listener, "control");
 	prev_logs_updated = sandbox_logs_updated;
 	sandbox_logs_updated = control_logs_updated;
 	sandbox_listen(control_sandbox_event);
@@ -997,6 +1001,8 @@ control_stop(void)
 	while (!LIST_EMPTY(&cclients))
 		client_drop(LIST_FIRST(&cclients));
 	if (listener != NULL) {
+		listenrest_free(listener_rest);
+		listener_rest = NULL;
 		evconnlistener_free(listener);
 		listener = NULL;
 	}

@@ -39,6 +39,7 @@
 #include "config.h"
 #include "core.h"
 #include "http-int.h"
+#include "listenrest.h"
 #include "log.h"
 #include "mcp.h"
 #include "random.h"
@@ -48,16 +49,14 @@
 
 #define HTTP_TOKEN_MAX 4096
 #define HTTP_MAX_LIST 64
-#define HTTP_ACCEPT_REST_MS 250
 #define HTTP_AUTH_PEERS 64 /* peers whose failed logins are counted */
 #define HTTP_AUTH_LOG_SECONDS 10
 #define HTTP_AUTH_LOG_LINES 20 /* lines per window, all peers together */
 #define HTTP_GEN_TOKEN_BYTES 32
 
 static struct evhttp *httpd;
-static long accept_rests;
 static struct evconnlistener *listener;
-static struct event *accept_timer;
+static struct listenrest *accept_rest; /* out of descriptors */
 static char *token; /* the bearer token, or NULL: no auth */
 static size_t token_len;
 static int token_generated; /* made at start: printed once */
@@ -679,8 +678,9 @@ http_metrics(struct evbuffer *b)
 	    "# HELP mcp_sandboxd_http_accept_rests_total Times accept() failed "
 	    "(out of descriptors) and the listener rested.\n"
 	    "# TYPE mcp_sandboxd_http_accept_rests_total counter\n"
-	    "mcp_sandboxd_http_accept_rests_total %ld\n",
-	    http_conn_count(), refused, cut, preauth, accept_rests);
+	    "mcp_sandboxd_http_accept_rests_total %lld\n",
+	    http_conn_count(), refused, cut, preauth,
+	    listenrest_count(accept_rest));
 }
 
 static void
@@ -698,37 +698,6 @@ http_metrics_reply(struct evhttp_request *req)
 }
 
 /* --- connections --- */
-
-static void
-http_accept_resume(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	if (listener != NULL)
-		evconnlistener_enable(listener);
-}
-
-/*
- * accept() failed for a reason other than a passing one: out of
- * descriptors, most likely.  The pending connection stays queued and the
- * socket readable, so rest a moment rather than be called again at once.
- */
-static void
-http_accept_error(struct evconnlistener *lev, void *arg)
-{
-	struct timeval tv = {0, HTTP_ACCEPT_REST_MS * 1000};
-	int err = EVUTIL_SOCKET_ERROR();
-
-	(void)arg;
-	if (accept_rests++ % 100 == 0)
-		log_warnx("%s: accept: %s; not accepting for %d ms (%lld "
-		          "times so far)",
-		    __func__, evutil_socket_error_to_string(err),
-		    HTTP_ACCEPT_REST_MS, (long long)accept_rests);
-	evconnlistener_disable(lev);
-	evtimer_add(accept_timer, &tv);
-}
 
 /* --- requests --- */
 
@@ -1018,10 +987,7 @@ http_listen(void)
 	    NULL)
 		fatal("cannot listen on %s", sup.conf->listen);
 	listener = evhttp_bound_socket_get_listener(bs);
-	evconnlistener_set_error_cb(listener, http_accept_error);
-	if ((accept_timer = evtimer_new(sup.base, http_accept_resume, NULL)) ==
-	    NULL)
-		fatalx("evtimer_new");
+	accept_rest = listenrest_new(listener, "http");
 	memset(&ss, 0, sizeof ss);
 	if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss,
 	        &sslen) == 0)
@@ -1098,13 +1064,12 @@ http_stop(void)
 	if (httpd == NULL)
 		return;
 	http_sessions_stop();
+	listenrest_free(accept_rest);
+	accept_rest = NULL;
 	evhttp_free(httpd); /* closes every connection */
 	http_conn_stop();
 	httpd = NULL;
 	listener = NULL;
-	if (accept_timer != NULL)
-		event_free(accept_timer);
-	accept_timer = NULL;
 	for (i = 0; i < norigins; i++)
 		free(origins[i]);
 	for (i = 0; i < nhosts; i++)

@@ -8,6 +8,7 @@
  * request id.
  */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -56,8 +57,10 @@ ctl_wait_socket(const char *path)
 	}
 }
 
+/* A connection to the socket at path (flags: SOCK_NONBLOCK for -1 at
+ * once when its listen queue is full), or -1. */
 static int
-ctl_connect(const char *path)
+ctl_connect_flags(const char *path, int flags)
 {
 	struct sockaddr_un sun;
 	int fd;
@@ -65,13 +68,19 @@ ctl_connect(const char *path)
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
 	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
 	cr_assert(fd >= 0);
 	if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int
+ctl_connect(const char *path)
+{
+	return ctl_connect_flags(path, 0);
 }
 
 /* Whether the server closed fd within ms (reads and drops its bytes). */
@@ -111,6 +120,31 @@ ctl_ask(int fd, const char *req)
 	}
 	buf[len] = '\0';
 	return h_parse(buf);
+}
+
+/* Whether an answer with "ok": true comes on fd within 2 s. */
+static int
+ctl_answers_ok(int fd)
+{
+	struct pollfd pfd = {fd, POLLIN, 0};
+	char buf[65536];
+	json_object *a;
+	size_t len = 0;
+	ssize_t n;
+	int ok;
+
+	while (len < sizeof buf - 1 && memchr(buf, '\n', len) == NULL) {
+		if (poll(&pfd, 1, 2000) != 1 ||
+		    (n = read(fd, buf + len, sizeof buf - 1 - len)) <= 0)
+			return 0;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if ((a = json_tokener_parse(buf)) == NULL)
+		return 0;
+	ok = json_object_get_boolean(json_object_object_get(a, "ok"));
+	json_object_put(a);
+	return ok;
 }
 
 /* `mcp-sandboxd ARGS` with the control directory: its output. */
@@ -603,4 +637,59 @@ Test(control, two_servers_ambiguous_name, .timeout = 240)
 	h_finish(s2);
 	h_finish(s1);
 	cr_assert(rmdir(dir) == 0);
+}
+
+/*
+ * Out of descriptors, a control client waiting in the queue must not
+ * make the server spin on its readable socket (it rests, as the HTTP
+ * listener does), and it is answered once descriptors are free.  Every
+ * server that starts connects to the others' sockets (the stale-socket
+ * sweep), so this happens whenever one starts while another is full.
+ */
+Test(control, out_of_descriptors_rests, .timeout = 60)
+{
+	char dir[64], path[128];
+	struct rlimit low, old;
+	struct h_server *s;
+	long long cpu, deadline;
+	int fds[64], i, n = 0, fd, answered;
+
+	ctl_dir(dir, sizeof dir);
+	s = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s));
+	ctl_sock(dir, s->pid, path, sizeof path);
+	ctl_wait_socket(path);
+	cr_assert(prlimit(s->pid, RLIMIT_NOFILE, NULL, &old) == 0);
+	low.rlim_cur = 24;
+	low.rlim_max = old.rlim_max;
+	cr_assert(prlimit(s->pid, RLIMIT_NOFILE, &low, NULL) == 0, "%s",
+	    strerror(errno));
+	/* More than it can take: the first ones use its last descriptors,
+	 * the rest wait in the listen queue (16). */
+	for (i = 0; i < 40; i++)
+		if ((fds[n] = ctl_connect_flags(path, SOCK_NONBLOCK)) >= 0)
+			n++;
+	cr_assert_geq(n, 17, "only %d connections", n);
+	usleep(500000);
+	cpu = h_cpu_ms(s->pid);
+	sleep(2);
+	cpu = h_cpu_ms(s->pid) - cpu;
+	cr_expect_lt(cpu, 500, "the server used %lld ms of CPU in 2 s", cpu);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	cr_assert(prlimit(s->pid, RLIMIT_NOFILE, &old, NULL) == 0, "%s",
+	    strerror(errno));
+	/* Served again (the queued connections it takes first are gone,
+	 * and may hold the clients' cap a moment). */
+	deadline = h_now_ms() + 5000;
+	do {
+		fd = ctl_connect(path);
+		cr_assert(fd >= 0);
+		answered = write(fd, "{\"cmd\":\"top\"}\n", 14) == 14 &&
+		           ctl_answers_ok(fd);
+		close(fd);
+	} while (!answered && h_now_ms() < deadline && usleep(100000) == 0);
+	cr_expect(answered, "no answer once descriptors were free");
+	h_finish(s);
+	cr_assert(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
 }
