@@ -1,4 +1,5 @@
 /* Facts about processes and this boot, from /proc. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +21,9 @@ proc_start_ticks(pid_t pid, unsigned long long *ticks)
 	n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: skip past it. */
+	/* The command name may hold spaces and parentheses: skip past it.
+	 * A line cut short is EINVAL, not a process gone (ENOENT). */
+	errno = EINVAL;
 	if ((p = strrchr(buf, ')')) == NULL)
 		return -1;
 	for (field = 2; field < 22; field++) {

@@ -87,8 +87,11 @@ reaper_owner_alive(const char *boot, const char *pid, const char *start)
 		return 0;
 	if (kill((pid_t)p, 0) == -1 && errno == ESRCH)
 		return 0;
+	/* Gone since kill() looked, or unreadable now (out of descriptors,
+	 * say): only a process that is gone is dead; in doubt, nothing of
+	 * its is reaped. */
 	if (proc_start_ticks((pid_t)p, &ticks) == -1)
-		return 0;
+		return errno == ENOENT || errno == ESRCH ? 0 : 1;
 	return strtoull(start, NULL, 10) == ticks;
 }
 
