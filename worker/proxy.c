@@ -55,6 +55,7 @@
 #define PROXY_CONNECT_SECONDS 30 /* to resolve and connect */
 #define PROXY_MAX_PATTERNS 64 /* the supervisor's own bound is lower */
 #define PROXY_RECORDS 256 /* connections remembered for results */
+#define PROXY_LISTEN_WAIT 10 /* s an egress call waits for the listener */
 
 /* One connection, as results and the activity log tell it. */
 struct pxrec {
@@ -96,6 +97,12 @@ static struct {
 	uint32_t port; /* listened on in the sandbox; 0: not (yet) */
 	struct pxrec recs[PROXY_RECORDS]; /* of those ended, by seq */
 	uint64_t seq; /* of the last connection */
+	/* The answer to the last egress call, held until the proxy listens
+	 * (or cannot, or PROXY_LISTEN_WAIT passed): the sandbox's first
+	 * command must find it there. */
+	json_object *held;
+	uint32_t held_req;
+	struct event *held_timer;
 } px;
 
 static struct pxrec *
@@ -498,6 +505,34 @@ proxy_acked(struct rconn *c)
 	return 1;
 }
 
+/* The held answer goes, with the port listened on now (0: none). */
+static void
+px_answer_held(void)
+{
+	json_object *res = px.held;
+
+	if (res == NULL)
+		return;
+	px.held = NULL;
+	if (px.held_timer != NULL)
+		evtimer_del(px.held_timer);
+	json_object_object_add(
+	    res, "proxy_port", json_object_new_int((int)px.port));
+	relay_answer(px.w, px.held_req, res);
+}
+
+static void
+px_held_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	logs_addf("egress",
+	    "the proxy did not listen in the sandbox within %d s",
+	    PROXY_LISTEN_WAIT);
+	px_answer_held();
+}
+
 static void
 px_listen(void)
 {
@@ -532,6 +567,7 @@ proxy_listening(const unsigned char *p, size_t len, char *why, size_t whylen)
 		    "the proxy listens on 127.0.0.1:%u in the "
 		    "sandbox",
 		    (unsigned)port);
+	px_answer_held();
 	return 0;
 }
 
@@ -548,6 +584,7 @@ proxy_agent_lost(struct worker *w)
 	(void)w;
 	px.asked = 0;
 	px.port = 0;
+	px_answer_held();
 }
 
 /* "egress": the sandbox's allowlist, in place of the one before. */
@@ -604,9 +641,21 @@ proxy_call(struct worker *w, uint32_t reqid, json_object *call)
 	px_listen();
 	res = json_object_new_object();
 	json_object_object_add(res, "allow", list);
-	json_object_object_add(
-	    res, "proxy_port", json_object_new_int((int)px.port));
-	relay_answer(w, reqid, res);
+	/* An earlier call still held goes first, as it is. */
+	px_answer_held();
+	px.held = res;
+	px.held_req = reqid;
+	if (px.on && px.port == 0) {
+		struct timeval tv = {PROXY_LISTEN_WAIT, 0};
+
+		if (px.held_timer == NULL &&
+		    (px.held_timer = evtimer_new(
+		         w->base, px_held_timeout, NULL)) == NULL)
+			fatalx("%s: evtimer_new", __func__);
+		evtimer_add(px.held_timer, &tv);
+		return;
+	}
+	px_answer_held();
 }
 
 void
@@ -636,6 +685,11 @@ proxy_stop(struct worker *w)
 	if (px.dns != NULL)
 		evdns_base_free(px.dns, 1);
 	px.dns = NULL;
+	json_object_put(px.held);
+	px.held = NULL;
+	if (px.held_timer != NULL)
+		event_free(px.held_timer);
+	px.held_timer = NULL;
 }
 
 /*
