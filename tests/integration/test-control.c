@@ -57,6 +57,20 @@ ctl_wait_socket(const char *path)
 	}
 }
 
+/* A server with its own control directory, once its socket is there. */
+static struct h_server *
+ctl_server(char *dir, size_t dirlen, char *path, size_t pathlen)
+{
+	struct h_server *s;
+
+	ctl_dir(dir, dirlen);
+	s = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s));
+	ctl_sock(dir, s->pid, path, pathlen);
+	ctl_wait_socket(path);
+	return s;
+}
+
 /* A connection to the socket at path (flags: SOCK_NONBLOCK for -1 at
  * once when its listen queue is full), or -1. */
 static int
@@ -164,11 +178,7 @@ Test(control, socket_private_and_removed_at_exit, .timeout = 120)
 	struct h_server *s;
 	struct stat st;
 
-	ctl_dir(dir, sizeof dir);
-	s = h_start("--control-dir", dir, NULL);
-	json_object_put(h_initialize(s));
-	ctl_sock(dir, s->pid, path, sizeof path);
-	ctl_wait_socket(path);
+	s = ctl_server(dir, sizeof dir, path, sizeof path);
 	cr_assert(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode));
 	cr_expect_eq(
 	    st.st_mode & 0777, 0600, "socket mode %o", st.st_mode & 0777);
@@ -269,11 +279,7 @@ Test(control, peer_of_another_uid_refused, .timeout = 120)
 	pid_t child;
 	int st, fd;
 
-	ctl_dir(dir, sizeof dir);
-	s = h_start("--control-dir", dir, NULL);
-	json_object_put(h_initialize(s));
-	ctl_sock(dir, s->pid, path, sizeof path);
-	ctl_wait_socket(path);
+	s = ctl_server(dir, sizeof dir, path, sizeof path);
 	child = fork();
 	cr_assert(child != -1);
 	if (child == 0)
@@ -301,11 +307,7 @@ Test(control, hostile_requests_drop_the_client, .timeout = 120)
 	json_object *a;
 	int fd;
 
-	ctl_dir(dir, sizeof dir);
-	s = h_start("--control-dir", dir, NULL);
-	json_object_put(h_initialize(s));
-	ctl_sock(dir, s->pid, path, sizeof path);
-	ctl_wait_socket(path);
+	s = ctl_server(dir, sizeof dir, path, sizeof path);
 
 	/* A line with no end past the cap. */
 	fd = ctl_connect(path);
@@ -522,11 +524,7 @@ Test(control, client_that_does_not_read_dropped, .timeout = 180)
 	json_object *a;
 	int fd;
 
-	ctl_dir(dir, sizeof dir);
-	s = h_start("--control-dir", dir, NULL);
-	json_object_put(h_initialize(s));
-	ctl_sock(dir, s->pid, path, sizeof path);
-	ctl_wait_socket(path);
+	s = ctl_server(dir, sizeof dir, path, sizeof path);
 	/* A log of about 900 KB: more than the socket's buffers hold. */
 	cid = h_create(s, "{\"name\":\"big-log\"}");
 	free(h_exec_ok(s, cid, "head -c 900000 /dev/zero | tr '\\0' x; echo"));
@@ -558,11 +556,7 @@ Test(control, clients_capped, .timeout = 120)
 	json_object *a;
 	int fds[16], fd, i;
 
-	ctl_dir(dir, sizeof dir);
-	s = h_start("--control-dir", dir, NULL);
-	json_object_put(h_initialize(s));
-	ctl_sock(dir, s->pid, path, sizeof path);
-	ctl_wait_socket(path);
+	s = ctl_server(dir, sizeof dir, path, sizeof path);
 	for (i = 0; i < 16; i++) {
 		fds[i] = ctl_connect(path);
 		cr_assert(fds[i] >= 0);
@@ -654,11 +648,7 @@ Test(control, out_of_descriptors_rests, .timeout = 60)
 	long long cpu, deadline;
 	int fds[64], i, n = 0, fd, answered;
 
-	ctl_dir(dir, sizeof dir);
-	s = h_start("--control-dir", dir, NULL);
-	json_object_put(h_initialize(s));
-	ctl_sock(dir, s->pid, path, sizeof path);
-	ctl_wait_socket(path);
+	s = ctl_server(dir, sizeof dir, path, sizeof path);
 	cr_assert(prlimit(s->pid, RLIMIT_NOFILE, NULL, &old) == 0);
 	low.rlim_cur = 24;
 	low.rlim_max = old.rlim_max;
