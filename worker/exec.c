@@ -153,16 +153,19 @@ exec_look_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * A run that failed may have failed with its whole container (a gVisor
- * sandbox that dies ends its execs with an error of its own, before the
- * engine's "die" event): one look at the container first (from the loop,
- * bounded as every plain engine call is), so that the supervisor hears of
+ * A run that failed under gVisor may have failed with its whole container
+ * (a gVisor sandbox that dies ends its execs with an error of its own,
+ * before the engine's "die" event): one look at the container first (from the
+ * loop, bounded as every plain engine call is), so that the supervisor hears of
  * a death before this result and answers the call with it.
  */
 static void
 exec_end(struct wexec *x)
 {
-	if (x->looked || x->cancelled || x->timed_out || x->killing) {
+	/* Only a gVisor sandbox dies whole this way: under another runtime
+	 * a failed run is told at once (a look would only delay it). */
+	if (!engine_runtime_gvisor(x->w->conf->runtime) || x->looked ||
+	    x->cancelled || x->timed_out || x->killing) {
 		exec_finish(x);
 		return;
 	}

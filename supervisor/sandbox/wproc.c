@@ -500,7 +500,7 @@ wproc_spawn(
 	char cap[32], logkb[32], uid[32], imgkb[32];
 	/* The options a worker reads, the egress lists' values each after
 	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
-	char *argv[24 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
+	char *argv[26 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
 	    sb->id, "--docker-host", (char *)engines_url(sb->engine),
 	    "--log-level", c->log_level, "--output-cap", cap, "--log-buffer-kb",
 	    logkb, "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
@@ -514,6 +514,11 @@ wproc_spawn(
 	if (engines_tls(sb->engine) != NULL) {
 		argv[argc++] = "--worker-tls";
 		argv[argc++] = (char *)engines_tls(sb->engine);
+	}
+	/* Its runtime: what a failed run may mean differs (worker/exec.c). */
+	if (sb->runtime != NULL) {
+		argv[argc++] = "--runtime";
+		argv[argc++] = sb->runtime;
 	}
 	if (sb->chandir != NULL) {
 		argv[argc++] = "--worker-channel";
