@@ -110,12 +110,28 @@ line(int cols, const char *fmt, ...)
 	printf(drawing_tty ? "%s\033[K\r\n" : "%s\n", buf);
 }
 
+/* One latency line: the percentiles of the histogram named. */
+static void
+draw_latency(json_object *t, int cols, const char *name)
+{
+	char p50[32], p90[32], p99[32];
+	json_object *lat;
+
+	lat =
+	    json_object_object_get(json_object_object_get(t, "latency"), name);
+	fmt_ms(lat, "p50_ms", p50, sizeof p50);
+	fmt_ms(lat, "p90_ms", p90, sizeof p90);
+	fmt_ms(lat, "p99_ms", p99, sizeof p99);
+	line(cols, "%-10s p50 %s  p90 %s  p99 %s  (%lld)", name, p50, p90, p99,
+	    num(lat, "count"));
+}
+
 static void
 draw(json_object *t, double rate, int tty)
 {
-	json_object *lat, *engines, *e, *pool;
+	json_object *engines, *e, *pool;
 	struct json_object_iterator it, end;
-	char p50[32], p90[32], p99[32], pl[256];
+	char pl[256];
 	struct winsize ws;
 	int cols = 0, n;
 	size_t i;
@@ -146,20 +162,8 @@ draw(json_object *t, double rate, int tty)
 		    "execs      %lld run, -/s (%lld failed, %lld timed out)",
 		    num(t, "execs.run"), num(t, "execs.failed"),
 		    num(t, "execs.timed_out"));
-	lat = json_object_object_get(
-	    json_object_object_get(t, "latency"), "create");
-	fmt_ms(lat, "p50_ms", p50, sizeof p50);
-	fmt_ms(lat, "p90_ms", p90, sizeof p90);
-	fmt_ms(lat, "p99_ms", p99, sizeof p99);
-	line(cols, "create     p50 %s  p90 %s  p99 %s  (%lld)", p50, p90, p99,
-	    num(lat, "count"));
-	lat = json_object_object_get(
-	    json_object_object_get(t, "latency"), "exec");
-	fmt_ms(lat, "p50_ms", p50, sizeof p50);
-	fmt_ms(lat, "p90_ms", p90, sizeof p90);
-	fmt_ms(lat, "p99_ms", p99, sizeof p99);
-	line(cols, "exec       p50 %s  p90 %s  p99 %s  (%lld)", p50, p90, p99,
-	    num(lat, "count"));
+	draw_latency(t, cols, "create");
+	draw_latency(t, cols, "exec");
 	line(cols, "memory     supervisor %.1f MiB, workers %.1f MiB",
 	    (double)num(t, "memory.supervisor_rss_bytes") / (1 << 20),
 	    (double)num(t, "memory.workers_rss_bytes") / (1 << 20));
