@@ -45,16 +45,11 @@ in_groups(const struct sweep *s, long id)
 	return 0;
 }
 
-/*
- * Whether pid is of a group or session swept (-1: it is gone or a
- * zombie, nothing to kill).
- */
+/* The state, process group and session of pid (-1: it is gone). */
 static int
-by_group(const struct sweep *s, pid_t pid)
+proc_stat(pid_t pid, char *state, long *pgrp, long *sess)
 {
 	char path[32], buf[512], *p;
-	long pgrp, sess;
-	char state;
 	ssize_t n;
 	int fd;
 
@@ -68,11 +63,124 @@ by_group(const struct sweep *s, pid_t pid)
 	buf[n] = '\0';
 	/* The name, in parentheses, may hold anything: the last ')'. */
 	if ((p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 1, " %c %*d %ld %ld", &state, &pgrp, &sess) != 3)
+	    sscanf(p + 1, " %c %*d %ld %ld", state, pgrp, sess) != 3)
 		return -1;
-	if (state == 'Z' || state == 'X')
+	return 0;
+}
+
+/*
+ * Whether pid is of a group or session swept (-1: it is gone or a
+ * zombie, nothing to kill).
+ */
+static int
+by_group(const struct sweep *s, pid_t pid)
+{
+	long pgrp, sess;
+	char state;
+
+	if (proc_stat(pid, &state, &pgrp, &sess) == -1 || state == 'Z' ||
+	    state == 'X')
 		return -1;
 	return in_groups(s, pgrp) || in_groups(s, sess);
+}
+
+/*
+ * The pids of /proc, one at a time: 0 at the end.  (A pid above 1, not
+ * above the limit, not this process.)
+ */
+static pid_t
+next_pid(DIR *d, pid_t self)
+{
+	struct dirent *e;
+	char *end;
+	long v;
+
+	while ((e = readdir(d)) != NULL) {
+		errno = 0;
+		v = strtol(e->d_name, &end, 10);
+		if (errno != 0 || *end != '\0' || v <= 1 ||
+		    v >= SWEEP_PID_LIMIT || v == self)
+			continue;
+		return (pid_t)v;
+	}
+	return 0;
+}
+
+static int
+seen(const struct sweep *s, pid_t pid)
+{
+	return s->stopped != NULL &&
+	       (s->stopped[pid / 8] & (1U << (pid % 8))) != 0;
+}
+
+/*
+ * A process that leaves the session (setsid) as the group is stopped is
+ * stopped all the same, out of the group by the time the passes look:
+ * a daemon starting as its command ends.  It is not the sweep's to kill,
+ * nor to leave stopped for good: the session leaders stopped after the
+ * sweep began, and not by the sweep's passes, are continued.  Those
+ * stopped before it (a sandbox may stop its own daemons) are listed
+ * first and left alone; past SWEEP_LEADERS of them, none is continued.
+ */
+#define SWEEP_LEADERS 256
+
+struct leaders {
+	pid_t pid[SWEEP_LEADERS];
+	size_t n;
+	int full;
+};
+
+static int
+stopped_leader(pid_t pid)
+{
+	long pgrp, sess;
+	char state;
+
+	return proc_stat(pid, &state, &pgrp, &sess) == 0 && state == 'T' &&
+	       sess == (long)pid;
+}
+
+static void
+leaders_list(struct leaders *l, pid_t self)
+{
+	DIR *d;
+	pid_t pid;
+
+	l->n = 0;
+	l->full = 0;
+	if ((d = opendir("/proc")) == NULL) {
+		l->full = 1;
+		return;
+	}
+	while ((pid = next_pid(d, self)) != 0)
+		if (stopped_leader(pid)) {
+			if (l->n == SWEEP_LEADERS) {
+				l->full = 1;
+				break;
+			}
+			l->pid[l->n++] = pid;
+		}
+	closedir(d);
+}
+
+static void
+leaders_continue(const struct leaders *l, const struct sweep *s)
+{
+	DIR *d;
+	pid_t pid;
+	size_t i;
+
+	if (l->full || (d = opendir("/proc")) == NULL)
+		return;
+	while ((pid = next_pid(d, s->self)) != 0) {
+		if (seen(s, pid) || !stopped_leader(pid))
+			continue;
+		for (i = 0; i < l->n && l->pid[i] != pid; i++)
+			;
+		if (i == l->n)
+			kill(pid, SIGCONT);
+	}
+	closedir(d);
 }
 
 /* Whether pid's environment holds one of the entries s->vars exactly. */
@@ -116,33 +224,17 @@ by_token(const struct sweep *s, pid_t pid)
 	return found;
 }
 
-static int
-seen(const struct sweep *s, pid_t pid)
-{
-	return s->stopped != NULL &&
-	       (s->stopped[pid / 8] & (1U << (pid % 8))) != 0;
-}
-
 /* One pass over /proc: how many processes it stopped that were new. */
 static int
 sweep_pass(struct sweep *s)
 {
-	struct dirent *e;
 	DIR *d;
-	char *end;
-	long v;
 	pid_t pid;
 	int found = 0, g;
 
 	if ((d = opendir("/proc")) == NULL)
 		return 0;
-	while ((e = readdir(d)) != NULL) {
-		errno = 0;
-		v = strtol(e->d_name, &end, 10);
-		if (errno != 0 || *end != '\0' || v <= 1 ||
-		    v >= SWEEP_PID_LIMIT || v == s->self)
-			continue;
-		pid = (pid_t)v;
+	while ((pid = next_pid(d, s->self)) != 0) {
 		if (seen(s, pid))
 			continue;
 		if ((g = by_group(s, pid)) == -1 || (!g && !by_token(s, pid)))
@@ -164,6 +256,7 @@ int
 sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
     size_t ntokens)
 {
+	struct leaders *lead = NULL;
 	struct sweep s;
 	size_t i;
 	int pass, n;
@@ -180,15 +273,18 @@ sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
 		if (n > 0 && (size_t)n < SWEEP_VAR_MAX)
 			s.varlen[s.nvars++] = (size_t)n;
 	}
-	/* Never kill(-1) or our own group (0): a group is above 1. */
-	for (i = 0; i < ngroups; i++)
-		if (groups[i] > 1)
-			kill(-groups[i], SIGSTOP);
 	/*
 	 * 512 KiB, zero pages until a pid's byte is set.  Without it, one
 	 * pass kills what it finds at once.
 	 */
 	s.stopped = calloc(SWEEP_PID_LIMIT / 8, 1);
+	if (ngroups > 0 && s.stopped != NULL &&
+	    (lead = malloc(sizeof *lead)) != NULL)
+		leaders_list(lead, s.self);
+	/* Never kill(-1) or our own group (0): a group is above 1. */
+	for (i = 0; i < ngroups; i++)
+		if (groups[i] > 1)
+			kill(-groups[i], SIGSTOP);
 	for (pass = 0; pass < SWEEP_PASSES; pass++)
 		if (sweep_pass(&s) == 0)
 			break;
@@ -199,11 +295,15 @@ sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
 			else if (seen(&s, pid) && kill(pid, SIGKILL) == 0)
 				s.killed++;
 		}
-		free(s.stopped);
 	}
 	for (i = 0; i < ngroups; i++)
 		if (groups[i] > 1)
 			kill(-groups[i], SIGKILL);
+	if (lead != NULL) {
+		leaders_continue(lead, &s);
+		free(lead);
+	}
+	free(s.stopped);
 	return s.killed;
 }
 
