@@ -370,7 +370,6 @@ exec_started(void *arg)
 		return;
 	}
 	x->state = X_RUN;
-	x->acct = acct_begin();
 	if (x->killing)
 		event_active(x->kick, 0, 0);
 }
@@ -549,6 +548,11 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.env = (const char *const *)env;
 
 	x->state = X_CREATE;
+	/*
+	 * Measured from before it starts: the agent runs a command before
+	 * its STARTED reaches us, and what it used by then is the run's.
+	 */
+	x->acct = acct_begin();
 	wrun_start(w, &x->run, &spec, aargv, x->token, &exec_cbs, x);
 	if (run.stdin_text != NULL) {
 		wrun_write(&x->run, run.stdin_text, run.stdin_len);
