@@ -130,15 +130,24 @@ Test(clients, forbidden_engine_socket_is_named)
 	cr_assert(fd >= 0);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof sun), 0);
 	cr_assert_eq(chmod(sun.sun_path, 0), 0);
+	/*
+	 * The server runs as nobody: from a copy in this 0755 directory, and
+	 * in it, since the build directory (the binary's, and the test's
+	 * working directory) may be one that other users cannot reach.
+	 */
+	snprintf(cmd, sizeof cmd, "cp '%s' %s/mcp-sandboxd 2>&1", bin, dir);
+	out = h_run(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	free(out);
 	snprintf(cmd, sizeof cmd,
-	    "{ echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+	    "cd %s && { echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
 	    "\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":"
 	    "{},\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}}';"
 	    " echo '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
 	    "\"params\":{\"name\":\"sandbox_initialize\",\"arguments\":{}}}';"
 	    " sleep 2; } | setpriv --reuid 65534 --regid 65534 --clear-groups "
-	    "%s --docker-host unix://%s --log-level warn 2>&1",
-	    bin, sun.sun_path);
+	    "./mcp-sandboxd --docker-host unix://%s --log-level warn 2>&1",
+	    dir, sun.sun_path);
 	out = h_run(cmd, &st);
 	cr_assert_not_null(out);
 	cr_expect(h_contains(out, "\"id\":2") && h_contains(out, "connect ") &&
@@ -149,6 +158,8 @@ Test(clients, forbidden_engine_socket_is_named)
 	free(out);
 	close(fd);
 	unlink(sun.sun_path);
+	snprintf(cmd, sizeof cmd, "%s/mcp-sandboxd", dir);
+	unlink(cmd);
 	rmdir(dir);
 }
 
