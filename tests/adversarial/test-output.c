@@ -101,6 +101,22 @@ mid_call(void *arg)
 	json_object_put(r);
 }
 
+/*
+ * The flood is over: its code made FLOOD_OVER when its last write had
+ * returned.  Waited for (20 s at most), not assumed after a fixed
+ * time: on a busy machine the last writes come late, and what the
+ * interpreter writes during the next call is that call's output.
+ */
+#define FLOOD_OVER "/tmp/flood-over"
+
+static void
+flood_over(struct h_server *s, const char *cid)
+{
+	free(h_exec_ok(s, cid,
+	    "i=0; while [ ! -e " FLOOD_OVER " ] && [ $i -lt 200 ]; do "
+	    "sleep 0.1; i=$((i + 1)); done; ls " FLOOD_OVER));
+}
+
 /* The call after the flood answers exactly, and says what was dropped. */
 static long long
 next_call_ok(struct h_server *s, const char *cid, const char *lang,
@@ -139,6 +155,7 @@ Test(output, python_thread_floods_after_its_call, .timeout = 300)
 	    "        d = time.time() - t\n"
 	    "        if d < 1:\n"
 	    "            time.sleep(1 - d)\n"
+	    "    open('" FLOOD_OVER "', 'w').close()\n"
 	    "threading.Thread(target=flood, daemon=True).start()\n"
 	    "print('started')\n";
 	struct midcall m = {0};
@@ -172,6 +189,7 @@ Test(output, python_thread_floods_after_its_call, .timeout = 300)
 	cr_expect_lt(
 	    m.ms, 20000, "the call during the flood took %lld ms", m.ms);
 
+	flood_over(s, cid);
 	dropped = next_call_ok(s, cid, "python", "print(6 * 7)", "42\n");
 	cr_expect_gt(dropped, 0, "no dropped output said");
 	adv_alive(s, cid);
@@ -187,7 +205,10 @@ Test(output, javascript_timer_floods_after_its_call, .timeout = 240)
 	    "const end = Date.now() + 10500;\n"
 	    "setTimeout(() => {\n"
 	    "  const t = setInterval(() => {\n"
-	    "    if (Date.now() > end) return clearInterval(t);\n"
+	    "    if (Date.now() > end) {\n"
+	    "      clearInterval(t);\n"
+	    "      return fs.writeFileSync('" FLOOD_OVER "', '');\n"
+	    "    }\n"
 	    "    for (let i = 0; i < 5; i++) try { fs.writeSync(1, chunk); } catch (e) {}\n"
 	    "  }, 100);\n"
 	    "}, 500);\n"
@@ -217,6 +238,7 @@ Test(output, javascript_timer_floods_after_its_call, .timeout = 240)
 	cr_expect_lt(kb, RSS_LIMIT_KB, "worker RSS %ld KiB", kb);
 	cr_expect_lt(hwm, RSS_LIMIT_KB, "worker peak RSS %ld KiB", hwm);
 
+	flood_over(s, cid);
 	dropped = next_call_ok(s, cid, "javascript", "6 * 7", "42\n");
 	cr_expect_gt(dropped, 0, "no dropped output said");
 
