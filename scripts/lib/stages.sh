@@ -10,6 +10,7 @@
 #   stage NAME CMD...   run CMD as stage NAME; its log is printed if it fails
 #   lane NAME FUNC      start FUNC in the background as lane NAME
 #   lanes_wait          wait for every lane started; fails if one failed
+#   lanes_stop          stop every lane started (SIGTERM to all it runs)
 #
 # Needs STAGE_LOGS (a directory) and STAGE_T0 (the run's start, from
 # date +%s.%N).
@@ -56,6 +57,24 @@ lane() {
 	) &
 	STAGE_LANES+=("$name")
 	STAGE_PIDS+=($!)
+}
+
+# SIGTERM to every lane and all it started, children first (servers,
+# meson and node end what they started on TERM).
+stage_kill_tree() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		stage_kill_tree "$c"
+	done
+	kill -TERM "$1" 2>/dev/null || true
+}
+
+lanes_stop() {
+	local p
+	for p in "${STAGE_PIDS[@]}"; do
+		stage_kill_tree "$p"
+	done
+	wait 2>/dev/null || true
 }
 
 # Every lane runs to its end (or its first failure): one run reports all the
