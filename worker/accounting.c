@@ -283,6 +283,22 @@ acct_begin(void)
 	return a;
 }
 
+/*
+ * The run has started: its memory peak is counted from now, as it was
+ * before its CPU was counted from acct_begin() (so that what a command
+ * uses before its STARTED arrives is its own).  A runtime that keeps
+ * what an earlier run freed (gVisor's sentry does, for a while) would
+ * otherwise give this run that run's peak.
+ */
+void
+acct_started(struct acct *a)
+{
+	if (a == NULL || !a->measuring || a->fd == -1)
+		return;
+	close(a->fd);
+	a->fd = cgroup_mem_peak_open(&ac.cg);
+}
+
 /* A run ended: what it used goes into r (if any); a is freed. */
 void
 acct_end(struct acct *a, struct proto_result *r)

@@ -370,6 +370,7 @@ exec_started(void *arg)
 		return;
 	}
 	x->state = X_RUN;
+	acct_started(x->acct);
 	if (x->killing)
 		event_active(x->kick, 0, 0);
 }
@@ -549,8 +550,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 
 	x->state = X_CREATE;
 	/*
-	 * Measured from before it starts: the agent runs a command before
-	 * its STARTED reaches us, and what it used by then is the run's.
+	 * Its CPU is counted from before it starts: the agent runs a
+	 * command before its STARTED reaches us, and what it used by then
+	 * is the run's (its memory peak from then: acct_started()).
 	 */
 	x->acct = acct_begin();
 	wrun_start(w, &x->run, &spec, aargv, x->token, &exec_cbs, x);

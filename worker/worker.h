@@ -168,6 +168,7 @@ void acct_stop(void);
 void acct_prepare(void);
 int acct_settled(void);
 struct acct *acct_begin(void);
+void acct_started(struct acct *);
 struct proto_result;
 void acct_end(struct acct *, struct proto_result *);
 
