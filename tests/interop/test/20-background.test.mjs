@@ -31,15 +31,25 @@ async function background(client, sb) {
   const first = expectOk(await call(client, 'process_output', { ...args, process_id: id, wait_seconds: 30 }));
   assert.match(first.stdout, /^ready\n/);
 
-  // Paging by offsets: 100-byte lines, 16 KiB pages.
+  // Paging by offsets: 100-byte lines, 16 KiB pages.  Both streams'
+  // offsets go back (news on either answers a wait at once: a page that
+  // left stderr's offset at 0 would be answered at once for ever).
   let off = 0;
+  let errOff = 0;
+  let err = '';
+  let state = '';
   let text = '';
   for (let pages = 0; ; pages++) {
-    assert.ok(pages < 100);
-    const o = expectOk(await call(client, 'process_output', { ...args, process_id: id, stdout_offset: off, max_bytes: 16384, wait_seconds: 10 }));
+    assert.ok(pages < 100, `100 pages and not at the end: ${off} bytes, state ${state}, stderr ${JSON.stringify(err)}`);
+    const o = expectOk(await call(client, 'process_output', {
+      ...args, process_id: id, stdout_offset: off, stderr_offset: errOff, max_bytes: 16384, wait_seconds: 10,
+    }));
     assert.ok(o.stdout.length <= 16384);
     text += o.stdout;
+    err += o.stderr;
+    state = o.state;
     off = o.stdout_next_offset;
+    errOff = o.stderr_next_offset;
     if (off >= 6 + 2000 * 100) break;
   }
   assert.equal(text.length, 6 + 2000 * 100);
