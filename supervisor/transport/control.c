@@ -930,12 +930,16 @@ control_sweep(const char *dir)
 /*
  * Listen on the control socket (--control on): PID.sock in the control
  * directory, made 0700 if need be and refused unless private.  0, or -1
- * (the server runs on without one, said so).
+ * (the server runs on without one, said so).  The socket is bound as
+ * .PID.new (of the same length), listens, and only then is renamed
+ * PID.sock: another server's sweep takes a PID.sock that refuses a
+ * connection for a dead server's, and removed ours between its bind and
+ * its listen (two servers started at once on a busy machine).
  */
 int
 control_start(void)
 {
-	char dir[PATH_MAX], err[PATH_MAX + 128];
+	char dir[PATH_MAX], err[PATH_MAX + 128], tmp_path[PATH_MAX];
 	struct sockaddr_un sun;
 	mode_t old;
 	int fd;
@@ -955,32 +959,40 @@ control_start(void)
 		return -1;
 	}
 	control_sweep(dir);
+	if (snprintf(tmp_path, sizeof tmp_path, "%s/.%ld.new", dir,
+	        (long)getpid()) >= (int)sizeof tmp_path) {
+		sock_path[0] = '\0';
+		return -1; /* not reached: of sock_path's length */
+	}
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, sock_path, strlen(sock_path) + 1);
+	memcpy(sun.sun_path, tmp_path, strlen(tmp_path) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	         0)) == -1) {
 		log_warn("control: socket");
 		sock_path[0] = '\0';
 		return -1;
 	}
-	/* A socket of our pid is a dead server's: this pid is ours now. */
+	/* Those of our pid are a dead server's: this pid is ours now. */
+	unlink(tmp_path);
 	unlink(sock_path);
 	old = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
 		umask(old);
-		log_warn("control: bind %s", sock_path);
+		log_warn("control: bind %s", tmp_path);
 		close(fd);
 		sock_path[0] = '\0';
 		return -1;
 	}
 	umask(old);
-	if (chmod(sock_path, 0600) == -1 || listen(fd, 16) == -1 ||
+	if (chmod(tmp_path, 0600) == -1 || listen(fd, 16) == -1 ||
+	    rename(tmp_path, sock_path) == -1 ||
 	    (listener = evconnlistener_new(sup.base, control_accept_cb, NULL,
 	         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd)) ==
 	        NULL) {
 		log_warn("control: listen %s", sock_path);
 		close(fd);
+		unlink(tmp_path);
 		unlink(sock_path);
 		sock_path[0] = '\0';
 		return -1;
