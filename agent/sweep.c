@@ -3,7 +3,8 @@
  * is found in /proc by its process group or session, or by the token in
  * its environment, and stopped at once: a stopped process cannot fork,
  * so that a fork bomb cannot outrun the sweep.  The passes go on until
- * one finds nothing new; then everything found is killed.
+ * one finds nothing new; then everything found is killed, but for what
+ * left the group as it was stopped (still_swept()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -113,76 +114,6 @@ seen(const struct sweep *s, pid_t pid)
 	       (s->stopped[pid / 8] & (1U << (pid % 8))) != 0;
 }
 
-/*
- * A process that leaves the session (setsid) as the group is stopped is
- * stopped all the same, out of the group by the time the passes look:
- * a daemon starting as its command ends.  It is not the sweep's to kill,
- * nor to leave stopped for good: the session leaders stopped after the
- * sweep began, and not by the sweep's passes, are continued.  Those
- * stopped before it (a sandbox may stop its own daemons) are listed
- * first and left alone; past SWEEP_LEADERS of them, none is continued.
- */
-#define SWEEP_LEADERS 256
-
-struct leaders {
-	pid_t pid[SWEEP_LEADERS];
-	size_t n;
-	int full;
-};
-
-static int
-stopped_leader(pid_t pid)
-{
-	long pgrp, sess;
-	char state;
-
-	return proc_stat(pid, &state, &pgrp, &sess) == 0 && state == 'T' &&
-	       sess == (long)pid;
-}
-
-static void
-leaders_list(struct leaders *l, pid_t self)
-{
-	DIR *d;
-	pid_t pid;
-
-	l->n = 0;
-	l->full = 0;
-	if ((d = opendir("/proc")) == NULL) {
-		l->full = 1;
-		return;
-	}
-	while ((pid = next_pid(d, self)) != 0)
-		if (stopped_leader(pid)) {
-			if (l->n == SWEEP_LEADERS) {
-				l->full = 1;
-				break;
-			}
-			l->pid[l->n++] = pid;
-		}
-	closedir(d);
-}
-
-static void
-leaders_continue(const struct leaders *l, const struct sweep *s)
-{
-	DIR *d;
-	pid_t pid;
-	size_t i;
-
-	if (l->full || (d = opendir("/proc")) == NULL)
-		return;
-	while ((pid = next_pid(d, s->self)) != 0) {
-		if (seen(s, pid) || !stopped_leader(pid))
-			continue;
-		for (i = 0; i < l->n && l->pid[i] != pid; i++)
-			;
-		if (i == l->n)
-			kill(pid, SIGCONT);
-	}
-	closedir(d);
-}
-
 /* Whether pid's environment holds one of the entries s->vars exactly. */
 static int
 by_token(const struct sweep *s, pid_t pid)
@@ -252,11 +183,28 @@ sweep_pass(struct sweep *s)
 	return found;
 }
 
+/*
+ * Whether a process a pass stopped is still the sweep's (-1: it is gone).
+ * One that left the group and the session as it was stopped (a daemon
+ * starting as its command ends, caught in setsid()) and has no token
+ * swept is not: it is continued, as if the pass had come a moment later.
+ * (A stopped process cannot leave; one caught before its setsid() took
+ * is still in the group, and is killed.)
+ */
+static int
+still_swept(const struct sweep *s, pid_t pid)
+{
+	int g;
+
+	if ((g = by_group(s, pid)) == -1)
+		return -1;
+	return g || by_token(s, pid);
+}
+
 int
 sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
     size_t ntokens)
 {
-	struct leaders *lead = NULL;
 	struct sweep s;
 	size_t i;
 	int pass, n;
@@ -275,34 +223,33 @@ sweep_kill(const pid_t *groups, size_t ngroups, const char *const *tokens,
 	}
 	/*
 	 * 512 KiB, zero pages until a pid's byte is set.  Without it, one
-	 * pass kills what it finds at once.
+	 * pass kills what it finds at once.  Each process is stopped by its
+	 * pid, never by its group: the sweep knows whom it stopped, and so
+	 * stops nothing that it then neither kills nor continues.
 	 */
 	s.stopped = calloc(SWEEP_PID_LIMIT / 8, 1);
-	if (ngroups > 0 && s.stopped != NULL &&
-	    (lead = malloc(sizeof *lead)) != NULL)
-		leaders_list(lead, s.self);
-	/* Never kill(-1) or our own group (0): a group is above 1. */
-	for (i = 0; i < ngroups; i++)
-		if (groups[i] > 1)
-			kill(-groups[i], SIGSTOP);
 	for (pass = 0; pass < SWEEP_PASSES; pass++)
 		if (sweep_pass(&s) == 0)
 			break;
 	if (s.stopped != NULL) {
 		for (pid = 0; pid < SWEEP_PID_LIMIT; pid++) {
-			if (pid % 8 == 0 && s.stopped[pid / 8] == 0)
+			if (pid % 8 == 0 && s.stopped[pid / 8] == 0) {
 				pid += 7;
-			else if (seen(&s, pid) && kill(pid, SIGKILL) == 0)
-				s.killed++;
+				continue;
+			}
+			if (!seen(&s, pid))
+				continue;
+			if ((n = still_swept(&s, pid)) == 1) {
+				if (kill(pid, SIGKILL) == 0)
+					s.killed++;
+			} else if (n == 0)
+				kill(pid, SIGCONT);
 		}
 	}
+	/* Never kill(-1) or our own group (0): a group is above 1. */
 	for (i = 0; i < ngroups; i++)
 		if (groups[i] > 1)
 			kill(-groups[i], SIGKILL);
-	if (lead != NULL) {
-		leaders_continue(lead, &s);
-		free(lead);
-	}
 	free(s.stopped);
 	return s.killed;
 }

@@ -1004,6 +1004,94 @@ Test(agent, kill_reaches_a_daemon_that_left_the_group)
 	expect_no_leftovers();
 }
 
+/* The state of pid (field 3 of /proc/PID/stat), or 0. */
+static char
+state_of(pid_t pid)
+{
+	char path[32], buf[512], *p, state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %c", &state) != 1)
+		return 0;
+	return state;
+}
+
+/*
+ * A process of no command, a session of its own, that stops itself again
+ * and again while commands end (each end sweeps the command's group): no
+ * sweep continues it, only the one who stops it here does.  (A sweep that
+ * continued every session leader stopped while it ran woke such a
+ * process, on a host: criterion's own, as it forked a test.)  Each wake
+ * is one byte on a pipe; a second process here continues it when it is
+ * stopped and counts how often.
+ */
+Test(agent, a_sweep_continues_only_what_it_stopped)
+{
+	struct res r;
+	struct ag a;
+	int wake[2], count[2], conts = 0, woken = 0, i;
+	pid_t stopper, waker;
+	int64_t end;
+	char c;
+
+	cr_assert(pipe(wake) == 0 && pipe(count) == 0);
+	if ((stopper = fork()) == 0) {
+		close(wake[0]);
+		setsid();
+		for (;;) {
+			raise(SIGSTOP);
+			if (write(wake[1], "w", 1) != 1)
+				_exit(1);
+		}
+	}
+	cr_assert_gt(stopper, 0);
+	close(wake[1]);
+	if ((waker = fork()) == 0) {
+		end = now_ms() + 2000;
+		while (now_ms() < end)
+			if (state_of(stopper) == 'T' && kill(stopper, SIGCONT) == 0)
+				conts++;
+		_exit(write(count[1], &conts, sizeof conts) == sizeof conts ? 0
+		                                                           : 1);
+	}
+	cr_assert_gt(waker, 0);
+	close(count[1]);
+	ag_start(&a);
+	end = now_ms() + 2000;
+	for (i = 1; now_ms() < end; i++) {
+		sh_result(&a, (uint32_t)i, "true", &r);
+		res_free(&r);
+	}
+	cr_assert_eq(read(count[0], &conts, sizeof conts), sizeof conts);
+	waitpid(waker, NULL, 0);
+	/* It stops once more after the last wake: then all its bytes are in. */
+	while (state_of(stopper) != 'T')
+		sleep_ms(1);
+	fcntl(wake[0], F_SETFL, O_NONBLOCK);
+	while (read(wake[0], &c, 1) == 1)
+		woken++;
+	kill(stopper, SIGKILL);
+	waitpid(stopper, NULL, 0);
+	close(wake[0]);
+	close(count[0]);
+	cr_expect_gt(i, 20, "only %d commands ran", i - 1);
+	cr_expect_gt(conts, 20, "continued only %d times", conts);
+	cr_expect_eq(woken, conts,
+	    "woken %d times, continued %d times here: a sweep continued it",
+	    woken, conts);
+	ag_stop(&a);
+	expect_no_leftovers();
+}
+
 /*
  * A tree of forks 10 deep (2047 processes at most, so that this machine
  * is safe), half of each level leaving the group with setsid, still
