@@ -1020,7 +1020,8 @@ state_of(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %c", &state) != 1)
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %c", &state) != 1)
 		return 0;
 	return state;
 }
@@ -1058,10 +1059,12 @@ Test(agent, a_sweep_continues_only_what_it_stopped)
 	if ((waker = fork()) == 0) {
 		end = now_ms() + 2000;
 		while (now_ms() < end)
-			if (state_of(stopper) == 'T' && kill(stopper, SIGCONT) == 0)
+			if (state_of(stopper) == 'T' &&
+			    kill(stopper, SIGCONT) == 0)
 				conts++;
-		_exit(write(count[1], &conts, sizeof conts) == sizeof conts ? 0
-		                                                           : 1);
+		_exit(write(count[1], &conts, sizeof conts) == sizeof conts
+		          ? 0
+		          : 1);
 	}
 	cr_assert_gt(waker, 0);
 	close(count[1]);
