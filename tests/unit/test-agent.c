@@ -1004,6 +1004,44 @@ Test(agent, kill_reaches_a_daemon_that_left_the_group)
 	expect_no_leftovers();
 }
 
+/*
+ * A KILL read with its RUN, in one write (a call cancelled as it starts):
+ * the command is killed, not left to run on, killed for the worker only.
+ */
+Test(agent, a_kill_right_behind_its_run_kills_the_command)
+{
+	const char *argv[] = {"/bin/sh", "-c", "exec sleep 1000", NULL};
+	const char *t = tok("quick");
+	struct agent_run run = {.argv = (char **)argv, .token = (char *)t};
+	unsigned char *rm, *km, *both;
+	struct res r = {0};
+	size_t rlen, klen;
+	uint32_t id;
+	struct ag a;
+
+	ag_start(&a);
+	for (id = 1; id <= 20; id++) {
+		rm = agent_run_encode(id, &run, &rlen);
+		km = agent_msg_new(AGENT_KILL, 0, id, NULL, 0, &klen);
+		cr_assert(rm != NULL && km != NULL);
+		both = malloc(rlen + klen);
+		cr_assert_not_null(both);
+		memcpy(both, rm, rlen);
+		memcpy(both + rlen, km, klen);
+		rlen += klen;
+		free(rm);
+		free(km);
+		cr_assert_eq(ag_send(&a, both, &rlen), 0);
+		cr_assert(collect(&a, id, &r, 5000, 1),
+		    "command %u runs on after its KILL", id);
+		cr_expect_eq(r.exit.signal, SIGKILL, "command %u", id);
+		res_free(&r);
+	}
+	cr_expect_eq(token_procs(t, 0), 0);
+	ag_stop(&a);
+	expect_no_leftovers();
+}
+
 /* The state of pid (field 3 of /proc/PID/stat), or 0. */
 static char
 state_of(pid_t pid)
