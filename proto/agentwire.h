@@ -138,6 +138,9 @@
 #define AGENT_CONN_AGENT 0x80000000u /* set in the ids of ACCEPTs */
 /* Where the agent is in every sandbox (a read-only bind mount). */
 #define AGENT_PATH "/.mcp-sandboxd-agent"
+/* Its pid in the sandbox, in every command's environment ("0": none up),
+ * for the scripts that stop or kill all but it (snapshot.sh, restore.sh). */
+#define AGENT_PID_ENV "MCP_SANDBOXD_AGENT_PID"
 /* The connections' channel: its directory in the sandbox (a read-only
  * bind mount), its socket there, and the agent's variable. */
 #define AGENT_CHANNEL_DIR "/.mcp-sandboxd-channel"

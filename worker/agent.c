@@ -701,6 +701,17 @@ agent_ready(struct worker *w)
 	return w->agent != NULL && w->agent->state == A_READY;
 }
 
+/* The agent's pid in the sandbox, once it said hello (else 0). */
+unsigned int
+agent_pid(struct worker *w)
+{
+	struct agent *a = w->agent;
+
+	return a != NULL && (a->state == A_READY || a->hello_wait)
+	           ? (unsigned int)a->hello_pid
+	           : 0;
+}
+
 /* The connections' channel of the agent, if it is ready and has one. */
 struct channel *
 agent_channel(struct worker *w)

@@ -18,6 +18,7 @@
 
 #include <event2/event.h>
 
+#include "agentwire.h"
 #include "clock.h"
 #include "config.h"
 #include "engine.h"
@@ -524,7 +525,7 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	spec.stdin = run.stdin_text != NULL || x->stdin_stream;
 	env = xcalloc(
 	    (run.env != NULL ? (size_t)json_object_object_length(run.env) : 0) +
-	        sizeof probe_env / sizeof probe_env[0] + PROXY_ENV_MAX + 1,
+	        sizeof probe_env / sizeof probe_env[0] + PROXY_ENV_MAX + 2,
 	    sizeof *env);
 	/* The way out, when the sandbox has egress (the call's own
 	 * variables of those names win). */
@@ -544,8 +545,9 @@ exec_start(struct worker *w, uint32_t reqid, json_object *call)
 	 */
 	for (i = 0; x->probe && probe_env[i] != NULL; i++)
 		env[nenv++] = xstrdup(probe_env[i]);
-	/* Last, so that no variable of the call can replace it. */
+	/* Last, so that no variable of the call can replace them. */
 	xasprintf(&env[nenv++], "%s=%s", EXEC_TOKEN_ENV, x->token);
+	xasprintf(&env[nenv++], "%s=%u", AGENT_PID_ENV, agent_pid(w));
 	spec.env = (const char *const *)env;
 
 	x->state = X_CREATE;

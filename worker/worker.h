@@ -95,6 +95,7 @@ void agent_stop(struct worker *);
 void agent_input(struct worker *, const char *, size_t);
 const char *agent_unusable(struct worker *, const char *);
 int agent_ready(struct worker *);
+unsigned int agent_pid(struct worker *);
 void agent_channel_up(struct worker *);
 void agent_channel_lost(struct worker *, const char *);
 int agent_channel_message(

@@ -1,13 +1,15 @@
 # The sandbox's writable mounts rolled back to a snapshot, a tar on stdin:
 #   restore.sh ROOT...
 # (each ROOT an absolute path of a mount).  Every other process of the
-# sandbox user but our parent (the agent, when it runs us) is killed,
+# sandbox user but our parent and the agent (its pid from the worker,
+# AGENT_PID_ENV of proto/agentwire.h: the engine's exec may run us) is killed,
 # pass after pass until none is left; then each mount is emptied and the
 # archive unpacked into /, as the sandbox user (the kernel holds the
 # read-only root, the permissions and the mounts' sizes).  The host made
 # the archive of entries below the roots only.  Prints "killed N" on
 # stderr at the end.  Nothing here reads a command's output.
 __r_me=$$ __r_parent=$PPID __r_killed=0 __r_seen=
+__r_agent=${MCP_SANDBOXD_AGENT_PID:-0}
 for __r_r; do
 	[ -d "$__r_r" ] && [ ! -L "$__r_r" ] ||
 	    { echo "$__r_r is not a directory in this sandbox" >&2; exit 1; }
@@ -17,8 +19,9 @@ while [ $__r_i -lt 50 ]; do
 	__r_new=
 	for __r_d in /proc/[0-9]*; do
 		__r_p=${__r_d#/proc/}
-		[ "$__r_p" = "$__r_me" ] || [ "$__r_p" = "$__r_parent" ] &&
-		    continue
+		case " $__r_me $__r_parent $__r_agent " in
+		*" $__r_p "*) continue ;;
+		esac
 		kill -9 "$__r_p" 2>/dev/null || continue
 		case " $__r_seen " in
 		*" $__r_p "*) ;;

@@ -1,18 +1,23 @@
 # The sandbox's writable mounts as one tar on stdout, at one point in time:
 #   snapshot.sh ROOT...
 # (each ROOT an absolute path of a mount).  Every other process of the
-# sandbox user but our parent (the agent, when it runs us) is stopped
-# first, pass after pass until none is left running (a stopped process
-# cannot fork), and continued when this shell ends, however it ends but
-# by SIGKILL.  So what running commands write is either in or not, never
-# half; commands that come meanwhile wait on the host (wproc_gate).
+# sandbox user but our parent and the agent is stopped first, pass after
+# pass until none is left running (a stopped process cannot fork), and
+# continued when this shell ends, however it ends but by SIGKILL.  So
+# what running commands write is either in or not, never half; commands
+# that come meanwhile wait on the host (wproc_gate).
 #
 # The tar reads regular files without following a symlink (GNU tar opens
 # them O_NOFOLLOW), stays on each mount (a mount below another is a root
 # of its own), and the host checks every entry again and counts every
 # byte, so none of this is trusted.  Nothing here reads a command's
 # output: sandbox code can write into it.
-__s_me=$$ __s_parent=$PPID __s_stopped=
+# The agent is our parent when it runs us, but not when the engine's exec
+# does (a command that comes before the agent is up): the worker gives
+# every command its pid (AGENT_PID_ENV, proto/agentwire.h; 0: none).  A
+# stopped agent would answer nothing, not even the command that continues
+# what we stopped.
+__s_me=$$ __s_parent=$PPID __s_stopped= __s_agent=${MCP_SANDBOXD_AGENT_PID:-0}
 trap '[ -n "$__s_stopped" ] && kill -CONT $__s_stopped 2>/dev/null' EXIT
 trap 'exit 1' HUP INT TERM
 __s_i=0
@@ -20,9 +25,9 @@ while [ $__s_i -lt 100 ]; do
 	__s_new=
 	for __s_d in /proc/[0-9]*; do
 		__s_p=${__s_d#/proc/}
-		[ "$__s_p" = "$__s_me" ] || [ "$__s_p" = "$__s_parent" ] &&
-		    continue
-		case " $__s_stopped " in *" $__s_p "*) continue ;; esac
+		case " $__s_me $__s_parent $__s_agent $__s_stopped " in
+		*" $__s_p "*) continue ;;
+		esac
 		kill -STOP "$__s_p" 2>/dev/null &&
 		    { __s_stopped="$__s_stopped $__s_p"; __s_new=1; }
 	done
