@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "termtext.h"
 
 #define TOP_INTERVAL_MS 1000
 
@@ -99,15 +100,17 @@ static void line(int cols, const char *fmt, ...)
 static void
 line(int cols, const char *fmt, ...)
 {
-	char buf[512];
+	char buf[512], safe[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	if (cols > 0 && cols < (int)sizeof buf)
-		buf[cols] = '\0';
-	printf(drawing_tty ? "%s\033[K\r\n" : "%s\n", buf);
+	/* The names in it are the server's and its engines' (termtext.h). */
+	termtext(buf, strlen(buf), 0, safe, sizeof safe);
+	if (cols > 0 && cols < (int)sizeof safe)
+		safe[cols] = '\0';
+	printf(drawing_tty ? "%s\033[K\r\n" : "%s\n", safe);
 }
 
 /* One latency line: the percentiles of the histogram named. */

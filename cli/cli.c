@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "ctldir.h"
 #include "privdir.h"
+#include "termtext.h"
 #include "xmalloc.h"
 
 #define CLI_MAX_SERVERS 64
@@ -203,6 +204,22 @@ answer_ok(json_object *a)
 	       json_object_get_boolean(json_object_object_get(a, "ok"));
 }
 
+/*
+ * s as a terminal may show it (termtext.h: what sandboxes and clients
+ * named things holds no control sequence that reaches the terminal), in
+ * one of a few static buffers: good until that many more calls.
+ */
+static const char *
+shown(const char *s)
+{
+	static char buf[4][512];
+	static int next;
+	char *b = buf[next++ % 4];
+
+	termtext(s, strlen(s), 0, b, sizeof buf[0]);
+	return b;
+}
+
 static const char *
 answer_error(json_object *a)
 {
@@ -211,7 +228,7 @@ answer_error(json_object *a)
 	if (a == NULL)
 		return "no answer (the server went away?)";
 	s = json_object_get_string(json_object_object_get(a, "error"));
-	return s != NULL ? s : "a malformed answer";
+	return s != NULL ? shown(s) : "a malformed answer";
 }
 
 struct servers {
@@ -371,7 +388,7 @@ cmd_ls(struct servers *s, int json)
 		list = json_object_object_get(srv, "sandboxes");
 		fmt_duration(num(srv, "uptime_seconds"), up, sizeof up);
 		printf("%-8lld %-10s %-22s %-8s %zu\n", num(srv, "pid"),
-		    str(srv, "transport"), str(srv, "listen"), up,
+		    shown(str(srv, "transport")), shown(str(srv, "listen")), up,
 		    json_object_array_length(list));
 		if (json_object_array_length(list) == 0)
 			continue;
@@ -389,8 +406,9 @@ cmd_ls(struct servers *s, int json)
 				snprintf(mem, sizeof mem, "-");
 			printf("  %-12.12s %-20.20s %-34.34s %-10s %-6s %-6lld "
 			       "%s/%lldMiB\n",
-			    str(sb, "id"), str(sb, "name"), str(sb, "image"),
-			    str(sb, "state"), age, num(sb, "execs"), mem,
+			    shown(str(sb, "id")), shown(str(sb, "name")),
+			    shown(str(sb, "image")), shown(str(sb, "state")),
+			    age, num(sb, "execs"), mem,
 			    num(sb, "memory_limit_mb"));
 		}
 	}
@@ -469,14 +487,15 @@ cmd_logs(struct servers *s, const char *key, int follow, int json)
 	for (;;) {
 		if (json)
 			print_json(a);
-		else if ((t = json_object_get_string(
-		              json_object_object_get(a, "text"))) != NULL)
-			fputs(t, stdout);
+		else if ((v = json_object_object_get(a, "text")) != NULL &&
+		         (t = json_object_get_string(v)) != NULL)
+			termtext_fputs(t, (size_t)json_object_get_string_len(v),
+			    TERMTEXT_LINES, stdout);
 		fflush(stdout);
 		if (json_object_object_get_ex(a, "end", &v)) {
-			if (!json)
+			if (!json && json_object_get_string(v) != NULL)
 				fprintf(stderr, "mcp-sandboxd: %s\n",
-				    json_object_get_string(v));
+				    shown(json_object_get_string(v)));
 			json_object_put(a);
 			return 0;
 		}

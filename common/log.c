@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "log.h"
+#include "termtext.h"
 #include "utf8.h"
 
 static char log_name[64] = "mcp-sandboxd";
@@ -118,7 +119,7 @@ static void
 vlog(int level, const char *err, const char *fmt, va_list ap)
 {
 	static const char *names[] = {"error", "warn", "info", "debug"};
-	char msg[1024], ts[32];
+	char msg[1024], safe[4 * 1024 + 1], ts[32];
 	struct timespec now;
 	struct tm tm;
 
@@ -140,12 +141,18 @@ vlog(int level, const char *err, const char *fmt, va_list ap)
 		vlog_json(stamp, names[level], full);
 		return;
 	}
+	/*
+	 * What the line names (commands, files, what a sandbox said, a
+	 * client's names) may hold control sequences: made inert for the
+	 * terminal that shows the log (termtext.h), one record a line.
+	 */
+	termtext(msg, strlen(msg), 0, safe, sizeof safe);
 	if (err != NULL)
 		fprintf(stderr, "%s.%03ldZ %s %s: %s: %s\n", ts,
-		    now.tv_nsec / 1000000, log_name, names[level], msg, err);
+		    now.tv_nsec / 1000000, log_name, names[level], safe, err);
 	else
 		fprintf(stderr, "%s.%03ldZ %s %s: %s\n", ts,
-		    now.tv_nsec / 1000000, log_name, names[level], msg);
+		    now.tv_nsec / 1000000, log_name, names[level], safe);
 }
 
 void

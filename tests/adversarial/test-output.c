@@ -487,3 +487,94 @@ Test(output, forged_end_marker_that_never_ends, .timeout = 180)
 	free(cid);
 	adv_finish(s);
 }
+
+/* `mcp-sandboxd ARGS` with the control directory dir: its output. */
+static char *
+cli(const char *dir, const char *args, int *status)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "MCP_SANDBOXD_CONTROL_DIR=%s %s %s 2>&1", dir,
+	    getenv("MCP_SANDBOXD_BIN"), args);
+	return h_run(cmd, status);
+}
+
+/* No byte of out is one a terminal obeys (but newline and tab). */
+static void
+expect_inert(const char *what, const char *out)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)out; *p != '\0'; p++) {
+		cr_expect(*p >= 0x20 || *p == '\n' || *p == '\t',
+		    "%s: control character 0x%02x at %zu", what, *p,
+		    (size_t)(p - (const unsigned char *)out));
+		cr_expect(!(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f),
+		    "%s: C1 control at %zu", what,
+		    (size_t)(p - (const unsigned char *)out));
+	}
+	cr_expect(h_contains(out, "\\x1b]0;pwned\\x07"), "%s: %s", what, out);
+	cr_expect(h_contains(out, "\\x1b]52;c;cm0gLXJmIC8=\\x07"), "%s", what);
+	cr_expect(
+	    h_contains(out, "\\x1b[1A\\x1b[2K\\x0d$ rm -rf /"), "%s", what);
+	cr_expect(h_contains(out, "\\u009b31m"), "%s", what);
+}
+
+/*
+ * A sandbox prints what a terminal obeys: OSC 0 (the window's title),
+ * OSC 52 (the operator's clipboard), a cursor movement and an erase of
+ * the line (to forge one that looks like a command that ran), and C1's
+ * CSI.  `mcp-sandboxd logs` and `logs -f` show them escaped; `--json`
+ * gives them exactly.
+ */
+Test(
+    output, escape_sequences_never_reach_the_operators_terminal, .timeout = 180)
+{
+	/* Its two lines, as the log keeps them (each after its stamp). */
+	static const char raw1[] = "| \x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIC8="
+	                           "\x07\x1b[1A\x1b[2K\r$ rm -rf /\n";
+	static const char raw2[] = "| \xc2\x9b"
+	                           "31m\n";
+	char dir[64], *cid, *out, *line, *save = NULL;
+	struct h_server *s;
+	json_object *j;
+	int status;
+	size_t n;
+
+	snprintf(dir, sizeof dir, "/tmp/mcp-ctl-adv-XXXXXX");
+	cr_assert(mkdtemp(dir) != NULL);
+	s = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, "{\"name\":\"esc-box\"}");
+	free(h_exec_ok(s, cid,
+	    "printf '\\033]0;pwned\\007\\033]52;c;cm0gLXJmIC8=\\007"
+	    "\\033[1A\\033[2K\\r$ rm -rf /\\n\\302\\23331m\\n'"));
+
+	out = cli(dir, "logs esc-box", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	expect_inert("logs", out);
+	free(out);
+	out = cli(dir, "logs -f esc-box & sleep 3; kill $!", &status);
+	expect_inert("logs -f", out);
+	free(out);
+
+	/* --json: each line an object whose text holds the bytes exactly. */
+	out = cli(dir, "logs --json esc-box", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	n = 0;
+	for (line = strtok_r(out, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		j = h_parse(line);
+		if (h_str(j, "text") != NULL &&
+		    h_contains(h_str(j, "text"), raw1) &&
+		    h_contains(h_str(j, "text"), raw2))
+			n++;
+		json_object_put(j);
+	}
+	cr_expect_eq(n, 1, "--json does not give the bytes exactly");
+	free(out);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+	cr_assert(rmdir(dir) == 0);
+}

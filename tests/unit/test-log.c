@@ -91,3 +91,38 @@ Test(log, unknown_format_refused)
 	cr_expect_eq(log_setformat("xml"), -1);
 	cr_expect_eq(log_setformat("text"), 0);
 }
+
+static void
+log_control_sequences(void)
+{
+	log_setformat("text");
+	log_setname("worker[3f2a9c]");
+	log_warnx("sandbox said \"%s\"",
+	    "\x1b]0;title\x07\x1b]52;c;Y2xpcA==\x1b\\\x1b[1A\x1b[2K"
+	    "\r$ rm -rf /\xc2\x9b"
+	    "31m\n");
+}
+
+/*
+ * Text lines: what a sandbox or a client said shows its control
+ * characters escaped (common/termtext.c), one record a line: no title,
+ * clipboard, cursor or erase reaches the terminal that shows the log.
+ */
+Test(log, text_lines_hold_no_control_sequence)
+{
+	char *text = captured(log_control_sequences), *p;
+
+	p = strstr(text, "worker[3f2a9c] warn: sandbox said ");
+	cr_assert(p != NULL, "%s", text);
+	cr_expect(
+	    strstr(p,
+	        "\"\\x1b]0;title\\x07\\x1b]52;c;Y2xpcA==\\x1b\\"
+	        "\\x1b[1A\\x1b[2K\\x0d$ rm -rf /\\u009b31m\\x0a\"\n") != NULL,
+	    "%s", text);
+	for (p = text; *p != '\0'; p++)
+		cr_expect((unsigned char)*p >= 0x20 || *p == '\n',
+		    "control character 0x%02x in %s", (unsigned char)*p, text);
+	cr_expect(strchr(text, '\n') == text + strlen(text) - 1,
+	    "more than one line: %s", text);
+	free(text);
+}
