@@ -2,7 +2,11 @@
  * Fuzz UTF-8 validation and repair (common/utf8.c), against a validator
  * written here from RFC 3629's grammar: utf8_valid() must agree with it,
  * utf8_sanitize() must return valid UTF-8, leave valid input unchanged
- * and replace each bad byte with exactly one U+FFFD.
+ * and replace each bad byte with exactly one U+FFFD.  And the text made
+ * inert for a terminal (common/termtext.c), which decodes UTF-8 too: its
+ * output is UTF-8 with no control character but tab (and newline when
+ * asked), within its buffer, and input with no byte to escape stays as it
+ * is.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +14,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "termtext.h"
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -49,6 +54,42 @@ rfc3629_seq(const uint8_t *p, size_t n)
 	return 0;
 }
 
+static void
+check_termtext(const uint8_t *data, size_t size, size_t bad, int flags)
+{
+	char small[17], *out;
+	size_t cap = size * 6 + 1, n, i, plain = 1;
+
+	out = malloc(cap);
+	fuzz_check(out != NULL, "malloc");
+	n = termtext((const char *)data, size, flags, out, cap);
+	fuzz_check(n < cap && out[n] == '\0' && strlen(out) == n,
+	    "termtext: length or NUL");
+	fuzz_check(utf8_valid(out, n), "termtext: output is not UTF-8");
+	for (i = 0; i < n; i++) {
+		uint8_t c = (uint8_t)out[i];
+
+		fuzz_check(c >= 0x20 || c == '\t' ||
+		               (c == '\n' && (flags & TERMTEXT_LINES)),
+		    "termtext: a control character went through");
+		fuzz_check(c != 0x7f, "termtext: DEL went through");
+		fuzz_check(
+		    !(c == 0xc2 && i + 1 < n && (uint8_t)out[i + 1] >= 0x80 &&
+		        (uint8_t)out[i + 1] <= 0x9f),
+		    "termtext: a C1 control went through");
+	}
+	for (i = 0; i < size; i++)
+		if (data[i] < 0x20 || data[i] >= 0x7f)
+			plain = 0;
+	if (plain && bad == 0)
+		fuzz_check(n == size && memcmp(out, data, size) == 0,
+		    "termtext: plain text changed");
+	/* A small buffer: cut, never overrun (ASan), always terminated. */
+	n = termtext((const char *)data, size, flags, small, sizeof small);
+	fuzz_check(n < sizeof small && small[n] == '\0', "termtext: cut");
+	free(out);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -73,5 +114,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bad == 0)
 		fuzz_check(memcmp(out, data, size) == 0, "valid input changed");
 	free(out);
+	check_termtext(data, size, bad, 0);
+	check_termtext(data, size, bad, TERMTEXT_LINES);
 	return 0;
 }
