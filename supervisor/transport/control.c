@@ -57,12 +57,14 @@
 #define CONTROL_MAX_DEPTH 4 /* JSON nesting of a request */
 #define CONTROL_OUT_MAX (8 << 20) /* bytes queued for one client */
 #define CONTROL_WRITE_TIMEOUT 10 /* seconds output may wait unread */
+#define CONTROL_IDLE_TIMEOUT 5 /* seconds a client may wait to ask */
 
 struct cclient {
 	struct bufferevent *bev;
 	int refs; /* the list's, and each request in flight's */
 	int dead; /* dropped: out of the list, its socket closed */
 	int closing; /* close once its output is written */
+	int asked; /* it sent a request once */
 	/* logs -f: the sandbox followed (a reference), the bytes of its
 	 * log sent so far (dropped + kept, as the worker counts them), a
 	 * read in flight, news that came meanwhile. */
@@ -148,6 +150,20 @@ answer_ok(void)
 
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	return o;
+}
+
+/*
+ * Its timeouts: output unread for CONTROL_WRITE_TIMEOUT, and unless it
+ * follows a log, no request for CONTROL_IDLE_TIMEOUT (while a request is
+ * answered, reading is off, and so is that timeout).
+ */
+static void
+client_timeouts(struct cclient *c, int idle)
+{
+	struct timeval rtv = {CONTROL_IDLE_TIMEOUT, 0};
+	struct timeval wtv = {CONTROL_WRITE_TIMEOUT, 0};
+
+	bufferevent_set_timeouts(c->bev, idle ? &rtv : NULL, &wtv);
 }
 
 /* Back to reading the next request (after an answer sent later). */
@@ -593,8 +609,10 @@ out:
 		if (!c->dead)
 			c->closing = 1;
 	} else if (lr->first && lr->follow && !c->dead) {
-		/* Followed: any further byte from the client ends it. */
+		/* Followed: any further byte from the client ends it, and
+		 * it may wait for news as long as it likes. */
 		c->follow = sandbox_ref(lr->sb);
+		client_timeouts(c, 0);
 		client_ready(c);
 	}
 	if (c->again && !c->dead && c->follow != NULL) {
@@ -795,6 +813,7 @@ control_read_cb(struct bufferevent *bev, void *arg)
 			client_drop(c);
 			return;
 		}
+		c->asked = 1;
 		if (control_request(c, req)) {
 			/* One at a time: the next waits for this answer. */
 			bufferevent_disable(bev, EV_READ);
@@ -821,7 +840,10 @@ control_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct cclient *c = arg;
 
 	(void)bev;
-	if (what & BEV_EVENT_TIMEOUT)
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING))
+		log_info("control: a client asked nothing for %d s; dropped",
+		    CONTROL_IDLE_TIMEOUT);
+	else if (what & BEV_EVENT_TIMEOUT)
 		log_warnx("control: a client left its answers unread for "
 		          "%d s; dropped",
 		    CONTROL_WRITE_TIMEOUT);
@@ -849,8 +871,7 @@ static void
 control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	struct timeval wtv = {CONTROL_WRITE_TIMEOUT, 0};
-	struct cclient *c;
+	struct cclient *c, *idle;
 	struct ucred cred;
 	socklen_t clen = sizeof cred;
 
@@ -865,11 +886,24 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		evutil_closesocket(fd);
 		return;
 	}
+	/* Full: the oldest that never asked anything makes room (clients
+	 * that only connect cannot keep the ones that ask out). */
 	if (nclients >= CONTROL_MAX_CLIENTS) {
-		log_warnx("control: %d clients already; one more refused",
+		idle = NULL;
+		LIST_FOREACH(c, &cclients, entry)
+		if (!c->asked && !c->closing)
+			idle = c; /* the list is newest first */
+		if (idle == NULL) {
+			log_warnx("control: %d clients already; one more "
+			          "refused",
+			    CONTROL_MAX_CLIENTS);
+			evutil_closesocket(fd);
+			return;
+		}
+		log_info("control: %d clients already; one that asked "
+		         "nothing dropped for a new one",
 		    CONTROL_MAX_CLIENTS);
-		evutil_closesocket(fd);
-		return;
+		client_drop(idle);
 	}
 	c = xcalloc(1, sizeof *c);
 	c->refs = 1;
@@ -882,7 +916,7 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	/* Above the cap plus a line, reading stops (nothing more is
 	 * taken than a request may be); the read callback drops it. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, CONTROL_MAX_REQUEST + 2);
-	bufferevent_set_timeouts(c->bev, NULL, &wtv);
+	client_timeouts(c, 1);
 	bufferevent_setcb(
 	    c->bev, control_read_cb, control_write_cb, control_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ);

@@ -2,7 +2,9 @@
  * Adversarial: hostile clients.  Malformed and oversized messages, wrong
  * argument types for every parameter of every tool, unknown sandboxes.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -641,4 +643,80 @@ Test(protocol, unknown_sandbox_ids, .timeout = 300)
 	free(ocid);
 	adv_finish(s);
 	adv_finish(other);
+}
+
+/* A client of the control socket at path (-1 if it cannot connect). */
+static int
+control_connect(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		close(fd);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether the server closed fd within ms. */
+static int
+control_closed(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char b;
+
+	return poll(&p, 1, ms) == 1 && read(fd, &b, 1) <= 0;
+}
+
+/*
+ * 40 clients connect to the control socket and ask nothing (the server
+ * answers 16 at once): `mcp-sandboxd ls` is answered all the same (one
+ * that asked nothing makes room), and each idle one is dropped after a
+ * few seconds.  They once left ls with no answer for as long as they
+ * stayed.
+ */
+Test(
+    protocol, idle_control_clients_do_not_lock_the_operator_out, .timeout = 120)
+{
+	char dir[64], path[128], cmd[512], *out;
+	struct h_server *s;
+	int fds[40], i, status, closed = 0;
+	long long t0;
+
+	snprintf(dir, sizeof dir, "/tmp/mcp-ctl-adv-XXXXXX");
+	cr_assert(mkdtemp(dir) != NULL);
+	s = h_start("--control-dir", dir, NULL);
+	json_object_put(h_initialize(s));
+	snprintf(path, sizeof path, "%s/%d.sock", dir, (int)s->pid);
+	for (i = 0; i < 40; i++) {
+		fds[i] = control_connect(path);
+		cr_assert_geq(
+		    fds[i], 0, "connect %s: %s", path, strerror(errno));
+	}
+	t0 = h_now_ms();
+	snprintf(cmd, sizeof cmd,
+	    "MCP_SANDBOXD_CONTROL_DIR=%s timeout 10 %s ls --json 2>&1", dir,
+	    getenv("MCP_SANDBOXD_BIN"));
+	out = h_run(cmd, &status);
+	cr_expect_eq(status, 0, "ls beside 40 idle clients: %s", out);
+	cr_expect(h_contains(out, "\"servers\""), "%s", out);
+	cr_expect_lt(h_now_ms() - t0, 5000, "ls took %lld ms", h_now_ms() - t0);
+	free(out);
+	for (i = 0; i < 40; i++) {
+		closed += control_closed(fds[i], 8000);
+		close(fds[i]);
+	}
+	cr_expect_eq(closed, 40, "%d of 40 idle clients were dropped", closed);
+	h_finish(s);
+	cr_assert(rmdir(dir) == 0);
 }
