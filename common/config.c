@@ -187,6 +187,11 @@ static const struct opt opts[] = {
         "largest picture given as an image in a result: a figure or value "
         "of execute_code, a read_file of a picture (KiB; a larger one is "
         "described in a note)"},
+    {"max-image-pixels", "MCP_SANDBOXD_MAX_IMAGE_PIXELS", OPT_LONG,
+        O(max_image_pixels), "16777216", 1, 4294836225L,
+        "most pixels (width x height) of a picture given as an image in a "
+        "result (a 69-byte PNG may declare 65535x65535); a larger one is "
+        "linked, as one over --max-image-kb is"},
     {"log-buffer-kb", "MCP_SANDBOXD_LOG_BUFFER_KB", OPT_LONG, O(log_buffer_kb),
         "1024", 4, 1 << 20,
         "size of each sandbox's activity log, containers://{id}/logs (KiB)"},

@@ -63,6 +63,7 @@ struct config {
 	long output_cap;
 	long inline_output;
 	long max_image_kb; /* the most bytes of one image in a result */
+	long max_image_pixels; /* ... and the most pixels (width x height) */
 	long log_buffer_kb;
 	long spool_mb;
 	long project_mb, project_files;

@@ -191,6 +191,15 @@ xrun_image(struct xrun *x, json_object *in)
 	    strcmp(json_object_get_string(v), sig.mime) != 0) {
 		json_object_object_add(o, "error",
 		    json_object_new_string("its bytes are not what was said"));
+	} else if ((long long)sig.width * sig.height >
+	           sup.conf->max_image_pixels) {
+		/* Few bytes may declare a picture no client can draw. */
+		json_object_object_add(
+		    o, "width", json_object_new_int64(sig.width));
+		json_object_object_add(
+		    o, "height", json_object_new_int64(sig.height));
+		json_object_object_add(
+		    o, "over_pixels", json_object_new_boolean(1));
 	} else {
 		json_object_object_add(
 		    o, "width", json_object_new_int64(sig.width));

@@ -83,6 +83,9 @@ const char tool_execute_code_schema[] =
     "\"over_cap\":{\"type\":\"boolean\",\"description\":\"larger "
     "than the server's --max-image-kb: not shown, but linked as its "
     "resource when it has a file (bytes as the sandbox said)\"},"
+    "\"over_pixels\":{\"type\":\"boolean\",\"description\":\"more "
+    "pixels than the server's --max-image-pixels: not shown, but linked "
+    "as its resource when it has a file\"},"
     "\"error\":{\"type\":\"string\",\"description\":\"why it was "
     "refused\"}}}}},"
     "\"required\":[\"language\",\"stdout\",\"stderr\",\"exit_code\"]}";
@@ -105,6 +108,7 @@ static void
 code_images(json_object *r, json_object *blocks, struct evbuffer *t)
 {
 	json_object *list, *im, *v, *b, *m;
+	char over[128];
 	size_t i;
 
 	if (!json_object_object_get_ex(r, "images", &list) ||
@@ -124,15 +128,25 @@ code_images(json_object *r, json_object *blocks, struct evbuffer *t)
 		if (json_object_object_get_ex(im, "bytes", &v))
 			evbuffer_add_printf(
 			    t, " %lld bytes", member_int64(im, "bytes"));
+		over[0] = '\0';
+		if (json_object_object_get_ex(im, "over_cap", NULL))
+			snprintf(over, sizeof over,
+			    "over the image cap of %ld KiB",
+			    sup.conf->max_image_kb);
+		else if (json_object_object_get_ex(im, "over_pixels", NULL))
+			snprintf(over, sizeof over,
+			    "over the image cap of %ld pixels "
+			    "(--max-image-pixels)",
+			    sup.conf->max_image_pixels);
 		if (json_object_object_get_ex(im, "error", &v))
 			evbuffer_add_printf(
 			    t, " refused: %s", json_object_get_string(v));
-		else if (json_object_object_get_ex(im, "over_cap", NULL) &&
+		else if (over[0] != '\0' &&
 		         json_object_object_get_ex(im, "uri", &v)) {
 			evbuffer_add_printf(t,
-			    ", over the image cap of %ld KiB: not shown; it is "
-			    "the resource %s",
-			    sup.conf->max_image_kb, json_object_get_string(v));
+			    ", %s: not shown; it is the "
+			    "resource %s",
+			    over, json_object_get_string(v));
 			json_object_array_add(blocks,
 			    tool_resource_link(json_object_get_string(v),
 			        json_object_object_get_ex(im, "where", &m)
@@ -142,11 +156,11 @@ code_images(json_object *r, json_object *blocks, struct evbuffer *t)
 			            ? json_object_get_string(m)
 			            : "application/octet-stream",
 			        member_int64(im, "bytes")));
-		} else if (json_object_object_get_ex(im, "over_cap", NULL))
-			evbuffer_add_printf(t,
-			    ", over the image cap of %ld KiB: not shown "
-			    "(it could not be kept in the output folder)",
-			    sup.conf->max_image_kb);
+		} else if (over[0] != '\0')
+			evbuffer_add_printf(t, ", %s: not shown (%s)", over,
+			    json_object_object_get_ex(im, "over_cap", NULL)
+			        ? "it could not be kept in the output folder"
+			        : "it has no file to link");
 		evbuffer_add_printf(t, "\n");
 		if (!json_object_object_get_ex(im, "data", &v)) {
 			json_object_object_add(

@@ -83,6 +83,10 @@ rfile_image(json_object *o, const struct imgsig *sig, const char *data,
 	if (size > cap)
 		*note = "not shown as an image: larger than the server's image "
 		        "cap (--max-image-kb)";
+	else if ((long long)sig->width * sig->height >
+	         sup.conf->max_image_pixels)
+		*note = "not shown as an image: more pixels than the server's "
+		        "image cap (--max-image-pixels)";
 	else if ((long long)len < size)
 		*note = "not shown as an image: only part of it was read";
 	json_object_object_add(

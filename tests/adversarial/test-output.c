@@ -578,3 +578,107 @@ Test(
 	h_finish(s);
 	cr_assert(rmdir(dir) == 0);
 }
+
+/* Python that makes the header of a PNG of w x h (and nothing of it). */
+#define PNG_HEAD_PY                                                            \
+	"import os, struct\n"                                                  \
+	"def png(w, h):\n"                                                     \
+	"    return (b'\\x89PNG\\r\\n\\x1a\\n' + struct.pack('>I', 13) + "     \
+	"b'IHDR' + struct.pack('>II5B', w, h, 8, 2, 0, 0, 0) + b'\\0' * 4 "    \
+	"+ struct.pack('>I', 0) + b'IEND\\xaeB\\x60\\x82')\n"
+
+/* The blocks of a tool result of type type. */
+static int
+blocks_of(json_object *r, const char *type)
+{
+	json_object *content = h_get(r, "content");
+	size_t i;
+	int n = 0;
+
+	for (i = 0; content != NULL && i < json_object_array_length(content);
+	     i++) {
+		const char *t =
+		    h_str(json_object_array_get_idx(content, i), "type");
+
+		n += t != NULL && strcmp(t, type) == 0;
+	}
+	return n;
+}
+
+static json_object *
+read_picture(struct h_server *s, const char *cid, const char *path)
+{
+	json_object *a;
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "file_path", json_object_new_string(path));
+	return h_call_tool_obj(s, "read_file", a, 60000);
+}
+
+/*
+ * Picture bombs: a 45-byte PNG that declares 65535x65535 pixels (16 GiB
+ * decoded) is no image block, whether read_file reads it or execute_code
+ * leaves it in its output folder: a link to its file, and why.  The cap
+ * is on pixels (--max-image-pixels, 4096x4096 by default), not only on
+ * bytes; one of 4096x4096 is shown.
+ */
+Test(output, picture_bombs_are_links_not_images, .timeout = 180)
+{
+	struct h_server *s;
+	json_object *r, *a, *im;
+	char *cid;
+
+	s = h_start(NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	free(h_exec_ok(s, cid,
+	    "python3 -c \"" PNG_HEAD_PY
+	    "open('/app/bomb.png', 'wb').write(png(65535, 65535))\n"
+	    "open('/app/wide.png', 'wb').write(png(65535, 257))\n"
+	    "open('/app/cap.png', 'wb').write(png(4096, 4096))\""));
+
+	r = read_picture(s, cid, "/app/bomb.png");
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect_eq(blocks_of(r, "image"), 0, "an image block: %s",
+	    json_object_to_json_string(r));
+	cr_expect_eq(blocks_of(r, "resource_link"), 1, "%s",
+	    json_object_to_json_string(r));
+	im = h_get(r, "structuredContent.image");
+	cr_expect(!h_bool(im, "shown"));
+	cr_expect_eq(h_int(im, "width"), 65535);
+	cr_expect(h_contains(h_str(im, "note"), "--max-image-pixels"), "%s",
+	    json_object_to_json_string(im));
+	json_object_put(r);
+	r = read_picture(s, cid, "/app/wide.png");
+	cr_expect_eq(blocks_of(r, "image"), 0, "65535x257 shown");
+	json_object_put(r);
+	r = read_picture(s, cid, "/app/cap.png");
+	cr_expect_eq(
+	    blocks_of(r, "image"), 1, "4096x4096 not shown: %s", h_text(r));
+	json_object_put(r);
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "language", json_object_new_string("python"));
+	json_object_object_add(
+	    a, "dependencies", json_object_new_string("none"));
+	json_object_object_add(a, "code",
+	    json_object_new_string(PNG_HEAD_PY
+	        "open(os.environ['MCP_OUTPUT_DIR'] + '/bomb.png', 'wb')"
+	        ".write(png(65535, 65535))\n"));
+	r = h_call_tool_obj(s, "execute_code", a, 120000);
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect_eq(blocks_of(r, "image"), 0, "an image block: %s", h_text(r));
+	cr_expect_eq(blocks_of(r, "resource_link"), 1, "%s",
+	    json_object_to_json_string(r));
+	im = h_get(r, "structuredContent.images.0");
+	cr_expect(
+	    h_bool(im, "over_pixels"), "%s", json_object_to_json_string(r));
+	cr_expect(!h_bool(im, "shown"));
+	cr_expect(h_contains(h_text(r), "--max-image-pixels"), "%s", h_text(r));
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	h_finish(s);
+}
