@@ -505,7 +505,10 @@ proxy_acked(struct rconn *c)
 	return 1;
 }
 
-/* The held answer goes, with the port listened on now (0: none). */
+/*
+ * The held answer goes, with the port listened on now (0: none, or egress
+ * off: a listener left from before answers every request 403 then).
+ */
 static void
 px_answer_held(void)
 {
@@ -516,8 +519,8 @@ px_answer_held(void)
 	px.held = NULL;
 	if (px.held_timer != NULL)
 		evtimer_del(px.held_timer);
-	json_object_object_add(
-	    res, "proxy_port", json_object_new_int((int)px.port));
+	json_object_object_add(res, "proxy_port",
+	    json_object_new_int(px.on ? (int)px.port : 0));
 	relay_answer(px.w, px.held_req, res);
 }
 

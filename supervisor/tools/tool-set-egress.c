@@ -36,8 +36,9 @@ static const char output_schema[] =
     "(lowercase, canonical); empty: egress off\"},"
     "\"proxy_port\":{\"type\":\"integer\",\"description\":\"the port "
     "of the proxy in the sandbox (127.0.0.1), which HTTP_PROXY and "
-    "HTTPS_PROXY of its commands name; 0 while it is not listening (egress "
-    "off, or the sandbox's agent not up yet)\"}},"
+    "HTTPS_PROXY of its commands name; 0 with egress off (a listener "
+    "left from before answers every request 403) or while it is not "
+    "listening yet (the sandbox's agent not up)\"}},"
     "\"required\":[\"container_id\",\"egress\",\"proxy_port\"]}";
 
 /* What the worker answered: the list it holds, and its proxy's port. */

@@ -238,6 +238,8 @@ describe('egress over stdio', { timeout: 300_000 }, () => {
     const off = expectOk(await call(h.client, 'sandbox_set_egress', { ...args, egress: [] }));
     assert.equal(off.container_id, sb.container_id);
     assert.deepEqual(off.egress, []);
+    // Off is 0, as the README says (the listener left answers 403).
+    assert.equal(off.proxy_port, 0, JSON.stringify(off));
     const env = expectOk(await call(h.client, 'sandbox_exec', { ...args, commands: 'env | grep -i -c _proxy= || true' }));
     assert.equal(env.results[0].stdout, '0\n', 'no proxy variable is left with egress off');
     const asked = expectOk(await call(h.client, 'sandbox_exec', { ...args, commands: ASK_PROXY, timeout_seconds: 60 }));
