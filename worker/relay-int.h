@@ -42,6 +42,7 @@ struct rconn {
 	long long bytes_in, bytes_out; /* from the sandbox, into it */
 	int opened; /* the agent's end is connected (the proxy: both) */
 	int head; /* reading the first request's head for the token */
+	struct event *deadline; /* ... until then, at the latest */
 	int refused; /* a refusal is being written: closed once it is */
 	int eof_host; /* the host socket's end was read: EOF sent */
 	int eof_agent; /* the agent's EOF came: shut down once written */

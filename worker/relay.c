@@ -9,11 +9,14 @@
  *
  * With a token (--expose-auth on), a connection is DIALed only once its
  * first request's head (at most HTTPHEAD_MAX bytes, within
- * RELAY_HEAD_SECONDS) carries "Authorization: Bearer TOKEN"; the field is
- * taken out and the head written anew before anything goes on.  Else it
- * gets a 400, 401 or 431 and is closed, and nothing reaches the sandbox.
- * At most RELAY_MAX_HEADS connections wait in that state, so that those
- * without the token cannot take every connection of the sandbox.
+ * RELAY_HEAD_SECONDS of its accept: a deadline, which no byte sent
+ * restarts) carries "Authorization: Bearer TOKEN"; the field is taken out
+ * and the head written anew before anything goes on.  Else it gets a 400,
+ * 401 or 431 and is closed, and nothing reaches the sandbox.  At most
+ * RELAY_MAX_HEADS connections wait in that state, so that those without
+ * the token cannot take every connection of the sandbox; a new one takes
+ * the place of the one that has waited longest, so that they cannot keep
+ * a client with the token out either.
  *
  * Each direction of a connection is under a window: the agent may send
  * AGENT_CONN_WINDOW bytes more than the worker has written to the host
@@ -105,6 +108,32 @@ rconn_counts(const struct rconn *c, long long *in, long long *out)
 	}
 }
 
+/* It no longer waits for its first request's head. */
+static void
+rconn_head_over(struct rconn *c)
+{
+	c->head = 0;
+	relay->nheads--;
+	if (c->deadline != NULL) {
+		event_free(c->deadline);
+		c->deadline = NULL;
+	}
+}
+
+/* The head did not come whole within RELAY_HEAD_SECONDS. */
+static void
+rconn_head_late(evutil_socket_t fd, short what, void *arg)
+{
+	struct rconn *c = arg;
+
+	(void)fd;
+	(void)what;
+	logs_addf("port",
+	    "%d: a connection closed: no whole request head within %d s",
+	    c->ex->port, RELAY_HEAD_SECONDS);
+	rconn_free(c, NULL);
+}
+
 /* Tells the agent that its connection id is closed, and why. */
 void
 relay_send_close(uint32_t id, const char *why)
@@ -142,7 +171,7 @@ rconn_free(struct rconn *c, const char *why)
 	LIST_REMOVE(c, entry);
 	relay->nconns--;
 	if (c->head)
-		relay->nheads--;
+		rconn_head_over(c);
 	if (c->drain != NULL)
 		evbuffer_remove_cb_entry(
 		    bufferevent_get_output(c->bev), c->drain);
@@ -512,8 +541,7 @@ rconn_refuse(struct rconn *c, int status, const char *text)
 
 	logs_addf("port", "%d: a connection refused (%d): %s", c->ex->port,
 	    status, text);
-	c->head = 0;
-	relay->nheads--;
+	rconn_head_over(c);
 	c->refused = 1;
 	bufferevent_disable(c->bev, EV_READ);
 	r = httphead_response(status, text, &len);
@@ -563,8 +591,7 @@ rconn_head(struct rconn *c)
 	evbuffer_drain(in, end);
 	evbuffer_prepend(in, head, hlen);
 	free(head);
-	c->head = 0;
-	relay->nheads--;
+	rconn_head_over(c);
 	bufferevent_set_timeouts(c->bev, NULL, NULL);
 	bufferevent_setwatermark(c->bev, EV_READ, 0, AGENT_DATA_CHUNK);
 	bufferevent_disable(c->bev, EV_READ);
@@ -577,12 +604,27 @@ expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct expose *ex = arg;
-	struct rconn *c;
+	struct rconn *c, *oldest;
 	const char *why;
 
 	(void)lev;
 	(void)sa;
 	(void)salen;
+	if (ex->auth != NULL && relay->nheads >= RELAY_MAX_HEADS &&
+	    agent_unusable(relay->w, relay->w->exec_user) == NULL) {
+		/* The one that has waited longest goes (newest first). */
+		oldest = NULL;
+		LIST_FOREACH(c, &relay->conns, entry)
+		if (c->head)
+			oldest = c;
+		if (oldest != NULL) {
+			logs_addf("port",
+			    "%d: a connection closed: %d wait for their token, "
+			    "and it had waited longest",
+			    oldest->ex->port, RELAY_MAX_HEADS);
+			rconn_free(oldest, NULL);
+		}
+	}
 	if ((why = agent_unusable(relay->w, relay->w->exec_user)) == NULL) {
 		if (relay->nconns >= RELAY_MAX_CONNS)
 			why = "too many connections";
@@ -601,11 +643,18 @@ expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	if (ex->auth != NULL) {
 		struct timeval tv = {RELAY_HEAD_SECONDS, 0};
 
-		/* Read (the head at most) before anything is DIALed. */
+		/* Read (the head at most) before anything is DIALed, until
+		 * the deadline; a refusal is written within as long. */
 		c->head = 1;
 		relay->nheads++;
+		if ((c->deadline = evtimer_new(
+		         relay->w->base, rconn_head_late, c)) == NULL) {
+			rconn_free(c, NULL);
+			return;
+		}
+		evtimer_add(c->deadline, &tv);
 		bufferevent_setwatermark(c->bev, EV_READ, 0, HTTPHEAD_MAX);
-		bufferevent_set_timeouts(c->bev, &tv, &tv);
+		bufferevent_set_timeouts(c->bev, NULL, &tv);
 		bufferevent_enable(c->bev, EV_READ);
 		return;
 	}

@@ -1094,3 +1094,117 @@ Test(http_adv, start_slots_fair, .timeout = 300)
 	free(b);
 	asrv_stop(s);
 }
+
+/* Whether the peer of fd closed it (EOF or reset), without waiting. */
+static int
+peer_closed(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char b[256];
+
+	return poll(&p, 1, 0) == 1 && read(fd, b, sizeof b) <= 0;
+}
+
+/*
+ * Pre-auth lockout of an exposed port (--expose-auth on): 16 connections
+ * send one byte of a head every 2 s, never the token.  A byte does not
+ * restart the head's time (a deadline of 10 s from the accept, not an
+ * idle timeout), and they cannot keep a client with the token out: its
+ * connection takes the place of the one that waited longest, and its
+ * request is answered at once.  They once held every place for as long
+ * as they kept sending.
+ */
+Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
+{
+	static const char token[] = "slow-heads-token-0123456789";
+	char tokfile[] = "/tmp/mcp-sandboxd-adv-token-XXXXXX", listen[32];
+	char req[256], buf[4096], *cid, *out;
+	int fd, slow[16], closed_at[16], i, t, n, port;
+	struct h_server *s;
+	json_object *r;
+	ssize_t k;
+
+	fd = mkstemp(tokfile);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, token, strlen(token)), (ssize_t)strlen(token));
+	close(fd);
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", h_free_port());
+	s = h_start("--agent", "on", "--transport", "both", "--listen", listen,
+	    "--auth-token-file", tokfile, "--expose-auth", "on", NULL);
+	json_object_put(h_initialize(s));
+	cid = h_create(s, NULL);
+	snprintf(req, sizeof req,
+	    "{\"container_id\":\"%s\",\"background\":true,"
+	    "\"timeout_seconds\":200,\"commands\":\"cd /tmp && exec python3 "
+	    "-m http.server 8001 --bind 127.0.0.1\"}",
+	    cid);
+	r = h_call_tool(s, "sandbox_exec", req);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	json_object_put(r);
+	out = h_exec_ok(s, cid,
+	    "for i in $(seq 100); do grep -q ':1F41 00000000:0000 0A' "
+	    "/proc/net/tcp && echo up && exit 0; sleep 0.1; done; echo down");
+	cr_assert(h_contains(out, "up"), "no server in the sandbox: %s", out);
+	free(out);
+	snprintf(
+	    req, sizeof req, "{\"container_id\":\"%s\",\"port\":8001}", cid);
+	r = h_call_tool(s, "sandbox_expose_port", req);
+	cr_assert(!h_is_error(r), "expose: %s", h_text(r));
+	port = (int)h_int(r, "structuredContent.host_port");
+	json_object_put(r);
+
+	for (i = 0; i < 16; i++) {
+		slow[i] = h_dial(port);
+		cr_assert_geq(slow[i], 0);
+		closed_at[i] = -1;
+		cr_assert_eq(write(slow[i], "G", 1), 1);
+	}
+	sleep(1);
+	/* A client with the token, while all 16 places are taken. */
+	fd = h_dial(port);
+	cr_assert_geq(fd, 0);
+	snprintf(req, sizeof req,
+	    "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+	    "Connection: close\r\n\r\n",
+	    token);
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	n = 0;
+	{
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		while (n < (int)sizeof buf - 1 && poll(&p, 1, 10000) == 1 &&
+		       (k = read(fd, buf + n, sizeof buf - 1 - (size_t)n)) > 0)
+			n += (int)k;
+	}
+	buf[n] = '\0';
+	close(fd);
+	cr_expect(strncmp(buf, "HTTP/1.0 200 ", 13) == 0,
+	    "the client with the token was not answered: \"%.200s\"", buf);
+
+	/* The slow ones send a byte every 2 s: all closed by 12 s. */
+	for (t = 1; t <= 14; t++) {
+		sleep(1);
+		for (i = 0; i < 16; i++) {
+			if (closed_at[i] != -1)
+				continue;
+			if (peer_closed(slow[i]))
+				closed_at[i] = t + 1;
+			else if (t % 2 == 0)
+				(void)!write(slow[i], "E", 1);
+		}
+	}
+	for (i = 0; i < 16; i++) {
+		cr_expect(closed_at[i] != -1 && closed_at[i] <= 13,
+		    "slow connection %d: closed at %d s (-1: never)", i,
+		    closed_at[i]);
+		close(slow[i]);
+	}
+	h_stop(s, cid);
+	free(cid);
+	/* HTTP serves on after stdin's end (--transport both): a signal. */
+	kill(s->pid, SIGTERM);
+	cr_expect_eq(h_wait_exit(s, 30000), 0);
+	cr_expect_eq(h_docker_count(s->label), 0);
+	h_free(s);
+	unlink(tokfile);
+}
