@@ -227,6 +227,11 @@ static const struct opt opts[] = {
     {"snapshot-max-mb", "MCP_SANDBOXD_SNAPSHOT_MAX_MB", OPT_LONG,
         O(snapshot_max_mb), "1024", 1, 1L << 30,
         "MiB one snapshot may take (its archive)"},
+    {"snapshot-mb-per-owner", "MCP_SANDBOXD_SNAPSHOT_MB_PER_OWNER", OPT_LONG,
+        O(snapshot_mb_per_owner), "1024", 1, 1L << 30,
+        "MiB the snapshots of one owner (an HTTP session, or the user of a "
+        "stdio server) may take together, within --snapshot-mb: so that "
+        "one cannot take the space of all"},
     {"snapshot-ttl", "MCP_SANDBOXD_SNAPSHOT_TTL", OPT_LONG, O(snapshot_ttl),
         "604800", 60, 1L << 31,
         "seconds a snapshot is kept after it was taken (default 7 days)"},

@@ -75,6 +75,7 @@ struct config {
 	char *state_dir; /* NULL: the default private directory */
 	long snapshot_mb; /* all snapshots together */
 	long snapshot_max_mb; /* one snapshot */
+	long snapshot_mb_per_owner; /* all of one principal's together */
 	long snapshot_ttl; /* seconds */
 
 	/* Server. */

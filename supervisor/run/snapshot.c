@@ -262,15 +262,16 @@ snap_bytes(const char *id)
 /*
  * Every snapshot of the store: expired ones and what an interrupted take
  * left are removed; each (meta, owned) of principal (NULL: all) goes to
- * list, if given; the bytes of all of them are the result.
+ * list, if given, and their bytes to *mine, if given; the bytes of all of
+ * them are the result.
  */
 static uint64_t
-snap_scan(const char *principal, json_object *list)
+snap_scan_mine(const char *principal, json_object *list, uint64_t *mine)
 {
 	struct dirent *de;
 	json_object *m;
 	const char *owner;
-	uint64_t used = 0;
+	uint64_t used = 0, n;
 	time_t now = time(NULL);
 	DIR *d;
 
@@ -313,7 +314,11 @@ snap_scan(const char *principal, json_object *list)
 			json_object_put(m);
 			continue;
 		}
-		used += snap_bytes(de->d_name);
+		n = snap_bytes(de->d_name);
+		used += n;
+		if (mine != NULL && principal != NULL &&
+		    strcmp(owner, principal) == 0)
+			*mine += n;
 		if (list != NULL &&
 		    (principal == NULL || strcmp(owner, principal) == 0))
 			json_object_array_add(list, m);
@@ -322,6 +327,12 @@ snap_scan(const char *principal, json_object *list)
 	}
 	closedir(d);
 	return used;
+}
+
+static uint64_t
+snap_scan(const char *principal, json_object *list)
+{
+	return snap_scan_mine(principal, list, NULL);
 }
 
 static void
@@ -835,7 +846,8 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 	struct snaptake *t;
 	const char **roots, **rel;
 	json_object *a;
-	uint64_t total, used, each, room;
+	uint64_t total, used, each, room, share, mine = 0, mine_room;
+	const char *owner = c != NULL ? c->sess->principal : "";
 	char *data, line[128];
 	size_t i;
 
@@ -847,8 +859,29 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 		return -1;
 	total = (uint64_t)conf->snapshot_mb * 1024 * 1024;
 	each = (uint64_t)conf->snapshot_max_mb * 1024 * 1024;
-	used = snap_scan(NULL, NULL) + snap_reserved;
+	share = (uint64_t)conf->snapshot_mb_per_owner * 1024 * 1024;
+	used = snap_scan_mine(owner, NULL, &mine) + snap_reserved;
+	LIST_FOREACH(t, &takes, entry)
+	{
+		const char *o = snapshot_meta_str(t->meta, "owner");
+
+		if (o != NULL && strcmp(o, owner) == 0)
+			mine += t->reserved;
+	}
 	room = used < total ? total - used : 0;
+	mine_room = mine < share ? share - mine : 0;
+	if (mine_room < 64 * 1024) {
+		snprintf(err, len,
+		    "the snapshots of %s take %llu MiB of the %ld MiB each "
+		    "owner's may (--snapshot-mb-per-owner): delete some with "
+		    "snapshot_delete",
+		    c != NULL && strncmp(owner, "session-", 8) == 0
+		        ? "this session"
+		        : "this server's user",
+		    (unsigned long long)(mine >> 20),
+		    conf->snapshot_mb_per_owner);
+		return -1;
+	}
 	if (room < 64 * 1024) {
 		snprintf(err, len,
 		    "the snapshots of this server take %llu MiB of the "
@@ -879,10 +912,17 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 	for (i = 0; roots[i] != NULL; i++)
 		rel[i] = roots[i] + 1;
 	memset(&lim, 0, sizeof lim);
-	lim.max_bytes = each < room ? each : room;
-	lim.limit_name = each < room ? "--snapshot-max-mb"
-	                             : "--snapshot-mb, with the snapshots "
-	                               "there are";
+	lim.max_bytes = each;
+	lim.limit_name = "--snapshot-max-mb";
+	if (mine_room < lim.max_bytes) {
+		lim.max_bytes = mine_room;
+		lim.limit_name = "--snapshot-mb-per-owner, with the owner's "
+		                 "snapshots there are";
+	}
+	if (room < lim.max_bytes) {
+		lim.max_bytes = room;
+		lim.limit_name = "--snapshot-mb, with the snapshots there are";
+	}
 	lim.max_files = (uint64_t)conf->project_files;
 	if (t->fd == -1 ||
 	    (t->sin = snap_in_start(t->fd, &lim, rel, err, len)) == NULL) {

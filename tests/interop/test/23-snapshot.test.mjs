@@ -759,3 +759,47 @@ describe('over Streamable HTTP a snapshot belongs to its session, and goes with 
       assert.deepEqual(storeEntries(state.dir), []);
     });
 });
+
+describe('--snapshot-mb-per-owner: one session cannot take the snapshot space of all', { timeout: 180_000 }, () => {
+  let server;
+  let state;
+  let a;
+  let b;
+  let sbA;
+  let sbB;
+
+  before(async () => {
+    state = makeStateDir('share');
+    server = await startHttpServer({
+      args: ['--state-dir', state.dir, '--snapshot-mb', '12', '--snapshot-mb-per-owner', '6'],
+    });
+    a = await connectClient(server, { name: 'client-a' });
+    b = await connectClient(server, { name: 'client-b' });
+    sbA = await createSandbox(a.client);
+    sbB = await createSandbox(b.client);
+    // 4 MB that no archive makes smaller, in each.
+    await sh(a.client, sbA.container_id, 'head -c 4000000 /dev/urandom > big.bin');
+    await sh(b.client, sbB.container_id, 'head -c 4000000 /dev/urandom > big.bin');
+  });
+  after(async () => {
+    await stopQuietly(server);
+    if (state) rmSync(state.base, { recursive: true, force: true });
+  });
+
+  it("A's second snapshot is refused, naming the owner's share; B's is taken all the same", async () => {
+    const a1 = await snapshot(a.client, sbA, 'a1');
+    expectToolError(await call(a.client, 'sandbox_snapshot', { container_id: sbA.container_id }), /--snapshot-mb-per-owner/);
+    const b1 = await snapshot(b.client, sbB, 'b1');
+    assert.deepEqual(storeEntries(state.dir), [a1.snapshot_id, b1.snapshot_id].sort());
+    // The total holds too: B's second would take it past 12 MiB... and
+    // past B's own share first, which is what it names.
+    expectToolError(await call(b.client, 'sandbox_snapshot', { container_id: sbB.container_id }), /--snapshot-mb-per-owner/);
+    assert.deepEqual(storeEntries(state.dir), [a1.snapshot_id, b1.snapshot_id].sort());
+  });
+
+  it('the server stops cleanly, and the sessions take their snapshots along', async () => {
+    await stopHttpServer(server);
+    assert.equal(server.exit?.code, 0);
+    assert.deepEqual(storeEntries(state.dir), []);
+  });
+});
