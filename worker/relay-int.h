@@ -43,6 +43,8 @@ struct rconn {
 	int opened; /* the agent's end is connected (the proxy: both) */
 	int head; /* reading the first request's head for the token */
 	struct event *deadline; /* ... until then, at the latest */
+	long long left; /* bytes of its first request still to go on: no
+	                 * more goes then (-1: not counted, all go on) */
 	int refused; /* a refusal is being written: closed once it is */
 	int eof_host; /* the host socket's end was read: EOF sent */
 	int eof_agent; /* the agent's EOF came: shut down once written */

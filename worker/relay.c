@@ -16,7 +16,14 @@
  * RELAY_MAX_HEADS connections wait in that state, so that those without
  * the token cannot take every connection of the sandbox; a new one takes
  * the place of the one that has waited longest, so that they cannot keep
- * a client with the token out either.
+ * a client with the token out either.  Only that first request goes on,
+ * with "Connection: close" (the hop-by-hop fields taken out, as a proxy
+ * does), its body by its Content-Length (a chunked one is refused): what
+ * the client sends after it is dropped and the sandbox's end is shut, so
+ * that a kept-alive connection cannot carry the token of a later request
+ * to the sandbox; a client opens a new connection for each (as curl
+ * does on its own).  An Upgrade (a WebSocket) goes on as it is and is a
+ * tunnel from then on.
  *
  * Each direction of a connection is under a window: the agent may send
  * AGENT_CONN_WINDOW bytes more than the worker has written to the host
@@ -218,12 +225,29 @@ rconn_pump(struct rconn *c)
 
 	if (!c->opened || c->passing || c->sfd != -1)
 		return;
+	if (c->left == 0 && evbuffer_get_length(in) > 0 && c->eof_host == 0) {
+		/* More than its first request: never the sandbox's. */
+		logs_addf("port",
+		    "%d: a connection's bytes after its first request dropped "
+		    "(--expose-auth on: one request a connection)",
+		    c->ex != NULL ? c->ex->port : 0);
+		evbuffer_drain(in, evbuffer_get_length(in));
+		c->eof_host = 1;
+	}
+	if (c->left == 0)
+		evbuffer_drain(in, evbuffer_get_length(in));
 	while (c->credit > 0 && (n = evbuffer_get_length(in)) > 0) {
 		if (n > sizeof buf)
 			n = sizeof buf;
 		if ((long long)n > c->credit)
 			n = (size_t)c->credit;
+		if (c->left >= 0 && (long long)n > c->left)
+			n = (size_t)c->left;
+		if (n == 0)
+			break;
 		n = (size_t)evbuffer_remove(in, buf, n);
+		if (c->left >= 0)
+			c->left -= (long long)n;
 		m = agent_msg_new(AGENT_DATA, 0, c->id, buf, n, &len);
 		if (agent_send_msg(relay->w, m, len) == -1)
 			return;
@@ -427,7 +451,8 @@ rconn_pass(struct rconn *c)
 	size_t len = 0;
 
 	if (c->passing || c->sfd != -1 || !c->opened || c->eof_host ||
-	    c->eof_agent || c->refused || agent_channel(relay->w) == NULL)
+	    c->eof_agent || c->refused || c->left >= 0 ||
+	    agent_channel(relay->w) == NULL)
 		return;
 	/* Without descriptors for the pipes, relayed as DATA still. */
 	if (c->join == NULL && (c->join = join_new()) == NULL)
@@ -494,6 +519,7 @@ rconn_new(struct expose *ex, evutil_socket_t fd, uint32_t id)
 	while (c->id == 0 || rconn_find(c->id) != NULL)
 		c->id = relay->next_id++ & ~AGENT_CONN_AGENT;
 	c->sfd = -1;
+	c->left = -1;
 	c->credit = AGENT_CONN_WINDOW;
 	c->window = AGENT_CONN_WINDOW;
 	c->bev = bufferevent_socket_new(relay->w->base, fd,
@@ -585,9 +611,24 @@ rconn_head(struct rconn *c)
 		free(h);
 		return;
 	}
-	head = httphead_strip(h, drop, &hlen);
+	if (httphead_get(h, "Upgrade") != NULL)
+		head = httphead_strip(h, drop, &hlen);
+	else if (h->chunked) {
+		rconn_refuse(c, 400,
+		    "a chunked request body: this port (--expose-auth on) "
+		    "takes one with a Content-Length");
+		explicit_bzero(h, sizeof *h);
+		free(h);
+		return;
+	} else if ((head = httphead_rewrite(h, NULL, drop, &hlen)) != NULL)
+		c->left = (long long)hlen +
+		          (h->content_length > 0 ? h->content_length : 0);
 	explicit_bzero(h, sizeof *h);
 	free(h);
+	if (head == NULL) {
+		rconn_refuse(c, 405, "CONNECT is not for an exposed port");
+		return;
+	}
 	evbuffer_drain(in, end);
 	evbuffer_prepend(in, head, hlen);
 	free(head);

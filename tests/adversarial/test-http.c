@@ -1105,6 +1105,89 @@ peer_closed(int fd)
 	return poll(&p, 1, 0) == 1 && read(fd, b, sizeof b) <= 0;
 }
 
+/* An exposed port behind a bearer token (--expose-auth on). */
+struct authport {
+	struct h_server *s;
+	char tokfile[64];
+	char *cid;
+	int port;
+};
+
+/*
+ * A server with token, a sandbox running cmd in the background (a server
+ * on 127.0.0.1:8001), that port exposed.
+ */
+static void
+authport_start(struct authport *ap, const char *token, const char *cmd)
+{
+	char listen[32], req[1024], *out;
+	json_object *r, *a;
+	int fd;
+
+	snprintf(ap->tokfile, sizeof ap->tokfile,
+	    "/tmp/mcp-sandboxd-adv-token-XXXXXX");
+	fd = mkstemp(ap->tokfile);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, token, strlen(token)), (ssize_t)strlen(token));
+	close(fd);
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", h_free_port());
+	ap->s =
+	    h_start("--agent", "on", "--transport", "both", "--listen", listen,
+	        "--auth-token-file", ap->tokfile, "--expose-auth", "on", NULL);
+	json_object_put(h_initialize(ap->s));
+	ap->cid = h_create(ap->s, NULL);
+	a = json_object_new_object();
+	json_object_object_add(
+	    a, "container_id", json_object_new_string(ap->cid));
+	json_object_object_add(a, "background", json_object_new_boolean(1));
+	json_object_object_add(a, "timeout_seconds", json_object_new_int(200));
+	json_object_object_add(a, "commands", json_object_new_string(cmd));
+	r = h_call_tool_obj(ap->s, "sandbox_exec", a, 30000);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	json_object_put(r);
+	out = h_exec_ok(ap->s, ap->cid,
+	    "for i in $(seq 100); do grep -q ':1F41 00000000:0000 0A' "
+	    "/proc/net/tcp && echo up && exit 0; sleep 0.1; done; echo down");
+	cr_assert(h_contains(out, "up"), "no server in the sandbox: %s", out);
+	free(out);
+	snprintf(req, sizeof req, "{\"container_id\":\"%s\",\"port\":8001}",
+	    ap->cid);
+	r = h_call_tool(ap->s, "sandbox_expose_port", req);
+	cr_assert(!h_is_error(r), "expose: %s", h_text(r));
+	ap->port = (int)h_int(r, "structuredContent.host_port");
+	json_object_put(r);
+}
+
+static void
+authport_stop(struct authport *ap)
+{
+	h_stop(ap->s, ap->cid);
+	free(ap->cid);
+	/* HTTP serves on after stdin's end (--transport both): a signal. */
+	kill(ap->s->pid, SIGTERM);
+	cr_expect_eq(h_wait_exit(ap->s, 30000), 0);
+	cr_expect_eq(h_docker_count(ap->s->label), 0);
+	h_free(ap->s);
+	unlink(ap->tokfile);
+}
+
+/* What fd's peer sends until it closes or is silent for 10 s. */
+static char *
+read_all(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+	ssize_t k;
+
+	cr_assert_not_null(buf);
+	while (n < cap && poll(&p, 1, 10000) == 1 &&
+	       (k = read(fd, buf + n, cap - n)) > 0)
+		n += (size_t)k;
+	buf[n] = '\0';
+	return buf;
+}
+
 /*
  * Pre-auth lockout of an exposed port (--expose-auth on): 16 connections
  * send one byte of a head every 2 s, never the token.  A byte does not
@@ -1117,69 +1200,32 @@ peer_closed(int fd)
 Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
 {
 	static const char token[] = "slow-heads-token-0123456789";
-	char tokfile[] = "/tmp/mcp-sandboxd-adv-token-XXXXXX", listen[32];
-	char req[256], buf[4096], *cid, *out;
-	int fd, slow[16], closed_at[16], i, t, n, port;
-	struct h_server *s;
-	json_object *r;
-	ssize_t k;
+	int fd, slow[16], closed_at[16], i, t;
+	struct authport ap;
+	char req[256], *resp;
 
-	fd = mkstemp(tokfile);
-	cr_assert(fd >= 0);
-	cr_assert_eq(write(fd, token, strlen(token)), (ssize_t)strlen(token));
-	close(fd);
-	snprintf(listen, sizeof listen, "127.0.0.1:%d", h_free_port());
-	s = h_start("--agent", "on", "--transport", "both", "--listen", listen,
-	    "--auth-token-file", tokfile, "--expose-auth", "on", NULL);
-	json_object_put(h_initialize(s));
-	cid = h_create(s, NULL);
-	snprintf(req, sizeof req,
-	    "{\"container_id\":\"%s\",\"background\":true,"
-	    "\"timeout_seconds\":200,\"commands\":\"cd /tmp && exec python3 "
-	    "-m http.server 8001 --bind 127.0.0.1\"}",
-	    cid);
-	r = h_call_tool(s, "sandbox_exec", req);
-	cr_assert(!h_is_error(r), "%s", h_text(r));
-	json_object_put(r);
-	out = h_exec_ok(s, cid,
-	    "for i in $(seq 100); do grep -q ':1F41 00000000:0000 0A' "
-	    "/proc/net/tcp && echo up && exit 0; sleep 0.1; done; echo down");
-	cr_assert(h_contains(out, "up"), "no server in the sandbox: %s", out);
-	free(out);
-	snprintf(
-	    req, sizeof req, "{\"container_id\":\"%s\",\"port\":8001}", cid);
-	r = h_call_tool(s, "sandbox_expose_port", req);
-	cr_assert(!h_is_error(r), "expose: %s", h_text(r));
-	port = (int)h_int(r, "structuredContent.host_port");
-	json_object_put(r);
-
+	authport_start(&ap, token,
+	    "cd /tmp && exec python3 -m http.server 8001 --bind 127.0.0.1");
 	for (i = 0; i < 16; i++) {
-		slow[i] = h_dial(port);
+		slow[i] = h_dial(ap.port);
 		cr_assert_geq(slow[i], 0);
 		closed_at[i] = -1;
 		cr_assert_eq(write(slow[i], "G", 1), 1);
 	}
 	sleep(1);
 	/* A client with the token, while all 16 places are taken. */
-	fd = h_dial(port);
+	fd = h_dial(ap.port);
 	cr_assert_geq(fd, 0);
 	snprintf(req, sizeof req,
 	    "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
 	    "Connection: close\r\n\r\n",
 	    token);
 	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-	n = 0;
-	{
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-
-		while (n < (int)sizeof buf - 1 && poll(&p, 1, 10000) == 1 &&
-		       (k = read(fd, buf + n, sizeof buf - 1 - (size_t)n)) > 0)
-			n += (int)k;
-	}
-	buf[n] = '\0';
+	resp = read_all(fd);
 	close(fd);
-	cr_expect(strncmp(buf, "HTTP/1.0 200 ", 13) == 0,
-	    "the client with the token was not answered: \"%.200s\"", buf);
+	cr_expect(strncmp(resp, "HTTP/1.0 200 ", 13) == 0,
+	    "the client with the token was not answered: \"%.200s\"", resp);
+	free(resp);
 
 	/* The slow ones send a byte every 2 s: all closed by 12 s. */
 	for (t = 1; t <= 14; t++) {
@@ -1199,12 +1245,74 @@ Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
 		    closed_at[i]);
 		close(slow[i]);
 	}
-	h_stop(s, cid);
-	free(cid);
-	/* HTTP serves on after stdin's end (--transport both): a signal. */
-	kill(s->pid, SIGTERM);
-	cr_expect_eq(h_wait_exit(s, 30000), 0);
-	cr_expect_eq(h_docker_count(s->label), 0);
-	h_free(s);
-	unlink(tokfile);
+	authport_stop(&ap);
+}
+
+/*
+ * The bearer token through a kept-alive connection (--expose-auth on): an
+ * HTTP/1.1 server in the sandbox that keeps connections open and writes
+ * down each request's path and Authorization.  curl with two URLs (one
+ * connection, the token in each request) and a raw connection with two
+ * requests written at once: the sandbox sees no Authorization, ever; both
+ * of curl's requests are answered (it opens a new connection for the
+ * second), the raw connection's first.  The token of a connection's second
+ * request once reached the sandbox's server.
+ */
+Test(http, the_token_never_reaches_the_sandbox_on_a_kept_connection,
+    .timeout = 240)
+{
+	static const char token[] = "kept-alive-token-0123456789";
+	static const char server[] =
+	    "cat > /tmp/keep.py <<'EOF'\n"
+	    "import http.server\n"
+	    "class H(http.server.BaseHTTPRequestHandler):\n"
+	    "    protocol_version = 'HTTP/1.1'\n"
+	    "    def do_GET(self):\n"
+	    "        with open('/tmp/seen', 'a') as f:\n"
+	    "            f.write('%s %s\\n' % (self.path,\n"
+	    "                self.headers.get('Authorization')))\n"
+	    "        b = ('ok %s\\n' % self.path).encode()\n"
+	    "        self.send_response(200)\n"
+	    "        self.send_header('Content-Length', str(len(b)))\n"
+	    "        self.end_headers(); self.wfile.write(b)\n"
+	    "    def log_message(self, *a): pass\n"
+	    "http.server.HTTPServer(('127.0.0.1', 8001), H).serve_forever()\n"
+	    "EOF\n"
+	    "exec python3 /tmp/keep.py";
+	char cmd[1024], req[1024], *out, *resp;
+	struct authport ap;
+	int status, fd;
+
+	authport_start(&ap, token, server);
+	snprintf(cmd, sizeof cmd,
+	    "curl -s -m 30 -H 'Authorization: Bearer %s' "
+	    "http://127.0.0.1:%d/one http://127.0.0.1:%d/two",
+	    token, ap.port, ap.port);
+	out = h_run(cmd, &status);
+	cr_expect_eq(status, 0, "curl: %s", out);
+	cr_expect_str_eq(out, "ok /one\nok /two\n");
+	free(out);
+
+	fd = h_dial(ap.port);
+	cr_assert_geq(fd, 0);
+	snprintf(req, sizeof req,
+	    "GET /three HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+	    "\r\nGET /four HTTP/1.1\r\nHost: x\r\n"
+	    "Authorization: Bearer %s\r\n\r\n",
+	    token, token);
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	resp = read_all(fd);
+	close(fd);
+	cr_expect(h_contains(resp, "ok /three\n"), "%s", resp);
+	free(resp);
+
+	out = h_exec_ok(ap.s, ap.cid, "cat /tmp/seen");
+	cr_expect(h_contains(out, "/one None\n") &&
+	              h_contains(out, "/two None\n") &&
+	              h_contains(out, "/three None\n"),
+	    "the sandbox saw: %s", out);
+	cr_expect(!h_contains(out, token) && !h_contains(out, "Bearer"),
+	    "the token reached the sandbox: %s", out);
+	free(out);
+	authport_stop(&ap);
 }

@@ -375,9 +375,9 @@ http_raw(int port, const char *req)
  * --expose-auth on: a port answers 401 to a request without the HTTP
  * transport's token (and the sandbox's server never sees it), 400 to a
  * malformed head, 431 to one too long; with the token the request goes
- * through with its Authorization field taken out and nothing else
- * changed.  In the sandbox, a server that answers each request with its
- * head.
+ * through with its Authorization field taken out and "Connection: close"
+ * (one request a connection), nothing else changed.  In the sandbox, a server
+ * that answers each request with its head.
  */
 Test(expose, bearer_token_guards_the_port, .timeout = 300)
 {
@@ -484,7 +484,8 @@ Test(expose, bearer_token_guards_the_port, .timeout = 300)
 	    "too long: %.100s", resp);
 	free(resp);
 
-	/* The token: through, without its Authorization field. */
+	/* The token: through, without its Authorization field, and with
+	 * "Connection: close" (one request a connection). */
 	snprintf(req, sizeof req,
 	    "GET /with-token HTTP/1.1\r\nHost: x\r\n"
 	    "authorization: bearer %s\r\nX-Keep: kept\r\n\r\n",
@@ -494,7 +495,7 @@ Test(expose, bearer_token_guards_the_port, .timeout = 300)
 	cr_expect(strncmp(resp, "HTTP/1.0 200", 12) == 0, "%s", resp);
 	cr_expect(h_contains(resp, "request 1\n"
 	                           "GET /with-token HTTP/1.1\r\nHost: x\r\n"
-	                           "X-Keep: kept\r\n\r\n"),
+	                           "X-Keep: kept\r\nConnection: close\r\n\r\n"),
 	    "the sandbox's server saw: %s", resp);
 	cr_expect(!h_contains(resp, token), "the token reached the sandbox");
 	free(resp);
