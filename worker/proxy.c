@@ -519,8 +519,8 @@ px_answer_held(void)
 	px.held = NULL;
 	if (px.held_timer != NULL)
 		evtimer_del(px.held_timer);
-	json_object_object_add(res, "proxy_port",
-	    json_object_new_int(px.on ? (int)px.port : 0));
+	json_object_object_add(
+	    res, "proxy_port", json_object_new_int(px.on ? (int)px.port : 0));
 	relay_answer(px.w, px.held_req, res);
 }
 
