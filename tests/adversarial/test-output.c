@@ -488,17 +488,6 @@ Test(output, forged_end_marker_that_never_ends, .timeout = 180)
 	adv_finish(s);
 }
 
-/* `mcp-sandboxd ARGS` with the control directory dir: its output. */
-static char *
-cli(const char *dir, const char *args, int *status)
-{
-	char cmd[1024];
-
-	snprintf(cmd, sizeof cmd, "MCP_SANDBOXD_CONTROL_DIR=%s %s %s 2>&1", dir,
-	    getenv("MCP_SANDBOXD_BIN"), args);
-	return h_run(cmd, status);
-}
-
 /* No byte of out is one a terminal obeys (but newline and tab). */
 static void
 expect_inert(const char *what, const char *out)
@@ -550,16 +539,16 @@ Test(
 	    "printf '\\033]0;pwned\\007\\033]52;c;cm0gLXJmIC8=\\007"
 	    "\\033[1A\\033[2K\\r$ rm -rf /\\n\\302\\23331m\\n'"));
 
-	out = cli(dir, "logs esc-box", &status);
+	out = h_cli(dir, "logs esc-box", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	expect_inert("logs", out);
 	free(out);
-	out = cli(dir, "logs -f esc-box & sleep 3; kill $!", &status);
+	out = h_cli(dir, "logs -f esc-box & sleep 3; kill $!", &status);
 	expect_inert("logs -f", out);
 	free(out);
 
 	/* --json: each line an object whose text holds the bytes exactly. */
-	out = cli(dir, "logs --json esc-box", &status);
+	out = h_cli(dir, "logs --json esc-box", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	n = 0;
 	for (line = strtok_r(out, "\n", &save); line != NULL;

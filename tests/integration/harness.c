@@ -778,6 +778,16 @@ h_run(const char *cmd, int *status)
 	return out;
 }
 
+char *
+h_cli(const char *dir, const char *args, int *status)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "MCP_SANDBOXD_CONTROL_DIR=%s %s %s 2>&1", dir,
+	    h_bin(), args);
+	return h_run(cmd, status);
+}
+
 static int
 h_shell_safe(const char *s)
 {

@@ -112,6 +112,8 @@ int h_container_exists(const char *);
 int h_wait_container_gone(const char *, int);
 json_object *h_docker_inspect(const char *);
 char *h_run(const char *, int *); /* popen: output, exit status */
+/* `mcp-sandboxd ARGS` with control directory DIR: output and status. */
+char *h_cli(const char *, const char *, int *);
 int h_pid_alive(pid_t); /* exists and not a zombie */
 long long h_cpu_ms(pid_t); /* user + system CPU time */
 /* A "Name: N kB" line of /proc/PID/status (VmRSS, VmHWM); -1: none. */

@@ -161,17 +161,6 @@ ctl_answers_ok(int fd)
 	return ok;
 }
 
-/* `mcp-sandboxd ARGS` with the control directory: its output. */
-static char *
-ctl_cli(const char *dir, const char *args, int *status)
-{
-	char cmd[1024];
-
-	snprintf(cmd, sizeof cmd, "MCP_SANDBOXD_CONTROL_DIR=%s %s %s 2>&1", dir,
-	    getenv("MCP_SANDBOXD_BIN"), args);
-	return h_run(cmd, status);
-}
-
 Test(control, socket_private_and_removed_at_exit, .timeout = 120)
 {
 	char dir[64], path[128];
@@ -228,7 +217,7 @@ Test(control, unsafe_dir_refused, .timeout = 120)
 	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	cr_expect(lstat(path, &st) == -1, "a socket in a 0755 directory");
-	out = ctl_cli(dir, "ls", &status);
+	out = h_cli(dir, "ls", &status);
 	cr_expect_eq(status, 1);
 	cr_expect(h_contains(out, "not a private directory"), "%s", out);
 	free(out);
@@ -365,7 +354,7 @@ Test(control, stale_socket_removed, .timeout = 120)
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	cr_assert(bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0);
 	close(fd);
-	out = ctl_cli(dir, "ls", &status);
+	out = h_cli(dir, "ls", &status);
 	cr_expect_eq(status, 1);
 	cr_expect(h_contains(out, "no server running"), "%s", out);
 	free(out);
@@ -378,7 +367,7 @@ Test(control, stale_socket_removed, .timeout = 120)
 	json_object_put(h_initialize(s));
 	ctl_sock(dir, s->pid, path, sizeof path);
 	ctl_wait_socket(path);
-	out = ctl_cli(dir, "ls --json", &status);
+	out = h_cli(dir, "ls --json", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	j = h_parse(out);
 	cr_expect_eq(
@@ -404,7 +393,7 @@ Test(control, ls_logs_stop, .timeout = 240)
 	cid = h_create(s, "{\"name\":\"ctl-box\"}");
 	free(h_exec_ok(s, cid, "echo control-marker-$((6*7))"));
 
-	out = ctl_cli(dir, "ls --json", &status);
+	out = h_cli(dir, "ls --json", &status);
 	cr_assert_eq(status, 0, "%s", out);
 	j = h_parse(out);
 	cr_expect_eq(h_int(j, "servers.0.pid"), s->pid);
@@ -416,32 +405,32 @@ Test(control, ls_logs_stop, .timeout = 240)
 	cr_expect(h_int(j, "servers.0.sandboxes.0.memory_bytes") > 0);
 	json_object_put(j);
 	free(out);
-	out = ctl_cli(dir, "ls", &status);
+	out = h_cli(dir, "ls", &status);
 	cr_expect_eq(status, 0);
 	cr_expect(h_contains(out, "ctl-box"), "%s", out);
 	free(out);
 
 	/* logs by name: the exec's command and output. */
-	out = ctl_cli(dir, "logs ctl-box", &status);
+	out = h_cli(dir, "logs ctl-box", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	cr_expect(h_contains(out, "$ echo control-marker-$((6*7))"), "%s", out);
 	cr_expect(h_contains(out, "control-marker-42"), "%s", out);
 	free(out);
 
 	/* Clear errors: unknown, too short a prefix. */
-	out = ctl_cli(dir, "logs no-such-box", &status);
+	out = h_cli(dir, "logs no-such-box", &status);
 	cr_expect_eq(status, 1);
 	cr_expect(h_contains(out, "no sandbox \"no-such-box\""), "%s", out);
 	free(out);
 	snprintf(args, sizeof args, "stop %.8s", cid);
-	out = ctl_cli(dir, args, &status);
+	out = h_cli(dir, args, &status);
 	cr_expect_eq(status, 1, "a prefix of 8 stopped it: %s", out);
 	free(out);
 	cr_expect(h_container_exists(cid));
 
 	/* stop by a prefix of 12: gone from the engine. */
 	snprintf(args, sizeof args, "stop --json %.12s", cid);
-	out = ctl_cli(dir, args, &status);
+	out = h_cli(dir, args, &status);
 	cr_expect_eq(status, 0, "%s", out);
 	j = h_parse(out);
 	cr_expect(h_bool(j, "removed"));
@@ -449,7 +438,7 @@ Test(control, ls_logs_stop, .timeout = 240)
 	json_object_put(j);
 	free(out);
 	cr_expect(h_wait_container_gone(cid, 30000), "the container stayed");
-	out = ctl_cli(dir, "ls --json", &status);
+	out = h_cli(dir, "ls --json", &status);
 	j = h_parse(out);
 	cr_expect_eq(json_object_array_length(h_get(j, "servers.0.sandboxes")),
 	    0, "%s", out);
@@ -600,30 +589,30 @@ Test(control, two_servers_ambiguous_name, .timeout = 240)
 	c1 = h_create(s1, "{\"name\":\"same-name\"}");
 	c2 = h_create(s2, "{\"name\":\"same-name\"}");
 
-	out = ctl_cli(dir, "ls --json", &status);
+	out = h_cli(dir, "ls --json", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	j = h_parse(out);
 	cr_expect_eq(json_object_array_length(h_get(j, "servers")), 2);
 	json_object_put(j);
 	free(out);
 	/* A name on two servers: refused, then picked with --server. */
-	out = ctl_cli(dir, "stop same-name", &status);
+	out = h_cli(dir, "stop same-name", &status);
 	cr_expect_eq(status, 1);
 	cr_expect(h_contains(out, "several servers"), "%s", out);
 	free(out);
 	cr_expect(h_container_exists(c1) && h_container_exists(c2));
-	out = ctl_cli(dir, "top", &status);
+	out = h_cli(dir, "top", &status);
 	cr_expect_eq(status, 1);
 	cr_expect(h_contains(out, "--server PID"), "%s", out);
 	free(out);
 	snprintf(args, sizeof args, "stop --server %d same-name", (int)s2->pid);
-	out = ctl_cli(dir, args, &status);
+	out = h_cli(dir, args, &status);
 	cr_expect_eq(status, 0, "%s", out);
 	free(out);
 	cr_expect(h_wait_container_gone(c2, 30000));
 	cr_expect(h_container_exists(c1));
 	/* Now one server has it: no --server needed. */
-	out = ctl_cli(dir, "logs same-name", &status);
+	out = h_cli(dir, "logs same-name", &status);
 	cr_expect_eq(status, 0, "%s", out);
 	free(out);
 	free(c1);
