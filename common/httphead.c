@@ -481,6 +481,12 @@ httphead_bearer_ok(const struct httphead *h, const char *token)
 	return d == 0;
 }
 
+void
+httphead_wipe(struct httphead *h)
+{
+	explicit_bzero(h, sizeof *h);
+}
+
 char *
 httphead_response(int status, const char *text, size_t *lenp)
 {

@@ -100,6 +100,8 @@ char *httphead_strip(const struct httphead *, const char *const *, size_t *);
  * expected token matches nothing.
  */
 int httphead_bearer_ok(const struct httphead *, const char *);
+/* h's every byte zeroed (a head may hold a secret: its token). */
+void httphead_wipe(struct httphead *);
 /*
  * A whole response (malloc, its length in *lenp) with status (400, 401,
  * 403, 404, 405, 408, 413, 431, 500, 502, 503 or 504) and text, and "\n", as a

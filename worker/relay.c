@@ -588,6 +588,8 @@ rconn_head(struct rconn *c)
 	struct httphead *h;
 	char err[128], *head;
 	size_t n, end, hlen = 0;
+	long long body;
+	int upgrade, chunked;
 	const char *p;
 
 	n = evbuffer_get_length(in);
@@ -611,24 +613,28 @@ rconn_head(struct rconn *c)
 		free(h);
 		return;
 	}
-	if (httphead_get(h, "Upgrade") != NULL)
-		head = httphead_strip(h, drop, &hlen);
-	else if (h->chunked) {
-		rconn_refuse(c, 400,
-		    "a chunked request body: this port (--expose-auth on) "
-		    "takes one with a Content-Length");
-		explicit_bzero(h, sizeof *h);
-		free(h);
-		return;
-	} else if ((head = httphead_rewrite(h, NULL, drop, &hlen)) != NULL)
-		c->left = (long long)hlen +
-		          (h->content_length > 0 ? h->content_length : 0);
-	explicit_bzero(h, sizeof *h);
+	/* An Upgrade goes on as it is (a tunnel then); any other request
+	 * alone, with "Connection: close" (a CONNECT: none). */
+	upgrade = httphead_get(h, "Upgrade") != NULL;
+	chunked = h->chunked;
+	body = h->content_length > 0 ? h->content_length : 0;
+	head = upgrade   ? httphead_strip(h, drop, &hlen)
+	       : chunked ? NULL
+	                 : httphead_rewrite(h, NULL, drop, &hlen);
+	httphead_wipe(h);
 	free(h);
 	if (head == NULL) {
-		rconn_refuse(c, 405, "CONNECT is not for an exposed port");
+		if (chunked)
+			rconn_refuse(c, 400,
+			    "a chunked request body: this port (--expose-auth "
+			    "on) takes one with a Content-Length");
+		else
+			rconn_refuse(
+			    c, 405, "CONNECT is not for an exposed port");
 		return;
 	}
+	if (!upgrade)
+		c->left = (long long)hlen + body;
 	evbuffer_drain(in, end);
 	evbuffer_prepend(in, head, hlen);
 	free(head);

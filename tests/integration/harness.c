@@ -75,7 +75,10 @@ h_startv(const char *const *extra)
 	argv[n++] = "--image";
 	argv[n++] = H_IMAGE;
 	argv[n++] = "--log-level";
-	argv[n++] = "warn";
+	/* More of the server's log for a case that fails now and then. */
+	argv[n++] = getenv("MCP_SANDBOXD_TEST_LOG_LEVEL") != NULL
+	                ? getenv("MCP_SANDBOXD_TEST_LOG_LEVEL")
+	                : "warn";
 	argv[n++] = "--label";
 	argv[n++] = s->label;
 	for (i = 0; extra != NULL && extra[i] != NULL && n < 63; i++)
