@@ -2,7 +2,9 @@
 #   restore.sh ROOT...
 # (each ROOT an absolute path of a mount).  Every other process of the
 # sandbox user but our parent and the agent (its pid from the worker,
-# AGENT_PID_ENV of proto/agentwire.h: the engine's exec may run us) is killed,
+# AGENT_PID_ENV of proto/agentwire.h: the engine's exec may run us; one
+# still starting as the child of no sandbox process named as its binary,
+# as snapshot.sh says) is killed,
 # pass after pass until none is left; then each mount is emptied and the
 # archive unpacked into /, as the sandbox user (the kernel holds the
 # read-only root, the permissions and the mounts' sizes).  The host made
@@ -22,6 +24,13 @@ while [ $__r_i -lt 50 ]; do
 		case " $__r_me $__r_parent $__r_agent " in
 		*" $__r_p "*) continue ;;
 		esac
+		if read -r __r_l <"$__r_d/stat" 2>/dev/null; then
+			__r_s=${__r_l##*) }
+			__r_s=${__r_s#* }
+			case "${__r_s%% *} ${__r_l#*(}" in
+			"0 .mcp-sandboxd-a) "*) continue ;;
+			esac
+		fi
 		kill -9 "$__r_p" 2>/dev/null || continue
 		case " $__r_seen " in
 		*" $__r_p "*) ;;

@@ -14,9 +14,12 @@
 # output: sandbox code can write into it.
 # The agent is our parent when it runs us, but not when the engine's exec
 # does (a command that comes before the agent is up): the worker gives
-# every command its pid (AGENT_PID_ENV, proto/agentwire.h; 0: none).  A
-# stopped agent would answer nothing, not even the command that continues
-# what we stopped.
+# every command its pid (AGENT_PID_ENV, proto/agentwire.h; 0: none yet).
+# One still starting, whose pid the worker does not know yet, is a child
+# of no process of the sandbox (the engine's exec started it, PPID 0)
+# named as its binary, /.mcp-sandboxd-agent (comm: 15 bytes).  A stopped
+# agent would answer nothing, not even the command that continues what we
+# stopped.
 __s_me=$$ __s_parent=$PPID __s_stopped= __s_agent=${MCP_SANDBOXD_AGENT_PID:-0}
 trap '[ -n "$__s_stopped" ] && kill -CONT $__s_stopped 2>/dev/null' EXIT
 trap 'exit 1' HUP INT TERM
@@ -28,6 +31,13 @@ while [ $__s_i -lt 100 ]; do
 		case " $__s_me $__s_parent $__s_agent $__s_stopped " in
 		*" $__s_p "*) continue ;;
 		esac
+		if read -r __s_l <"$__s_d/stat" 2>/dev/null; then
+			__s_r=${__s_l##*) }
+			__s_r=${__s_r#* }
+			case "${__s_r%% *} ${__s_l#*(}" in
+			"0 .mcp-sandboxd-a) "*) continue ;;
+			esac
+		fi
 		kill -STOP "$__s_p" 2>/dev/null &&
 		    { __s_stopped="$__s_stopped $__s_p"; __s_new=1; }
 	done

@@ -194,33 +194,95 @@ agent_of(struct h_server *s, const char *cid)
 }
 
 /*
+ * snapshot.sh then restore.sh through the engine's exec, as user, with
+ * MCP_SANDBOXD_AGENT_PID=envpid, beside a writer in the background: the
+ * snapshot stops the writer, not the agent (pid); the restore kills the
+ * writer, not the agent.
+ */
+static void
+scripts_beside(struct h_server *s, const char *cid, const char *user,
+    const char *pid, const char *envpid)
+{
+	const char *tests = getenv("MCP_SANDBOXD_TESTS");
+	json_object *a, *r;
+	char *out, *now, cmd[1024];
+	int status;
+
+	cr_assert_not_null(tests);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "commands",
+	    json_object_new_string("while :; do echo line >> /tmp/grow; done"));
+	json_object_object_add(a, "background", json_object_new_boolean(1));
+	r = h_call_tool_obj(s, "sandbox_exec", a, 30000);
+	cr_assert(!h_is_error(r), "background: %s", h_text(r));
+	json_object_put(r);
+	free(h_exec_ok(s, cid,
+	    "rm -f /tmp/grow; while [ ! -s /tmp/grow ]; do sleep 0.05; done"));
+
+	snprintf(cmd, sizeof cmd,
+	    "docker exec -u %s -e PATH=/app/bin:/usr/bin:/bin "
+	    "-e MCP_SANDBOXD_AGENT_PID=%s %s sh -c "
+	    "\"$(cat '%s/../engine/scripts/snapshot.sh')\" sh /tmp "
+	    ">/dev/null 2>&1",
+	    user, envpid, cid, tests);
+	free(h_run(cmd, &status));
+	cr_expect_eq(status, 0, "snapshot.sh (%s): exit %d", envpid, status);
+	out = h_exec_ok(s, cid,
+	    "awk '$3 == \"/.mcp-sandboxd-agent\" { print \"agent\", $1 } "
+	    "/echo line >>/ { print \"writer\", $1 }' /tmp/states");
+	cr_expect(h_contains(out, "writer T"), "the writer ran on (%s): %s",
+	    envpid, out);
+	cr_expect(!h_contains(out, "agent T") && h_contains(out, "agent "),
+	    "the agent is stopped (%s): %s", envpid, out);
+	free(out);
+
+	snprintf(cmd, sizeof cmd,
+	    "docker exec -i -u %s -e PATH=/app/bin:/usr/bin:/bin "
+	    "-e MCP_SANDBOXD_AGENT_PID=%s %s sh -c "
+	    "\"$(cat '%s/../engine/scripts/restore.sh')\" sh /tmp "
+	    "</dev/null 2>&1",
+	    user, envpid, cid, tests);
+	out = h_run(cmd, &status);
+	cr_expect(
+	    h_contains(out, "killed "), "restore.sh (%s): %s", envpid, out);
+	free(out);
+	now = agent_of(s, cid);
+	cr_expect(now != NULL && strcmp(strchr(now, ' ') + 1, pid) == 0,
+	    "the agent was %s, is %s (%s)", pid, now != NULL ? now : "gone",
+	    envpid);
+	free(now);
+	out = h_exec_ok(s, cid, "ps -eo args= | grep -c '[e]cho line >>' || :");
+	cr_expect_str_eq(out, "0\n", "the writer lives (%s): %s", envpid, out);
+	free(out);
+}
+
+/*
  * The scripts that stop or kill every process of the sandbox user leave
  * the agent alone when the engine's exec runs them, not the agent (as it
  * does a command that comes before the agent is up): a stopped agent
  * answered nothing, not even the command that continues what a cancelled
  * snapshot stopped (snapshot/cancelled_snapshot_continues_processes
- * failed so once), and a killed one lost every command it ran.  The
- * worker gives every command the agent's pid, which no variable of the
- * sandbox's replaces; here the scripts run through the engine's exec
- * beside the agent, as the same user, with that variable, and the
- * snapshot's tar writes down who is stopped once the writer is (a
- * process stops when it next runs, not as its SIGSTOP is sent).
+ * failed so, 1 run in 40 with 5 at once), and a killed one lost every
+ * command it ran.  The worker gives every command the agent's pid, which
+ * no variable of the sandbox's replaces; while the agent starts it has
+ * none to give (0), and the scripts know the agent by its name and its
+ * parent (none in the sandbox).  Here the scripts run through the
+ * engine's exec beside the agent, as the same user, with that variable
+ * and with 0, and the snapshot's tar writes down who is stopped once the
+ * writer is (a process stops when it next runs, not as its SIGSTOP is
+ * sent).
  */
 Test(agent, snapshot_and_restore_scripts_leave_it_alone, .timeout = 120)
 {
-	const char *tests = getenv("MCP_SANDBOXD_TESTS");
 	struct h_server *s;
-	json_object *a, *r;
-	char *cid, *agent, *user, *pid, *out, *now, cmd[1024];
-	int status;
+	char *cid, *agent, *pid, *out;
 
-	cr_assert_not_null(tests);
 	s = h_start("--agent", "on", NULL);
 	json_object_put(h_initialize(s));
 	cid = h_create(s, "{\"env\":{\"MCP_SANDBOXD_AGENT_PID\":\"1\"}}");
 	cr_assert(agent_comes_back(s, cid, 10000), "the agent never took one");
 	cr_assert((agent = agent_of(s, cid)) != NULL, "no agent");
-	user = agent;
 	pid = strchr(agent, ' ') + 1;
 	pid[-1] = '\0';
 	out = h_exec_ok(s, cid, "echo $MCP_SANDBOXD_AGENT_PID");
@@ -235,49 +297,8 @@ Test(agent, snapshot_and_restore_scripts_leave_it_alone, .timeout = 120)
 	    "grep -q \"^T.*[e]cho line >>\"; do sleep 0.1; i=$((i+1)); done\\n"
 	    "ps -eo stat=,pid=,args= > /tmp/states\\n' > /app/bin/tar "
 	    "&& chmod +x /app/bin/tar"));
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(a, "commands",
-	    json_object_new_string("while :; do echo line >> /tmp/grow; done"));
-	json_object_object_add(a, "background", json_object_new_boolean(1));
-	r = h_call_tool_obj(s, "sandbox_exec", a, 30000);
-	cr_assert(!h_is_error(r), "background: %s", h_text(r));
-	json_object_put(r);
-	free(
-	    h_exec_ok(s, cid, "while [ ! -s /tmp/grow ]; do sleep 0.05; done"));
-
-	snprintf(cmd, sizeof cmd,
-	    "docker exec -u %s -e PATH=/app/bin:/usr/bin:/bin "
-	    "-e MCP_SANDBOXD_AGENT_PID=%s %s sh -c "
-	    "\"$(cat '%s/../engine/scripts/snapshot.sh')\" sh /tmp "
-	    ">/dev/null 2>&1",
-	    user, pid, cid, tests);
-	free(h_run(cmd, &status));
-	cr_expect_eq(status, 0, "snapshot.sh: exit %d", status);
-	out = h_exec_ok(s, cid,
-	    "awk '$3 == \"/.mcp-sandboxd-agent\" { print \"agent\", $1 } "
-	    "/echo line >>/ { print \"writer\", $1 }' /tmp/states");
-	cr_expect(h_contains(out, "writer T"), "the writer ran on: %s", out);
-	cr_expect(!h_contains(out, "agent T") && h_contains(out, "agent "),
-	    "the agent is stopped: %s", out);
-	free(out);
-
-	snprintf(cmd, sizeof cmd,
-	    "docker exec -i -u %s -e PATH=/app/bin:/usr/bin:/bin "
-	    "-e MCP_SANDBOXD_AGENT_PID=%s %s sh -c "
-	    "\"$(cat '%s/../engine/scripts/restore.sh')\" sh /tmp "
-	    "</dev/null 2>&1",
-	    user, pid, cid, tests);
-	out = h_run(cmd, &status);
-	cr_expect(h_contains(out, "killed "), "restore.sh: %s", out);
-	free(out);
-	now = agent_of(s, cid);
-	cr_expect(now != NULL && strcmp(strchr(now, ' ') + 1, pid) == 0,
-	    "the agent was %s, is %s", pid, now != NULL ? now : "gone");
-	free(now);
-	out = h_exec_ok(s, cid, "ps -eo args= | grep -c '[e]cho line >>' || :");
-	cr_expect_str_eq(out, "0\n", "the writer lives: %s", out);
-	free(out);
+	scripts_beside(s, cid, agent, pid, pid);
+	scripts_beside(s, cid, agent, pid, "0");
 	free(agent);
 	finish(s, cid);
 }
