@@ -225,17 +225,19 @@ rconn_pump(struct rconn *c)
 
 	if (!c->opened || c->passing || c->sfd != -1)
 		return;
-	if (c->left == 0 && evbuffer_get_length(in) > 0 && c->eof_host == 0) {
-		/* More than its first request: never the sandbox's. */
-		logs_addf("port",
-		    "%d: a connection's bytes after its first request dropped "
-		    "(--expose-auth on: one request a connection)",
-		    c->ex != NULL ? c->ex->port : 0);
+	if (c->left == 0 && evbuffer_get_length(in) > 0) {
+		/* More than its first request: never the sandbox's, which
+		 * is told there is nothing more. */
+		if (c->eof_host == 0) {
+			logs_addf("port",
+			    "%d: a connection's bytes after its first request "
+			    "dropped (--expose-auth on: one request a "
+			    "connection)",
+			    c->ex != NULL ? c->ex->port : 0);
+			c->eof_host = 1;
+		}
 		evbuffer_drain(in, evbuffer_get_length(in));
-		c->eof_host = 1;
 	}
-	if (c->left == 0)
-		evbuffer_drain(in, evbuffer_get_length(in));
 	while (c->credit > 0 && (n = evbuffer_get_length(in)) > 0) {
 		if (n > sizeof buf)
 			n = sizeof buf;
