@@ -226,7 +226,11 @@ wproc_lost(struct wproc *wp, const char *why)
 		wp->ready_cb = NULL;
 		sb = wp->ready_sb;
 		wp->ready_sb = NULL;
-		ready_cb(sb, why);
+		/* Not a call's crash (no sandbox is there yet): its start's
+		 * end, whichever of its hello and its end came first. */
+		ready_cb(sb, strcmp(why, WPROC_CRASHED) == 0
+		                 ? "its worker exited as it started"
+		                 : why);
 		sandbox_unref(sb);
 	} else if (sb != NULL && sb->pool && !sup.shutting_down) {
 		/* A pool container is replaced, not given a new worker. */
