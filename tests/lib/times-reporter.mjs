@@ -1,5 +1,5 @@
 // A node:test reporter that writes one JSON line per finished test: its
-// file, name, nesting and duration. scripts/test passes it beside the
+// file, name, nesting, duration and, for a failure, its error. scripts/test passes it beside the
 // spec reporter (--test-reporter=... --test-reporter-destination=FILE)
 // and scripts/test-times reads the lines to name each runner's slowest
 // tests.
@@ -15,6 +15,12 @@ export default async function* times(source) {
       suite: details?.type === 'suite',
       ok: event.type === 'test:pass',
       skip: Boolean(event.data.skip),
+      // What scripts/test-times prints of a failure (its cause's
+      // message too, where the error wraps one), bounded.
+      error:
+        event.type === 'test:fail'
+          ? String(details?.error?.cause?.message ?? details?.error?.message ?? '').slice(0, 2000)
+          : undefined,
     })}\n`;
   }
 }
