@@ -2,7 +2,10 @@
  * Exec output spools: <private dir>/<sandbox id>/<exec id>.{stdout,stderr},
  * the private dir (0700) of this instance in the server's runtime dir.
  * Writes are synchronous: local files take them at once, and a quota per
- * sandbox bounds them (past it the spool is marked incomplete).
+ * sandbox bounds them (past it the spool is marked incomplete).  The quota
+ * counts what the disk holds: whole blocks of the file system, a stream's
+ * last block as full; a ring's dropped bytes are whole blocks (a hole
+ * punched at an unaligned range would keep its edge blocks).
  */
 #include <sys/stat.h>
 
@@ -35,7 +38,8 @@ static char *spool_root; /* private (0700) directory of this instance */
  */
 struct spool_dir {
 	char *path;
-	long long used, quota;
+	long long used, quota; /* bytes of whole blocks */
+	long long block; /* the file system's block size */
 	unsigned int next_id;
 	int refs;
 	int gone; /* spool_dir_free() ran: the tree is removed */
@@ -47,9 +51,10 @@ struct spool {
 	int fd[2]; /* stdout, stderr */
 	int complete; /* nothing was dropped for the quota */
 	/* A ring (a background process's): past the quota its oldest
-	 * bytes are dropped (a hole punched) to make room for the new. */
+	 * blocks are dropped (a hole punched) to make room for the new. */
 	int ring;
 	long long written[2], dropped[2]; /* bytes, of each stream */
+	/* dropped is a multiple of the block size, at most written. */
 };
 
 static const char *const stream_names[] = {"stdout", "stderr"};
@@ -202,6 +207,19 @@ spool_cleanup(void)
 	spool_base = NULL;
 }
 
+/* The block size of the file system that holds path (4096 if unknown). */
+static long long
+spool_block_size(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1 || st.st_blksize < 512 ||
+	    st.st_blksize > 1024 * 1024 ||
+	    (st.st_blksize & (st.st_blksize - 1)) != 0)
+		return 4096;
+	return st.st_blksize;
+}
+
 /* The spools of one sandbox, at most quota bytes. */
 struct spool_dir *
 spool_dir_new(const char *sandbox_id, long long quota)
@@ -219,6 +237,7 @@ spool_dir_new(const char *sandbox_id, long long quota)
 		return NULL;
 	}
 	sd->quota = quota;
+	sd->block = spool_block_size(sd->path);
 	sd->next_id = 1;
 	sd->refs = 1;
 	return sd;
@@ -276,26 +295,38 @@ spool_id(const struct spool *sp)
 	return sp->id;
 }
 
+/* Bytes of disk a stream holds: its blocks but the dropped ones. */
+static long long
+spool_held(const struct spool *sp, int stream, long long written)
+{
+	long long b = sp->dir->block;
+
+	return (written + b - 1) / b * b - sp->dropped[stream];
+}
+
 /*
- * A ring spool over the quota: drop the oldest need bytes of the stream
- * (their disk is given back; reads there see zeros, see spool_dropped).
- * -1 when the stream does not hold that much (other spools fill the quota).
+ * A ring spool over the quota: drop the oldest whole blocks of the
+ * stream, at least need bytes of them (their disk is given back; reads
+ * there see zeros, see spool_dropped).  -1 when the stream does not hold
+ * that much in whole blocks (other spools fill the quota).
  */
 static int
 spool_make_room(struct spool *sp, int stream, long long need)
 {
-	long long held = sp->written[stream] - sp->dropped[stream];
+	long long b = sp->dir->block, whole, drop;
 
-	if (!sp->ring || need > held)
+	whole = sp->written[stream] / b * b - sp->dropped[stream];
+	drop = (need + b - 1) / b * b;
+	if (!sp->ring || drop > whole)
 		return -1;
 	if (fallocate(sp->fd[stream],
 	        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, sp->dropped[stream],
-	        need) == -1) {
+	        drop) == -1) {
 		log_warn("%s: punch a hole", __func__);
 		return -1;
 	}
-	sp->dropped[stream] += need;
-	sp->dir->used -= need;
+	sp->dropped[stream] += drop;
+	sp->dir->used -= drop;
 	return 0;
 }
 
@@ -321,23 +352,30 @@ spool_dropped(const struct spool *sp, int stream)
 	return sp != NULL ? sp->dropped[stream] : 0;
 }
 
-/* Output of stream 0 (stdout) or 1 (stderr). */
+/*
+ * Output of stream 0 (stdout) or 1 (stderr).  What counts is what the
+ * file took: a write that fails leaves the stream where its file ends (a
+ * reader is never promised bytes that are not there).
+ */
 void
 spool_write(struct spool *sp, int stream, const void *data, size_t len)
 {
 	const char *p = data;
+	long long grow, before;
 	ssize_t n;
 
 	if (sp == NULL || sp->fd[stream] == -1 || len == 0 || sp->dir->gone)
 		return;
-	if (sp->dir->used + (long long)len > sp->dir->quota &&
+	before = spool_held(sp, stream, sp->written[stream]);
+	grow = spool_held(sp, stream, sp->written[stream] + (long long)len) -
+	    before;
+	if (sp->dir->used + grow > sp->dir->quota &&
 	    spool_make_room(sp, stream,
-	        sp->dir->used + (long long)len - sp->dir->quota) == -1) {
+	        sp->dir->used + grow - sp->dir->quota) == -1) {
 		sp->complete = 0;
 		return;
 	}
-	sp->dir->used += (long long)len;
-	sp->written[stream] += (long long)len;
+	before = spool_held(sp, stream, sp->written[stream]);
 	while (len > 0) {
 		if ((n = write(sp->fd[stream], p, len)) == -1) {
 			if (errno == EINTR)
@@ -346,11 +384,13 @@ spool_write(struct spool *sp, int stream, const void *data, size_t len)
 			sp->complete = 0;
 			close(sp->fd[stream]);
 			sp->fd[stream] = -1;
-			return;
+			break;
 		}
 		p += n;
 		len -= (size_t)n;
+		sp->written[stream] += n;
 	}
+	sp->dir->used += spool_held(sp, stream, sp->written[stream]) - before;
 }
 
 /* Whether the spool holds the whole output (no write to it failed). */

@@ -9,8 +9,12 @@
  * over the worker channel's frame limit (1 MiB) are answered at once: a
  * 3 MB traceback is cut (the whole is on stderr), 2 MB of code is refused
  * with an error naming the limit, 512 KiB of stdin that JSON-escapes to
- * 3 MiB is streamed, a huge environment is refused.
+ * 3 MiB is streamed, a huge environment is refused.  Background processes
+ * that write without end hold no more disk than the spool quota.
  */
+#include <sys/stat.h>
+
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,4 +674,95 @@ Test(output, picture_bombs_are_links_not_images, .timeout = 180)
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);
+}
+
+/* Bytes of disk held under a tree (what du counts). */
+static long long du_bytes;
+
+static int
+du_add(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	(void)ftw;
+	du_bytes += (long long)st->st_blocks * 512;
+	return 0;
+}
+
+static long long
+du(const char *path)
+{
+	du_bytes = 0;
+	nftw(path, du_add, 16, FTW_PHYS);
+	return du_bytes;
+}
+
+/*
+ * Eight background processes write 4097-byte chunks without end into
+ * rings of a 16 MiB spool: the disk the spools hold stays within the
+ * quota (a ring drops whole blocks; one that punched unaligned holes
+ * kept their edge blocks: 467 MiB held after 20 s), while the rings keep
+ * their newest bytes readable.
+ */
+Test(output, background_rings_hold_the_spool_quota_on_disk, .timeout = 240)
+{
+	struct h_server *s;
+	json_object *r;
+	long long base, most = 0, now, produced = 0, t0, id = 0;
+	char args[512], *cid;
+	int i, n;
+
+	s = adv_start("--spool-mb", "16", NULL);
+	cid = h_create(s, NULL);
+	base = du(adv_tmpdir());
+	for (i = 0; i < 8; i++) {
+		snprintf(args, sizeof args,
+		    "{\"container_id\":\"%s\",\"background\":true,"
+		    "\"timeout_seconds\":120,\"commands\":\"dd if=/dev/zero "
+		    "bs=4097 count=100000000 status=none\"}",
+		    cid);
+		r = h_call_tool(s, "sandbox_exec", args);
+		cr_assert(!h_is_error(r), "%s", h_text(r));
+		json_object_put(r);
+	}
+	t0 = h_now_ms();
+	while (h_now_ms() - t0 < 20000) {
+		if ((now = du(adv_tmpdir())) > most)
+			most = now;
+		usleep(250 * 1000);
+	}
+	snprintf(args, sizeof args, "{\"container_id\":\"%s\"}", cid);
+	r = h_call_tool(s, "process_list", args);
+	n = (int)json_object_array_length(
+	    h_get(r, "structuredContent.processes"));
+	cr_expect_eq(n, 8, "%s", h_text(r));
+	for (i = 0; i < n; i++) {
+		snprintf(args, sizeof args, "structuredContent.processes.%d", i);
+		produced += h_int(h_get(r, args), "stdout_bytes");
+		id = h_int(h_get(r, args), "process_id");
+	}
+	json_object_put(r);
+	/* The rings went round: what was written is past the quota. */
+	cr_expect_gt(produced, 2 * 16LL << 20, "only %lld bytes written",
+	    produced);
+	cr_log_info("%lld KiB held at most, %lld KiB written", (most - base) / 1024,
+	    produced / 1024);
+	/* The quota, a block of each spool's last, and the directories. */
+	cr_expect_leq(most - base, (16LL << 20) + 8 * 4096 + 64 * 1024,
+	    "%lld KiB held for a 16 MiB spool (%lld KiB written)",
+	    (most - base) / 1024, produced / 1024);
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"process_id\":%lld,"
+	    "\"max_bytes\":4097}",
+	    cid, id);
+	r = h_call_tool(s, "process_output", args);
+	cr_expect_gt(h_int(r, "structuredContent.stdout_skipped"), 0, "%s",
+	    h_text(r));
+	cr_expect_eq(json_object_get_string_len(
+	                 h_get(r, "structuredContent.stdout")),
+	    4097);
+	json_object_put(r);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
 }
