@@ -368,10 +368,10 @@ spool_write(struct spool *sp, int stream, const void *data, size_t len)
 		return;
 	before = spool_held(sp, stream, sp->written[stream]);
 	grow = spool_held(sp, stream, sp->written[stream] + (long long)len) -
-	    before;
+	       before;
 	if (sp->dir->used + grow > sp->dir->quota &&
-	    spool_make_room(sp, stream,
-	        sp->dir->used + grow - sp->dir->quota) == -1) {
+	    spool_make_room(
+	        sp, stream, sp->dir->used + grow - sp->dir->quota) == -1) {
 		sp->complete = 0;
 		return;
 	}

@@ -737,16 +737,17 @@ Test(output, background_rings_hold_the_spool_quota_on_disk, .timeout = 240)
 	    h_get(r, "structuredContent.processes"));
 	cr_expect_eq(n, 8, "%s", h_text(r));
 	for (i = 0; i < n; i++) {
-		snprintf(args, sizeof args, "structuredContent.processes.%d", i);
+		snprintf(
+		    args, sizeof args, "structuredContent.processes.%d", i);
 		produced += h_int(h_get(r, args), "stdout_bytes");
 		id = h_int(h_get(r, args), "process_id");
 	}
 	json_object_put(r);
 	/* The rings went round: what was written is past the quota. */
-	cr_expect_gt(produced, 2 * 16LL << 20, "only %lld bytes written",
-	    produced);
-	cr_log_info("%lld KiB held at most, %lld KiB written", (most - base) / 1024,
-	    produced / 1024);
+	cr_expect_gt(
+	    produced, 2 * 16LL << 20, "only %lld bytes written", produced);
+	cr_log_info("%lld KiB held at most, %lld KiB written",
+	    (most - base) / 1024, produced / 1024);
 	/* The quota, a block of each spool's last, and the directories. */
 	cr_expect_leq(most - base, (16LL << 20) + 8 * 4096 + 64 * 1024,
 	    "%lld KiB held for a 16 MiB spool (%lld KiB written)",
@@ -756,10 +757,10 @@ Test(output, background_rings_hold_the_spool_quota_on_disk, .timeout = 240)
 	    "\"max_bytes\":4097}",
 	    cid, id);
 	r = h_call_tool(s, "process_output", args);
-	cr_expect_gt(h_int(r, "structuredContent.stdout_skipped"), 0, "%s",
-	    h_text(r));
-	cr_expect_eq(json_object_get_string_len(
-	                 h_get(r, "structuredContent.stdout")),
+	cr_expect_gt(
+	    h_int(r, "structuredContent.stdout_skipped"), 0, "%s", h_text(r));
+	cr_expect_eq(
+	    json_object_get_string_len(h_get(r, "structuredContent.stdout")),
 	    4097);
 	json_object_put(r);
 	h_stop(s, cid);
