@@ -347,6 +347,11 @@ static const struct opt opts[] = {
         "most MCP tasks one client session may hold, running or kept for "
         "their ttl (past it, the oldest finished task whose result was "
         "fetched makes room, else the task is refused)"},
+    {"max-task-results-mb", "MCP_SANDBOXD_MAX_TASK_RESULTS_MB", OPT_LONG,
+        O(max_task_results_mb), "256", 1, 1024L * 1024,
+        "MiB of ended MCP tasks' results kept for tasks/result, all "
+        "sessions together; one session keeps a quarter of it at most "
+        "(past either, the oldest result goes, fetched ones first)"},
     {"task-ttl-max", "MCP_SANDBOXD_TASK_TTL_MAX", OPT_LONG, O(task_ttl_max),
         "3600", 1, 7L * 24 * 3600,
         "seconds an MCP task and its result are kept at most, from its "

@@ -127,6 +127,7 @@ struct config {
 	long max_calls_per_session;
 	long max_calls; /* tools/call in flight, all sessions */
 	long max_tasks_per_session; /* MCP tasks held, running or kept */
+	long max_task_results_mb; /* their results kept, all sessions */
 	long task_ttl_max; /* seconds */
 
 	/* Which options the flags or the environment set (not defaults),

@@ -46,5 +46,6 @@ extern struct supervisor sup;
  */
 void defer_free(void (*)(void *), void *);
 void defer_flush(void);
+void defer_trim(void);
 
 #endif

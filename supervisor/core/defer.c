@@ -1,6 +1,10 @@
-/* Frees handed to the event loop, after the callbacks running now. */
+/*
+ * Frees handed to the event loop, after the callbacks running now; and
+ * the heap's free pages given back after a large answer (defer_trim).
+ */
 #include <sys/queue.h>
 
+#include <malloc.h>
 #include <stdlib.h>
 
 #include <event2/event.h>
@@ -17,6 +21,7 @@ struct deferred {
 };
 static TAILQ_HEAD(, deferred) deferreds = TAILQ_HEAD_INITIALIZER(deferreds);
 static struct event *ev_deferred;
+static struct event *ev_trim;
 
 /* Run every deferred free, those they defer in turn included. */
 static void
@@ -48,6 +53,37 @@ defer_flush(void)
 	if (ev_deferred != NULL)
 		event_free(ev_deferred);
 	ev_deferred = NULL;
+	if (ev_trim != NULL)
+		event_free(ev_trim);
+	ev_trim = NULL;
+}
+
+static void
+trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	malloc_trim(0);
+}
+
+/*
+ * A large answer went (a tool result of hundreds of KiB, built of many
+ * small pieces): a second later, the free pages inside the heap go back
+ * to the system.  glibc gives back only a free top of its heap, so what
+ * a burst of large results took stayed resident (10 MB after 16 of
+ * them); one trim a second at most.
+ */
+void
+defer_trim(void)
+{
+	struct timeval tv = {1, 0};
+
+	if (ev_trim == NULL &&
+	    (ev_trim = evtimer_new(sup.base, trim_cb, NULL)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(ev_trim, NULL))
+		evtimer_add(ev_trim, &tv);
 }
 
 /* fn(arg) from the event loop, after the callbacks running now. */

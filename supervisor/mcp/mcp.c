@@ -581,6 +581,7 @@ mcp_call_new(struct session *sess, json_object *id, const char *name)
 	c->id = json_object_get(id);
 	c->tool = xstrdup(name);
 	LIST_INIT(&c->runs);
+	c->out_room = mcp_result_output();
 	TAILQ_INSERT_TAIL(&sess->calls, c, entry);
 	sess->ncalls++;
 	ncalls++;
@@ -633,6 +634,11 @@ mcp_call_reply(struct call *c, json_object *result)
 		return;
 	}
 	progress_end(c);
+	/* Tool names have no slash; methods do.  A large result leaves
+	 * free pages in the heap once sent: given back soon. */
+	if (strchr(c->tool, '/') == NULL &&
+	    tool_result_fit(result) > MCP_RESULT_MAX / 4)
+		defer_trim();
 	if (c->task != NULL)
 		tasks_call_done(c, result);
 	else if (!c->cancelled) {

@@ -39,6 +39,7 @@ struct session {
 	long long last_sreq; /* the last id given to one */
 	TAILQ_HEAD(, task) tasks; /* its MCP tasks, oldest first (tasks.c) */
 	long ntasks;
+	long long task_bytes; /* of its tasks' results kept */
 	unsigned long long last_task_seq; /* the last seq given to one */
 	/*
 	 * Optional, for transports with a stream per request (HTTP; NULL
@@ -68,8 +69,23 @@ struct call {
 	/* Its commands in sandboxes (the run layer's, run/xrun.c):
 	 * killed when the call is cancelled, whatever the tool. */
 	LIST_HEAD(, xrun) runs;
+	/* Bytes (JSON-escaped) of output its result may still show: every
+	 * command's share of MCP_RESULT_OUTPUT (the rest is in spools). */
+	long long out_room;
 	TAILQ_ENTRY(call) entry;
 };
+
+/*
+ * A tool result is at most MCP_RESULT_MAX bytes (tool_result_fit() cuts
+ * what is over); the output of its commands, escaped, takes at most
+ * MCP_RESULT_OUTPUT of it, twice (structuredContent and the text).  An
+ * operator who raises --inline-output past half of that raises both
+ * (mcp_result_output(), mcp_result_max()).
+ */
+#define MCP_RESULT_MAX (1024 * 1024)
+#define MCP_RESULT_OUTPUT (256 * 1024)
+long long mcp_result_output(void);
+size_t mcp_result_max(void);
 
 /* A tool: one file each (tools/tool-*.c). */
 struct tool {
@@ -210,6 +226,14 @@ int tools_register(const struct tool *);
 const struct tool *tool_find(const char *);
 const struct tool *tool_nth(size_t);
 json_object *tool_result(json_object *, const char *, int);
+size_t tool_result_fit(json_object *);
+
+/* What the MCP layer cut or dropped for its limits (/metrics). */
+struct mcp_limits {
+	long long results_cut; /* tool results cut to MCP_RESULT_MAX */
+	long long task_results_dropped; /* for --max-task-results-mb */
+};
+extern struct mcp_limits mcp_limits;
 void tool_result_add_content(json_object *, json_object *);
 json_object *tool_resource_link(
     const char *, const char *, const char *, long long);

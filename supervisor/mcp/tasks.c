@@ -9,7 +9,10 @@
  * (from creation, at most --task-ttl-max; still running then, its call is
  * cancelled), until its session closes, or until it makes room for a new
  * one (the oldest finished task whose result was fetched, when the
- * session holds --max-tasks-per-session).  Its end takes it off the list,
+ * session holds --max-tasks-per-session).  Results are kept as their
+ * JSON text, counted: past --max-task-results-mb in all, or a quarter of
+ * it in one session, the oldest result goes (fetched ones first) and its
+ * task says so to tasks/result.  Its end takes it off the list,
  * answers the tasks/result requests still waiting, detaches its call
  * (which is cancelled if still running) and hands its memory to
  * defer_free() (core/core.h): nothing reaches a task but through its
@@ -60,14 +63,21 @@ struct task {
 	const char *message; /* statusMessage, static; NULL: none */
 	char created[32], updated[32]; /* ISO 8601, UTC */
 	long long ttl_ms;
-	json_object *result; /* the tools/call result once it ended, owned */
+	char *result; /* the tools/call result once it ended, as JSON */
+	size_t result_len;
+	int result_dropped; /* for --max-task-results-mb */
 	int fetched; /* tasks/result delivered it */
 	int creating; /* its tools/call not yet answered: no notification */
 	struct event *expiry;
 	TAILQ_HEAD(, waiter) waiters;
 	int nwaiters;
 	TAILQ_ENTRY(task) entry;
+	TAILQ_ENTRY(task) kept; /* in results, while it holds one */
 };
+
+/* Tasks that hold a result, all sessions, in the order they ended. */
+static TAILQ_HEAD(, task) results = TAILQ_HEAD_INITIALIZER(results);
+static long long results_bytes;
 
 static int
 terminal(const struct task *t)
@@ -138,15 +148,80 @@ task_set(struct task *t, enum task_status status, const char *message)
 	task_notify(t);
 }
 
+/* Why an ended task has no result to give. */
+static const char *
+task_no_result(const struct task *t)
+{
+	if (t->result_dropped)
+		return "the task's result was dropped: the results kept for "
+		       "tasks/result are at most --max-task-results-mb, a "
+		       "quarter of it per session, and older ones go first "
+		       "(fetch results as their tasks end)";
+	return "the task was cancelled: it has no result";
+}
+
 /* The answer to tasks/result (id borrowed) for a task that has ended. */
 static json_object *
 task_outcome(struct task *t, json_object *id)
 {
+	json_tokener *tok;
+	json_object *r;
+
 	if (t->result == NULL)
-		return rpc_error(id, RPC_INVALID_PARAMS,
-		    "the task was cancelled: it has no result");
+		return rpc_error(id, RPC_INVALID_PARAMS, task_no_result(t));
+	tok = json_tokener_new();
+	r = json_tokener_parse_ex(tok, t->result, (int)t->result_len);
+	json_tokener_free(tok);
+	if (r == NULL)
+		return rpc_error(id, RPC_INTERNAL_ERROR,
+		    "the task's result could not be read back");
 	t->fetched = 1;
-	return rpc_result(id, json_object_get(t->result));
+	return rpc_result(id, r);
+}
+
+/* The result goes: its bytes are nobody's any more. */
+static void
+task_result_drop(struct task *t)
+{
+	if (t->result == NULL)
+		return;
+	TAILQ_REMOVE(&results, t, kept);
+	results_bytes -= (long long)t->result_len;
+	t->sess->task_bytes -= (long long)t->result_len;
+	free(t->result);
+	t->result = NULL;
+	t->result_len = 0;
+}
+
+/*
+ * Keep the results within --max-task-results-mb in all and a quarter of
+ * it for sess: the oldest go, fetched ones first, then the others (whose
+ * tasks/result says so), never keep (the one just kept).
+ */
+static void
+tasks_results_trim(struct session *sess, struct task *keep)
+{
+	long long all = sup.conf->max_task_results_mb * 1024LL * 1024;
+	long long mine = all / 4;
+	struct task *t, *next;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (t = TAILQ_FIRST(&results); t != NULL; t = next) {
+			next = TAILQ_NEXT(t, kept);
+			if (results_bytes <= all && sess->task_bytes <= mine)
+				return;
+			if (t == keep || (pass == 0 && !t->fetched) ||
+			    (results_bytes <= all && t->sess != sess))
+				continue;
+			log_info("task %s: its result (%zu bytes) dropped for "
+			         "--max-task-results-mb%s",
+			    t->id, t->result_len,
+			    t->fetched ? "" : " before it was fetched");
+			t->result_dropped = 1;
+			task_result_drop(t);
+			mcp_limits.task_results_dropped++;
+		}
 }
 
 /* Answer every waiting tasks/result: the outcome, or the error why. */
@@ -172,7 +247,6 @@ task_free_mem(void *arg)
 	struct task *t = arg;
 
 	event_free(t->expiry);
-	json_object_put(t->result);
 	free(t);
 }
 
@@ -189,6 +263,7 @@ task_drop(struct task *t, const char *why)
 	TAILQ_REMOVE(&sess->tasks, t, entry);
 	sess->ntasks--;
 	event_del(t->expiry);
+	task_result_drop(t);
 	task_answer_waiters(t, why);
 	if ((c = t->call) != NULL) {
 		t->call = NULL;
@@ -367,6 +442,7 @@ void
 tasks_finish(struct task *t, json_object *result)
 {
 	json_object *meta, *rel, *err;
+	const char *s;
 	int failed;
 
 	if (terminal(t)) { /* cancelled: the result is no one's */
@@ -381,9 +457,19 @@ tasks_finish(struct task *t, json_object *result)
 	rel = json_object_new_object();
 	json_object_object_add(rel, "taskId", json_object_new_string(t->id));
 	json_object_object_add(meta, RELATED_TASK, rel);
-	t->result = result;
 	failed = json_object_object_get_ex(result, "isError", &err) &&
 	         json_object_get_boolean(err);
+	/* Kept as text: what it holds is what is counted. */
+	s = json_object_to_json_string_length(result,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+	    &t->result_len);
+	t->result = xmalloc(t->result_len + 1);
+	memcpy(t->result, s, t->result_len + 1);
+	json_object_put(result);
+	TAILQ_INSERT_TAIL(&results, t, kept);
+	results_bytes += (long long)t->result_len;
+	t->sess->task_bytes += (long long)t->result_len;
+	tasks_results_trim(t->sess, t);
 	task_set(t, failed ? TASK_FAILED : TASK_COMPLETED,
 	    failed ? "the tool reported an error: see tasks/result" : NULL);
 	task_answer_waiters(t, NULL);
@@ -481,7 +567,9 @@ tasks_result(struct session *sess, json_object *id, json_object *params,
 		else if (json_object_object_get_ex(msg, "error", &e) &&
 		         json_object_object_get_ex(e, "code", &v)) {
 			*code = json_object_get_int(v);
-			*why = "the task was cancelled: it has no result";
+			*why = t->result == NULL
+			           ? task_no_result(t)
+			           : "the task's result could not be read back";
 		}
 		json_object_put(msg);
 		return r;

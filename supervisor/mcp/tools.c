@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include "config.h"
 #include "core.h"
 #include "log.h"
@@ -154,6 +156,125 @@ tool_result(json_object *structured, const char *text, int is_error)
 		json_object_object_add(r, "structuredContent", structured);
 	json_object_object_add(r, "isError", json_object_new_boolean(is_error));
 	return r;
+}
+
+struct mcp_limits mcp_limits;
+
+/* The room of a result's outputs, escaped: both streams' --inline-output
+ * when the operator raised it past MCP_RESULT_OUTPUT. */
+long long
+mcp_result_output(void)
+{
+	long long both = 2 * (long long)sup.conf->inline_output;
+
+	return both > MCP_RESULT_OUTPUT ? both : MCP_RESULT_OUTPUT;
+}
+
+/* The most a tool result takes: MCP_RESULT_MAX, or more with the room. */
+size_t
+mcp_result_max(void)
+{
+	return (size_t)(2 * mcp_result_output()) +
+	       (MCP_RESULT_MAX - 2 * MCP_RESULT_OUTPUT);
+}
+
+/* The longest string of o (a result, or part of one), where *len says;
+ * never a picture's or a resource's data, which a cut would spoil. */
+static json_object *
+longest_string(json_object *o, json_object *best, size_t *len)
+{
+	size_t i, n;
+
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		if ((size_t)json_object_get_string_len(o) > *len) {
+			*len = (size_t)json_object_get_string_len(o);
+			best = o;
+		}
+		break;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v)
+		{
+			if (strcmp(k, "data") != 0 && strcmp(k, "blob") != 0)
+				best = longest_string(v, best, len);
+		}
+		break;
+	}
+	case json_type_array:
+		n = json_object_array_length(o);
+		for (i = 0; i < n; i++)
+			best = longest_string(
+			    json_object_array_get_idx(o, i), best, len);
+		break;
+	default:
+		break;
+	}
+	return best;
+}
+
+/* Where to cut a UTF-8 text near at: on a character's first byte. */
+static size_t
+utf8_back(const char *p, size_t at)
+{
+	while (at > 0 && ((unsigned char)p[at] & 0xc0) == 0x80)
+		at--;
+	return at;
+}
+
+/*
+ * A tool result is at most MCP_RESULT_MAX bytes once serialized: past it,
+ * the middle of its longest string (an output, a text block; in
+ * structuredContent or content alike) goes, with a marker, until it fits.
+ * The outputs of commands were fitted before (xrun_fit()), so this cuts
+ * what nothing else bounds (commands echoed, messages) or a result whose
+ * bytes took more escaped than counted.  Its size, once fitted.
+ */
+size_t
+tool_result_fit(json_object *result)
+{
+	const size_t most = mcp_result_max() - 4096; /* the envelope's */
+	size_t total, len, drop, head, tail;
+	struct evbuffer *b;
+	json_object *s;
+	const char *p;
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		json_object_to_json_string_length(
+		    result, JSON_C_TO_STRING_PLAIN, &total);
+		if (total <= most)
+			return total;
+		if (i == 0)
+			mcp_limits.results_cut++;
+		len = 0;
+		if ((s = longest_string(result, NULL, &len)) == NULL ||
+		    len < 1024)
+			break;
+		/* Each byte takes at least one: this much goes at least. */
+		drop = total - most + 256;
+		if (drop > len - 512)
+			drop = len - 512;
+		p = json_object_get_string(s);
+		head = utf8_back(p, (len - drop) / 2);
+		tail = utf8_back(p, len - (len - drop) / 2);
+		b = evbuffer_new();
+		evbuffer_add(b, p, head);
+		evbuffer_add_printf(b,
+		    "\n[... %zu bytes cut: a tool result is at most %zu "
+		    "bytes ...]\n",
+		    tail - head, mcp_result_max());
+		evbuffer_add(b, p + tail, len - tail);
+		json_object_set_string_len(s,
+		    (const char *)evbuffer_pullup(b, -1),
+		    (int)evbuffer_get_length(b));
+		evbuffer_free(b);
+		log_info("a tool result of %zu bytes: %zu bytes of a string "
+		         "cut to fit",
+		    total, tail - head);
+	}
+	log_warnx("%s: a tool result of %zu bytes could not be cut to %zu",
+	    __func__, total, most);
+	return total;
 }
 
 /* Append content items (an array; borrowed) to a tool result. */

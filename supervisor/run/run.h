@@ -37,6 +37,9 @@ struct xrun_opts {
 	const char *stdin_text;
 	long long timeout_ms;
 	long long output_cap; /* 0: none */
+	/* Bytes (escaped) of output its result shows at most, of the
+	 * call's room (0: all of the call's room left). */
+	long long out_room;
 	/* Standard input streamed with xrun_write() as credit allows. */
 	int stdin_stream;
 	void (*on_credit)(struct xrun *, void *);

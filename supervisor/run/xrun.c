@@ -44,6 +44,7 @@ struct xrun {
 	struct wproc *worker;
 	uint32_t reqid;
 	struct output out, err;
+	long long out_room; /* o->out_room */
 	struct spool *spool;
 	int own_spool; /* opened here, else the caller's (o->spool) */
 	void (*on_output)(struct xrun *, int, size_t, void *);
@@ -314,6 +315,33 @@ xrun_egress(json_object *r, const struct proto_result *pr)
 		    r, "egress_cut", json_object_new_boolean(cut));
 }
 
+/*
+ * How much of each stream's kept output its result shows (keep): what
+ * fits its room in its call's result (its own share, or all the call has
+ * left), stderr up to half of it, stdout the rest, stderr then what
+ * stdout left; the room is the call's no more.  No call: all of it.
+ */
+static void
+xrun_fit(struct xrun *x, size_t keep[2])
+{
+	long long room;
+	size_t r;
+
+	if (x->call == NULL) {
+		keep[0] = keep[1] = SIZE_MAX;
+		return;
+	}
+	room = x->call->out_room;
+	if (x->out_room > 0 && x->out_room < room)
+		room = x->out_room;
+	r = room > 0 ? (size_t)room : 0;
+	keep[1] = output_fit(&x->err, r / 2);
+	keep[0] = output_fit(&x->out, r - output_escaped(&x->err, keep[1]));
+	keep[1] = output_fit(&x->err, r - output_escaped(&x->out, keep[0]));
+	x->call->out_room -= (long long)(output_escaped(&x->out, keep[0]) +
+	                                 output_escaped(&x->err, keep[1]));
+}
+
 static void
 xrun_done(json_object *res, void *arg)
 {
@@ -321,14 +349,17 @@ xrun_done(json_object *res, void *arg)
 	struct proto_result pr, members;
 	json_object *r;
 	char *uri[2] = {NULL, NULL};
+	size_t keep[2];
 	int i;
 
 	proto_result_decode(res, &pr);
+	xrun_fit(x, keep);
 	/* No word from the worker on how it ran (its sandbox was lost, or
 	 * its worker): what a result always has, as the supervisor saw it. */
 	if (!(pr.has & PROTO_R_DURATION)) {
 		pr.duration_ms = (clock_ns() - x->t0_ns) / 1000000;
-		pr.truncated = output_cut(&x->out) || output_cut(&x->err);
+		pr.truncated = output_cut(&x->out, SIZE_MAX) ||
+		               output_cut(&x->err, SIZE_MAX);
 		pr.has |= PROTO_R_DURATION | PROTO_R_TIMED_OUT |
 		          PROTO_R_CANCELLED | PROTO_R_OOM | PROTO_R_TRUNCATED;
 	}
@@ -339,15 +370,17 @@ xrun_done(json_object *res, void *arg)
 	    r, "exit_code", json_object_new_int64(pr.exit_code));
 	if (x->spool != NULL) {
 		for (i = 0; i < 2; i++)
-			if (output_cut(i ? &x->err : &x->out))
+			if (output_cut(i ? &x->err : &x->out, keep[i]))
 				xasprintf(&uri[i], "sandbox://%s/exec/%u/%s",
 				    x->short_id, spool_id(x->spool),
 				    i ? "stderr" : "stdout");
 		json_object_object_add(
 		    r, "exec_id", json_object_new_int64(spool_id(x->spool)));
 	}
-	json_object_object_add(r, "stdout", output_json(&x->out, uri[0]));
-	json_object_object_add(r, "stderr", output_json(&x->err, uri[1]));
+	json_object_object_add(
+	    r, "stdout", output_json(&x->out, keep[0], uri[0]));
+	json_object_object_add(
+	    r, "stderr", output_json(&x->err, keep[1], uri[1]));
 	/* What the worker said of the run, its error last. */
 	members = pr;
 	members.has &= ~PROTO_R_EXIT_CODE;
@@ -441,6 +474,7 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	x->stdout_sink = o->stdout_sink;
 	output_init(&x->out, (size_t)sup.conf->inline_output);
 	output_init(&x->err, (size_t)sup.conf->inline_output);
+	x->out_room = o->out_room;
 	x->on_output = o->on_output;
 	if ((x->spool = o->spool) == NULL) {
 		x->spool = spool_open(sb->spool);

@@ -261,6 +261,9 @@ struct stats {
 	 * their bytes: out of the sandboxes, and into them. */
 	long long egress_allowed, egress_refused;
 	long long egress_bytes_out, egress_bytes_in;
+	/* Output bytes the spools dropped (a background process's ring,
+	 * past --spool-mb) or could not take (an exec's, past it). */
+	long long spool_dropped, spool_refused;
 	struct histogram create_ms, exec_ms;
 	long long started_ms;
 };

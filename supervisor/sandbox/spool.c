@@ -7,6 +7,7 @@
  * last block as full; a ring's dropped bytes are whole blocks (a hole
  * punched at an unaligned range would keep its edge blocks).
  */
+#include <sys/queue.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -40,6 +41,7 @@ struct spool_dir {
 	char *path;
 	long long used, quota; /* bytes of whole blocks */
 	long long block; /* the file system's block size */
+	LIST_HEAD(, spool) rings; /* its open rings (spool_make_room) */
 	unsigned int next_id;
 	int refs;
 	int gone; /* spool_dir_free() ran: the tree is removed */
@@ -51,8 +53,10 @@ struct spool {
 	int fd[2]; /* stdout, stderr */
 	int complete; /* nothing was dropped for the quota */
 	/* A ring (a background process's): past the quota its oldest
-	 * blocks are dropped (a hole punched) to make room for the new. */
+	 * blocks may be dropped (a hole punched) to make room for the new,
+	 * its own or another spool's of the sandbox. */
 	int ring;
+	LIST_ENTRY(spool) ring_entry;
 	long long written[2], dropped[2]; /* bytes, of each stream */
 	/* dropped is a multiple of the block size, at most written. */
 };
@@ -238,6 +242,7 @@ spool_dir_new(const char *sandbox_id, long long quota)
 	}
 	sd->quota = quota;
 	sd->block = spool_block_size(sd->path);
+	LIST_INIT(&sd->rings);
 	sd->next_id = 1;
 	sd->refs = 1;
 	return sd;
@@ -304,38 +309,68 @@ spool_held(const struct spool *sp, int stream, long long written)
 	return (written + b - 1) / b * b - sp->dropped[stream];
 }
 
+/* Whole blocks of a stream that can be dropped. */
+static long long
+spool_whole(const struct spool *sp, int stream)
+{
+	long long b = sp->dir->block;
+
+	return sp->written[stream] / b * b - sp->dropped[stream];
+}
+
 /*
- * A ring spool over the quota: drop the oldest whole blocks of the
- * stream, at least need bytes of them (their disk is given back; reads
- * there see zeros, see spool_dropped).  -1 when the stream does not hold
- * that much in whole blocks (other spools fill the quota).
+ * The quota is full: make room for need bytes by dropping the oldest
+ * whole blocks of the rings (background processes' spools, running or
+ * ended), the largest first, so that no ring, and no exec's spool, is
+ * starved by others that filled the quota before it (their disk is
+ * given back; reads there see zeros, see spool_dropped).  -1 when the
+ * rings do not hold that much.
  */
 static int
-spool_make_room(struct spool *sp, int stream, long long need)
+spool_make_room(struct spool_dir *sd, long long need)
 {
-	long long b = sp->dir->block, whole, drop;
+	long long b = sd->block, drop, most;
+	struct spool *sp, *victim;
+	int i, stream;
 
-	whole = sp->written[stream] / b * b - sp->dropped[stream];
-	drop = (need + b - 1) / b * b;
-	if (!sp->ring || drop > whole)
-		return -1;
-	if (fallocate(sp->fd[stream],
-	        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, sp->dropped[stream],
-	        drop) == -1) {
-		log_warn("%s: punch a hole", __func__);
-		return -1;
+	while (need > 0) {
+		victim = NULL;
+		stream = 0;
+		most = 0;
+		LIST_FOREACH(sp, &sd->rings, ring_entry)
+		for (i = 0; i < 2; i++)
+			if (sp->fd[i] != -1 && spool_whole(sp, i) > most) {
+				most = spool_whole(sp, i);
+				victim = sp;
+				stream = i;
+			}
+		if (victim == NULL)
+			return -1;
+		drop = (need + b - 1) / b * b;
+		if (drop > most)
+			drop = most;
+		if (fallocate(victim->fd[stream],
+		        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		        victim->dropped[stream], drop) == -1) {
+			log_warn("%s: punch a hole", __func__);
+			return -1;
+		}
+		victim->dropped[stream] += drop;
+		sd->used -= drop;
+		stats.spool_dropped += drop;
+		need -= drop;
 	}
-	sp->dropped[stream] += drop;
-	sp->dir->used -= drop;
 	return 0;
 }
 
-/* Make it a ring: past the quota, its oldest bytes go first. */
+/* Make it a ring: past the quota, its oldest bytes may go. */
 void
 spool_set_ring(struct spool *sp)
 {
-	if (sp != NULL)
+	if (sp != NULL && !sp->ring) {
 		sp->ring = 1;
+		LIST_INSERT_HEAD(&sp->dir->rings, sp, ring_entry);
+	}
 }
 
 /* Bytes of a stream written (dropped ones included). */
@@ -370,9 +405,10 @@ spool_write(struct spool *sp, int stream, const void *data, size_t len)
 	grow = spool_held(sp, stream, sp->written[stream] + (long long)len) -
 	       before;
 	if (sp->dir->used + grow > sp->dir->quota &&
-	    spool_make_room(
-	        sp, stream, sp->dir->used + grow - sp->dir->quota) == -1) {
+	    spool_make_room(sp->dir, sp->dir->used + grow - sp->dir->quota) ==
+	        -1) {
 		sp->complete = 0;
+		stats.spool_refused += (long long)len;
 		return;
 	}
 	before = spool_held(sp, stream, sp->written[stream]);
@@ -405,6 +441,8 @@ spool_close(struct spool *sp)
 {
 	if (sp == NULL)
 		return;
+	if (sp->ring)
+		LIST_REMOVE(sp, ring_entry);
 	if (sp->fd[0] != -1)
 		close(sp->fd[0]);
 	if (sp->fd[1] != -1)

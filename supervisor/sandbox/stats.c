@@ -109,6 +109,12 @@ stats_json(void)
 	ADD(s, "bytes_out", stats.egress_bytes_out);
 	ADD(s, "bytes_in", stats.egress_bytes_in);
 	json_object_object_add(o, "egress", s);
+	s = json_object_new_object();
+	ADD(s, "results_cut", mcp_limits.results_cut);
+	ADD(s, "task_results_dropped", mcp_limits.task_results_dropped);
+	ADD(s, "spool_dropped_bytes", stats.spool_dropped);
+	ADD(s, "spool_refused_bytes", stats.spool_refused);
+	json_object_object_add(o, "limits", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	json_object_object_add(o, "engines", engines_json());
 	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
@@ -172,6 +178,21 @@ stats_prometheus(struct evbuffer *b)
 	    "Bytes sent into sandboxes.", stats.bytes_in);
 	prom_value(b, "mcp_sandboxd_bytes_out_total", "counter",
 	    "Bytes of output from sandboxes.", stats.bytes_out);
+	prom_value(b, "mcp_sandboxd_results_cut_total", "counter",
+	    "Tool results cut to fit 1 MiB (past the share their commands' "
+	    "outputs were fitted to).",
+	    mcp_limits.results_cut);
+	prom_value(b, "mcp_sandboxd_task_results_dropped_total", "counter",
+	    "Results of ended MCP tasks dropped for --max-task-results-mb.",
+	    mcp_limits.task_results_dropped);
+	prom_value(b, "mcp_sandboxd_spool_dropped_bytes_total", "counter",
+	    "Bytes of background output dropped from a full spool's ring "
+	    "(--spool-mb).",
+	    stats.spool_dropped);
+	prom_value(b, "mcp_sandboxd_spool_refused_bytes_total", "counter",
+	    "Bytes of command output not spooled: the sandbox's --spool-mb "
+	    "was full.",
+	    stats.spool_refused);
 	prom_value(b, "mcp_sandboxd_pool_size", "gauge",
 	    "Warm pool containers ready to be taken.",
 	    json_object_get_int64(json_object_object_get(pj, "size")));

@@ -253,6 +253,11 @@ xcall_next(struct xcall *x)
 	o.stdin_text = x->next == 0 ? x->stdin_text : NULL;
 	o.timeout_ms = x->deadline_ms - clock_ms();
 	o.output_cap = x->cap_left;
+	/* An even share of what the result can still show, for each
+	 * command still to run (one that shows less leaves more). */
+	o.out_room =
+	    x->call->out_room /
+	    (long long)(json_object_array_length(x->commands) - x->next);
 	x->next++;
 	x->run = xrun_start(x->call, sb, &o, xcall_done, x);
 }

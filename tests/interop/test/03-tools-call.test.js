@@ -100,8 +100,13 @@ describe('tools/call', { timeout: 180_000 }, () => {
     assert.ok(cpu.cpu_time_ms >= 200, `busy 0.2 s: ${JSON.stringify(cpu)}`);
     assert.ok(Number.isInteger(mem.memory_peak_bytes), JSON.stringify(mem));
     assert.ok(mem.memory_peak_bytes >= 48 << 20, `48 MiB touched: ${JSON.stringify(mem)}`);
-    // Per run: the next command does not carry the earlier peak.
-    assert.ok(small.memory_peak_bytes > 0 && small.memory_peak_bytes < 24 << 20, JSON.stringify(small));
+    // Per run: the next command does not carry the earlier peak.  Under
+    // gVisor the sandbox's cgroup holds its kernel too (20 to 26 MB
+    // whatever runs): there the peak of true is that, well under dd's.
+    assert.ok(small.memory_peak_bytes > 0, JSON.stringify(small));
+    assert.ok(small.memory_peak_bytes < mem.memory_peak_bytes - (24 << 20),
+      `${JSON.stringify(small)} after ${JSON.stringify(mem)}`);
+    if (!GVISOR) assert.ok(small.memory_peak_bytes < 24 << 20, JSON.stringify(small));
     assert.ok(small.cpu_time_ms < 200, JSON.stringify(small));
   });
 
