@@ -437,6 +437,28 @@ egress_addr_match(
 	return -1;
 }
 
+int
+egress_addr_same(const struct sockaddr *a, const struct sockaddr *b)
+{
+	static const unsigned char mapped[12] = {
+	    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const unsigned char *x, *y;
+	int fx, fy;
+
+	if (sa_bytes(a, &fx, &x) == -1 || sa_bytes(b, &fy, &y) == -1)
+		return 0;
+	/* An IPv4 address and the IPv6 one that maps it are one. */
+	if (fx == AF_INET6 && memcmp(x, mapped, 12) == 0) {
+		fx = AF_INET;
+		x += 12;
+	}
+	if (fy == AF_INET6 && memcmp(y, mapped, 12) == 0) {
+		fy = AF_INET;
+		y += 12;
+	}
+	return fx == fy && memcmp(x, y, fx == AF_INET ? 4 : 16) == 0;
+}
+
 /* What an IPv4 address is when the proxy may not reach it, or NULL. */
 static const char *
 v4_what(const unsigned char *b)
@@ -454,6 +476,9 @@ v4_what(const unsigned char *b)
 	    {0xa9fe0000, 16, "a link-local address"},
 	    {0xac100000, 12, "a private address"},
 	    {0xc0000000, 24, "an IETF protocol assignment address"},
+	    {0xc0000200, 24, "a documentation address"},
+	    {0xc6336400, 24, "a documentation address"},
+	    {0xcb007100, 24, "a documentation address"},
 	    {0xc0a80000, 16, "a private address"},
 	    {0xc6120000, 15, "a benchmarking address"},
 	    {0xe0000000, 4, "a multicast address"},
@@ -536,6 +561,8 @@ egress_addr_refused(const struct sockaddr *sa, const struct egress_addr *allow,
 		what = "a unique local (private) address";
 	else if (b[0] == 0xff)
 		what = "a multicast address";
+	else if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8)
+		what = "a documentation address";
 	if (what == NULL)
 		return NULL;
 	snprintf(buf, len, "%s is %s", text, what);

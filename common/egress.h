@@ -77,6 +77,9 @@ void egress_pattern_format(const struct egress_pattern *, char *, size_t);
 
 /* An exact address ("127.0.0.1", "::1" or "[::1]"): 0, or -1 with why. */
 int egress_addr_parse(const char *, struct egress_addr *, char *, size_t);
+/* Whether two socket addresses are one address (ports aside; an IPv4
+ * address and the IPv6 address that maps it are one). */
+int egress_addr_same(const struct sockaddr *, const struct sockaddr *);
 /* The index of the first of n addresses that is exactly sa's, or -1. */
 int egress_addr_match(
     const struct sockaddr *, const struct egress_addr *, size_t);
@@ -84,9 +87,10 @@ int egress_addr_match(
  * Why the proxy may not connect to sa ("127.0.0.1 is a loopback
  * address", written into buf of len bytes, EGRESS_REASON_MAX is enough),
  * or NULL when it may: an address that is loopback, private, link-local,
- * multicast, reserved or otherwise not on the Internet is refused, and an
- * IPv6 address that embeds an IPv4 one (mapped, compatible, NAT64, 6to4)
- * is judged by that one; one of the n allowed addresses never is.
+ * multicast, reserved, for documentation or otherwise not on the
+ * Internet is refused, and an IPv6 address that embeds an IPv4 one
+ * (mapped, compatible, NAT64, 6to4) is judged by that one; one of the n
+ * allowed addresses never is.
  */
 const char *egress_addr_refused(const struct sockaddr *,
     const struct egress_addr *, size_t, char *, size_t);

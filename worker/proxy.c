@@ -8,11 +8,13 @@
  * which reads its first request's head (HTTPHEAD_MAX bytes at most,
  * within PROXY_HEAD_SECONDS): a CONNECT host:port or an absolute
  * http:// URI.  The host and port must match the list (egress_match());
- * the name is resolved here, on the host, and an address that is
- * loopback, private, link-local and so on is refused
- * (egress_addr_refused()) unless the operator allows it exactly
- * (--egress-allow-address).  Then the worker connects and relays, with
- * the relay's windows (relay.c): a CONNECT is answered 200 and becomes a
+ * the name is resolved here, on the host, and an address of the host
+ * itself (an interface's, now: a service bound to the wildcard address
+ * answers there; checked again once connected) or one that is loopback,
+ * private, link-local, for documentation and so on is refused
+ * (px_addr_refused(), egress_addr_refused()) unless the operator allows
+ * it exactly (--egress-allow-address).  Then the worker connects and relays,
+ * with the relay's windows (relay.c): a CONNECT is answered 200 and becomes a
  * tunnel; a plain request goes on with its head written anew for the
  * origin (httphead_rewrite(), "Connection: close").  A refusal is an
  * HTTP answer inside the sandbox (403 with the reason, or 400, 408, 431,
@@ -29,6 +31,7 @@
 #include <netinet/in.h>
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +300,92 @@ px_through(struct rconn *c)
 		rconn_written(c);
 }
 
+/* Whether sa is an address of an interface of this host now (-1: the
+ * interfaces cannot be read). */
+static int
+px_host_address(const struct sockaddr *sa)
+{
+	struct ifaddrs *ifa, *i;
+	int found = 0;
+
+	if (getifaddrs(&ifa) == -1)
+		return -1;
+	for (i = ifa; i != NULL && !found; i = i->ifa_next)
+		found =
+		    i->ifa_addr != NULL && egress_addr_same(i->ifa_addr, sa);
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * Why the proxy may not connect to sa (into why), or NULL: an address the
+ * operator allows exactly may be; else one of this host (its interfaces
+ * come and go: read each time) never is, nor one egress_addr_refused()
+ * refuses.
+ */
+static const char *
+px_addr_refused(const struct sockaddr *sa, char *why, size_t len)
+{
+	char text[INET6_ADDRSTRLEN] = "?";
+	const void *b;
+
+	if (egress_addr_match(sa, px.addrs, px.naddrs) >= 0)
+		return NULL;
+	switch (px_host_address(sa)) {
+	case 0:
+		return egress_addr_refused(sa, px.addrs, px.naddrs, why, len);
+	case 1:
+		b = sa->sa_family == AF_INET
+		        ? (const void *)&(
+		              (const struct sockaddr_in *)(const void *)sa)
+		              ->sin_addr
+		        : (const void *)&(
+		              (const struct sockaddr_in6 *)(const void *)sa)
+		              ->sin6_addr;
+		inet_ntop(sa->sa_family, b, text, sizeof text);
+		snprintf(why, len, "%s is an address of this host", text);
+		return why;
+	default:
+		snprintf(why, len, "the host's addresses cannot be read");
+		return why;
+	}
+}
+
+/*
+ * Connected: where it landed is checked again (an interface may have
+ * come meanwhile; and one reached through a route to this host has the
+ * same address at both ends).  0 when it may go on; else refused, the
+ * host's end shut, -1.
+ */
+static int
+px_landed(struct rconn *c)
+{
+	struct sockaddr_storage peer, self;
+	socklen_t plen = sizeof peer, slen = sizeof self;
+	char why[EGRESS_REASON_MAX];
+	const char *no;
+	int fd = bufferevent_getfd(c->bev);
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&self, &slen) == -1)
+		no = "where the connection landed cannot be read";
+	else if (egress_addr_match(
+	             (struct sockaddr *)&peer, px.addrs, px.naddrs) >= 0)
+		return 0;
+	else if (egress_addr_same(
+	             (struct sockaddr *)&peer, (struct sockaddr *)&self))
+		no = "it landed on this host";
+	else
+		no = px_addr_refused((struct sockaddr *)&peer, why, sizeof why);
+	if (no == NULL)
+		return 0;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	shutdown(fd, SHUT_RDWR);
+	px_refuse(c, 403, "egress: %s:%u is refused: %s", c->px->t.host,
+	    c->px->t.port, no);
+	return -1;
+}
+
 /* The host socket's events before it is through: 1 if handled here. */
 int
 proxy_event(struct rconn *c, short what)
@@ -306,7 +395,8 @@ proxy_event(struct rconn *c, short what)
 	if (c->opened)
 		return 0;
 	if (p->state == PX_CONNECTING && (what & BEV_EVENT_CONNECTED)) {
-		px_through(c);
+		if (px_landed(c) == 0)
+			px_through(c);
 		return 1;
 	}
 	if (p->state == PX_CONNECTING &&
@@ -348,8 +438,8 @@ px_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		for (ai = res; ai != NULL && pick == NULL; ai = ai->ai_next) {
 			if (ai->ai_family != (pass == 0 ? AF_INET : AF_INET6))
 				continue;
-			if (egress_addr_refused(ai->ai_addr, px.addrs,
-			        px.naddrs, why, sizeof why) == NULL)
+			if (px_addr_refused(ai->ai_addr, why, sizeof why) ==
+			    NULL)
 				pick = ai;
 			else if (first[0] == '\0')
 				snprintf(first, sizeof first, "%s", why);

@@ -482,6 +482,10 @@ Test(egress, refuses_ipv4_ranges)
 	    "255.255.255.254", "255.255.255.254 is a reserved address");
 	expect_refused(
 	    "255.255.255.255", "255.255.255.255 is the broadcast address");
+	expect_refused("192.0.2.1", "192.0.2.1 is a documentation address");
+	expect_refused(
+	    "198.51.100.255", "198.51.100.255 is a documentation address");
+	expect_refused("203.0.113.0", "203.0.113.0 is a documentation address");
 }
 
 Test(egress, allows_ipv4_next_to_the_ranges)
@@ -500,7 +504,11 @@ Test(egress, allows_ipv4_next_to_the_ranges)
 	expect_allowed("172.32.0.0");
 	expect_allowed("191.255.255.255");
 	expect_allowed("192.0.1.0");
-	expect_allowed("192.0.2.1");
+	expect_allowed("192.0.3.0");
+	expect_allowed("198.51.99.255");
+	expect_allowed("198.51.101.0");
+	expect_allowed("203.0.112.255");
+	expect_allowed("203.0.114.0");
 	expect_allowed("192.167.255.255");
 	expect_allowed("192.169.0.0");
 	expect_allowed("198.17.255.255");
@@ -521,7 +529,11 @@ Test(egress, refuses_ipv6_ranges)
 	    "fd12:3456::1", "fd12:3456::1 is a unique local (private) address");
 	expect_refused("ff02::1", "ff02::1 is a multicast address");
 	expect_refused("ff0e::1", "ff0e::1 is a multicast address");
-	expect_allowed("2001:db8::1");
+	expect_refused("2001:db8::1", "2001:db8::1 is a documentation address");
+	expect_refused("2001:db8:ffff:ffff::1",
+	    "2001:db8:ffff:ffff::1 is a documentation address");
+	expect_allowed("2001:db7:ffff::1");
+	expect_allowed("2001:db9::1");
 	expect_allowed("2606:4700::1111");
 	expect_allowed("fbff::1");
 	expect_allowed("fe7f::1");
@@ -641,4 +653,45 @@ Test(egress, reasons_fit_the_advertised_room)
 	              sizeof buf) != NULL);
 	cr_expect_lt(
 	    strlen(buf), EGRESS_REASON_MAX, "%zu: %s", strlen(buf), buf);
+}
+
+/* A socket address of addr (IPv4 or IPv6 text), port given. */
+static struct sockaddr_storage
+sa_of(const char *addr, int port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+	memset(&ss, 0, sizeof ss);
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+	} else {
+		cr_assert_eq(inet_pton(AF_INET6, addr, &s6->sin6_addr), 1);
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+	}
+	return ss;
+}
+
+static int
+same(const char *a, int pa, const char *b, int pb)
+{
+	struct sockaddr_storage x = sa_of(a, pa), y = sa_of(b, pb);
+
+	return egress_addr_same((struct sockaddr *)&x, (struct sockaddr *)&y);
+}
+
+/* One address whatever the ports, and an IPv4 one whatever its form. */
+Test(egress, same_address_is_by_value)
+{
+	cr_expect(same("192.0.2.2", 1, "192.0.2.2", 2));
+	cr_expect(same("192.0.2.2", 1, "::ffff:192.0.2.2", 80));
+	cr_expect(same("::ffff:10.0.0.1", 1, "10.0.0.1", 1));
+	cr_expect(same("fd00::2", 1, "fd00::2", 9));
+	cr_expect(!same("192.0.2.2", 1, "192.0.2.3", 1));
+	cr_expect(!same("::1", 1, "127.0.0.1", 1));
+	cr_expect(!same("::192.0.2.2", 1, "192.0.2.2", 1));
+	cr_expect(!same("fd00::2", 1, "fd00::3", 1));
 }
