@@ -366,6 +366,8 @@ px_landed(struct rconn *c)
 	const char *no;
 	int fd = bufferevent_getfd(c->bev);
 
+	memset(&peer, 0, sizeof peer);
+	memset(&self, 0, sizeof self);
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) == -1 ||
 	    getsockname(fd, (struct sockaddr *)&self, &slen) == -1)
 		no = "where the connection landed cannot be read";
