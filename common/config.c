@@ -800,7 +800,7 @@ int
 config_parse(struct config *c, int argc, char **argv, FILE *err)
 {
 	enum { N = sizeof opts / sizeof opts[0] };
-	struct option lopts[N + 9];
+	struct option lopts[N + 10];
 	const char *v;
 	char *end;
 	size_t i;
@@ -836,7 +836,9 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 	    (struct option){"worker-channel", required_argument, NULL, 'C'};
 	lopts[N + 7] =
 	    (struct option){"worker-tls", required_argument, NULL, 'T'};
-	lopts[N + 8] = (struct option){NULL, 0, NULL, 0};
+	lopts[N + 8] =
+	    (struct option){"worker-listeners", required_argument, NULL, 'L'};
+	lopts[N + 9] = (struct option){NULL, 0, NULL, 0};
 
 	optind = 0; /* 0, not 1: a full reset of getopt's state */
 	opterr = 0;
@@ -873,7 +875,12 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 			break;
 		case 'C':
 			free(c->worker_channel);
+			free(c->worker_listeners);
 			c->worker_channel = xstrdup(optarg);
+			break;
+		case 'L':
+			free(c->worker_listeners);
+			c->worker_listeners = xstrdup(optarg);
 			break;
 		case 'U':
 			errno = 0;

@@ -139,6 +139,7 @@ struct config {
 	char *print_config;
 	char *worker_container; /* internal: run as a worker for this */
 	char *worker_channel; /* internal: the agent channel's directory */
+	char *worker_listeners; /* internal: listenreg.h's directory */
 	long worker_uid; /* internal: the sandbox's uid, for the worker */
 };
 

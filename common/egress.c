@@ -459,6 +459,28 @@ egress_addr_same(const struct sockaddr *a, const struct sockaddr *b)
 	return fx == fy && memcmp(x, y, fx == AF_INET ? 4 : 16) == 0;
 }
 
+static const unsigned char zero12[12];
+
+int
+egress_addr_loopback(const struct sockaddr *sa)
+{
+	static const unsigned char mapped[12] = {
+	    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const unsigned char *b;
+	int family;
+
+	if (sa_bytes(sa, &family, &b) == -1)
+		return 0;
+	if (family == AF_INET6 && memcmp(b, mapped, 12) == 0) {
+		family = AF_INET;
+		b += 12;
+	}
+	if (family == AF_INET)
+		return b[0] == 127 || (b[0] | b[1] | b[2] | b[3]) == 0;
+	return memcmp(b, zero12, 12) == 0 && b[12] == 0 && b[13] == 0 &&
+	       b[14] == 0 && b[15] <= 1;
+}
+
 /* What an IPv4 address is when the proxy may not reach it, or NULL. */
 static const char *
 v4_what(const unsigned char *b)
@@ -498,8 +520,6 @@ v4_what(const unsigned char *b)
 	}
 	return NULL;
 }
-
-static const unsigned char zero12[12];
 
 /* Where an IPv6 address embeds an IPv4 one, or NULL. */
 static const unsigned char *

@@ -80,6 +80,9 @@ int egress_addr_parse(const char *, struct egress_addr *, char *, size_t);
 /* Whether two socket addresses are one address (ports aside; an IPv4
  * address and the IPv6 address that maps it are one). */
 int egress_addr_same(const struct sockaddr *, const struct sockaddr *);
+/* Whether sa is this host whatever its interfaces: loopback (127.0.0.0/8,
+ * ::1) or unspecified (0.0.0.0, ::), IPv4 ones mapped or not. */
+int egress_addr_loopback(const struct sockaddr *);
 /* The index of the first of n addresses that is exactly sa's, or -1. */
 int egress_addr_match(
     const struct sockaddr *, const struct egress_addr *, size_t);

@@ -48,6 +48,7 @@
 #include "config.h"
 #include "egress.h"
 #include "httphead.h"
+#include "listenreg.h"
 #include "log.h"
 #include "proto.h"
 #include "relay-int.h"
@@ -318,20 +319,30 @@ px_host_address(const struct sockaddr *sa)
 }
 
 /*
- * Why the proxy may not connect to sa (into why), or NULL: an address the
- * operator allows exactly may be; else one of this host (its interfaces
- * come and go: read each time) never is, nor one egress_addr_refused()
- * refuses.
+ * Why the proxy may not connect to sa, port (into why), or NULL: a port
+ * of this host that this server listens on never (its HTTP port, any
+ * sandbox's exposed port: listenreg.h); an address the operator allows
+ * exactly may be; else one of this host (its interfaces come and go:
+ * read each time) never is, nor one egress_addr_refused() refuses.
  */
 static const char *
-px_addr_refused(const struct sockaddr *sa, char *why, size_t len)
+px_addr_refused(
+    const struct sockaddr *sa, unsigned int port, char *why, size_t len)
 {
 	char text[INET6_ADDRSTRLEN] = "?";
 	const void *b;
+	int host;
 
+	host = egress_addr_loopback(sa) ? 1 : px_host_address(sa);
+	if (host != 0 &&
+	    listenreg_has(px.w->conf->worker_listeners, (int)port)) {
+		snprintf(why, len,
+		    "port %u of this host is a listener of this server", port);
+		return why;
+	}
 	if (egress_addr_match(sa, px.addrs, px.naddrs) >= 0)
 		return NULL;
-	switch (px_host_address(sa)) {
+	switch (host) {
 	case 0:
 		return egress_addr_refused(sa, px.addrs, px.naddrs, why, len);
 	case 1:
@@ -371,14 +382,13 @@ px_landed(struct rconn *c)
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) == -1 ||
 	    getsockname(fd, (struct sockaddr *)&self, &slen) == -1)
 		no = "where the connection landed cannot be read";
-	else if (egress_addr_match(
-	             (struct sockaddr *)&peer, px.addrs, px.naddrs) >= 0)
-		return 0;
-	else if (egress_addr_same(
+	else if ((no = px_addr_refused((struct sockaddr *)&peer, c->px->t.port,
+	              why, sizeof why)) == NULL &&
+	         egress_addr_match(
+	             (struct sockaddr *)&peer, px.addrs, px.naddrs) < 0 &&
+	         egress_addr_same(
 	             (struct sockaddr *)&peer, (struct sockaddr *)&self))
 		no = "it landed on this host";
-	else
-		no = px_addr_refused((struct sockaddr *)&peer, why, sizeof why);
 	if (no == NULL)
 		return 0;
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
@@ -440,8 +450,8 @@ px_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		for (ai = res; ai != NULL && pick == NULL; ai = ai->ai_next) {
 			if (ai->ai_family != (pass == 0 ? AF_INET : AF_INET6))
 				continue;
-			if (px_addr_refused(ai->ai_addr, why, sizeof why) ==
-			    NULL)
+			if (px_addr_refused(ai->ai_addr, p->t.port, why,
+			        sizeof why) == NULL)
 				pick = ai;
 			else if (first[0] == '\0')
 				snprintf(first, sizeof first, "%s", why);

@@ -66,6 +66,7 @@
 #include "config.h"
 #include "httphead.h"
 #include "join.h"
+#include "listenreg.h"
 #include "listenrest.h"
 #include "log.h"
 #include "proto.h"
@@ -837,6 +838,7 @@ expose_free(struct expose *ex)
 			rconn_free(c, "the port is no longer exposed");
 	}
 	LIST_REMOVE(ex, entry);
+	listenreg_del(relay->w->conf->worker_listeners, ex->host_port);
 	listenrest_free(ex->rest);
 	evconnlistener_free(ex->lev);
 	if (ex->auth != NULL)
@@ -931,6 +933,12 @@ expose_listen(struct expose *ex, const char *bind, int host_port)
 	}
 	ex->host_port =
 	    ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
+	/* No sandbox's egress reaches it (listenreg.h). */
+	if (listenreg_add(relay->w->conf->worker_listeners, ex->host_port) ==
+	    -1) {
+		evconnlistener_free(lev);
+		return NULL;
+	}
 	return lev;
 }
 

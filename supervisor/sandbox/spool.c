@@ -30,6 +30,7 @@
 
 static char *spool_base; /* the private directory of every instance */
 static char *spool_root; /* private (0700) directory of this instance */
+static char *spool_listeners; /* in it: the ports listened on */
 
 /*
  * A sandbox's spools.  The sandbox holds one reference and each open spool
@@ -113,6 +114,13 @@ spool_init(const char *instance, const char *boot, unsigned long long start)
 	}
 	spool_base = base != NULL ? base : xstrdup(tmp);
 	spool_root = path;
+	/* The ports this server listens on (common/listenreg.h). */
+	xasprintf(&spool_listeners, "%s/listeners", path);
+	if (mkdir(spool_listeners, 0700) == -1) {
+		log_warn("%s: mkdir %s", __func__, spool_listeners);
+		free(spool_listeners);
+		spool_listeners = NULL;
+	}
 	/* Who owns it, for a later instance's reaper (see spool_reap). */
 	xasprintf(&p, "%s/owner", path);
 	if ((f = fopen(p, "wx")) != NULL) {
@@ -191,6 +199,13 @@ rm_tree(const char *path)
 		log_warn("%s: rmdir %s", __func__, path);
 }
 
+/* Where this instance's listened ports are (listenreg.h), or NULL. */
+const char *
+spool_listeners_path(void)
+{
+	return spool_listeners;
+}
+
 /* The private directory of this instance, or NULL before spool_init(). */
 const char *
 spool_root_path(void)
@@ -207,6 +222,8 @@ spool_cleanup(void)
 	rm_tree(spool_root);
 	free(spool_root);
 	spool_root = NULL;
+	free(spool_listeners);
+	spool_listeners = NULL;
 	free(spool_base);
 	spool_base = NULL;
 }

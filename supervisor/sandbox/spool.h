@@ -17,6 +17,7 @@ int spool_init(const char *, const char *, unsigned long long);
 void spool_reap(void);
 void spool_cleanup(void);
 const char *spool_root_path(void);
+const char *spool_listeners_path(void);
 
 struct spool_dir *spool_dir_new(const char *, long long);
 void spool_dir_free(struct spool_dir *);

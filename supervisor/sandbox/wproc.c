@@ -23,6 +23,7 @@
 #include "proto.h"
 #include "random.h"
 #include "sandbox.h"
+#include "spool.h"
 #include "xmalloc.h"
 
 #define WPROC_HELLO_TIMEOUT 10
@@ -504,7 +505,7 @@ wproc_spawn(
 	char cap[32], logkb[32], uid[32], imgkb[32];
 	/* The options a worker reads, the egress lists' values each after
 	 * its flag (config.c takes at most CONFIG_MAX_LIST of each). */
-	char *argv[26 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
+	char *argv[28 + 4 * CONFIG_MAX_LIST] = {"mcp-sandboxd", "--worker",
 	    sb->id, "--docker-host", (char *)engines_url(sb->engine),
 	    "--log-level", c->log_level, "--output-cap", cap, "--log-buffer-kb",
 	    logkb, "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
@@ -527,6 +528,12 @@ wproc_spawn(
 	if (sb->chandir != NULL) {
 		argv[argc++] = "--worker-channel";
 		argv[argc++] = sb->chandir;
+	}
+	/* The ports this server listens on: its exposed ports go there,
+	 * and its egress proxy reaches none (listenreg.h). */
+	if (spool_listeners_path() != NULL) {
+		argv[argc++] = "--worker-listeners";
+		argv[argc++] = (char *)spool_listeners_path();
 	}
 	for (i = 0; i < c->egress_allow.n && i < CONFIG_MAX_LIST; i++) {
 		argv[argc++] = "--egress-allow";

@@ -39,11 +39,13 @@
 #include "config.h"
 #include "core.h"
 #include "http-int.h"
+#include "listenreg.h"
 #include "listenrest.h"
 #include "log.h"
 #include "mcp.h"
 #include "random.h"
 #include "sandbox.h"
+#include "spool.h"
 #include "transport.h"
 #include "xmalloc.h"
 
@@ -994,6 +996,9 @@ http_listen(void)
 		p = ntohs(ss.ss_family == AF_INET6
 		              ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		              : ((struct sockaddr_in *)&ss)->sin_port);
+	/* No sandbox's egress reaches it (listenreg.h). */
+	if (listenreg_add(spool_listeners_path(), (int)p) == -1)
+		fatal("the listeners' directory");
 	/*
 	 * Origins: the operator's list, or by default only this server's
 	 * own (a page it served, were there one): never the other ports of

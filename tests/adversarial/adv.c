@@ -18,6 +18,7 @@
 
 static struct {
 	struct h_server *s;
+	int serves_on; /* HTTP beside stdio: stdin's end does not end it */
 } servers[ADV_MAX_SERVERS];
 static char tmpdir[64];
 
@@ -81,8 +82,14 @@ adv_start(const char *first, ...)
 		unsetenv("TMPDIR");
 	for (i = 0; i < ADV_MAX_SERVERS && servers[i].s != NULL; i++)
 		;
-	if (i < ADV_MAX_SERVERS)
+	if (i < ADV_MAX_SERVERS) {
 		servers[i].s = s;
+		servers[i].serves_on = 0;
+		for (n = 0; args[n] != NULL && args[n + 1] != NULL; n++)
+			if (strcmp(args[n], "--transport") == 0 &&
+			    strcmp(args[n + 1], "stdio") != 0)
+				servers[i].serves_on = 1;
+	}
 	json_object_put(h_initialize(s));
 	return s;
 }
@@ -120,9 +127,12 @@ adv_finish(struct h_server *s)
 
 	nw = adv_workers(s, w, 64);
 	for (i = 0; i < ADV_MAX_SERVERS; i++) {
-		if (servers[i].s == s)
+		if (servers[i].s == s) {
 			servers[i].s = NULL;
-		else if (servers[i].s != NULL)
+			/* It serves HTTP on after stdin's end: a signal. */
+			if (servers[i].serves_on)
+				kill(s->pid, SIGTERM);
+		} else if (servers[i].s != NULL)
 			others++;
 	}
 	h_finish(s); /* exit 0, no labelled container left */

@@ -197,3 +197,72 @@ Test(egress, the_host_itself_is_never_reached, .timeout = 300)
 	}
 	service_stop(&sv);
 }
+
+/*
+ * Whatever the operator allows, the proxy never connects to a listener
+ * of this server: one tenant's sandbox does not reach another's exposed
+ * port, nor the server's own HTTP port, through 127.0.0.1 allowed
+ * exactly; a host service there is reached.
+ */
+Test(egress, own_listeners_are_never_reached, .timeout = 300)
+{
+	struct service sv;
+	struct h_server *s;
+	json_object *r;
+	char listen[32], port[16], args[256], url[128], *a, *b, *out;
+	long long host_port;
+	int http;
+
+	service_start(&sv);
+	http = h_free_port();
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", http);
+	s = adv_start("--agent", "on", "--transport", "both", "--listen",
+	    listen, "--egress-allow", "*", "--egress-allow-address",
+	    "127.0.0.1", NULL);
+	/* Tenant A serves on a port exposed on the host. */
+	a = h_create(s, NULL);
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"background\":true,"
+	    "\"timeout_seconds\":240,\"commands\":\"exec python3 -m "
+	    "http.server 8000 --bind 127.0.0.1\"}",
+	    a);
+	r = h_call_tool(s, "sandbox_exec", args);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	json_object_put(r);
+	free(h_exec_ok(s, a,
+	    "for i in $(seq 100); do python3 -c 'import socket; "
+	    "socket.create_connection((\"127.0.0.1\", 8000))' 2>/dev/null "
+	    "&& exit 0; sleep 0.1; done; exit 1"));
+	snprintf(
+	    args, sizeof args, "{\"container_id\":\"%s\",\"port\":8000}", a);
+	r = h_call_tool(s, "sandbox_expose_port", args);
+	cr_assert(!h_is_error(r), "%s", h_text(r));
+	host_port = h_int(r, "structuredContent.host_port");
+	json_object_put(r);
+
+	/* Tenant B may go anywhere, 127.0.0.1 included. */
+	b = h_create(s, "{\"egress\":[\"*\"]}");
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", sv.port);
+	out = fetch(s, b, url);
+	cr_expect_str_eq(out, "200: host service\n", "%s", url);
+	free(out);
+	snprintf(port, sizeof port, "%lld", host_port);
+	snprintf(url, sizeof url, "http://127.0.0.1:%lld/", host_port);
+	out = fetch(s, b, url);
+	cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
+	cr_expect(h_contains(out, "is a listener of this server"), "%s: %s",
+	    url, out);
+	free(out);
+	snprintf(url, sizeof url, "http://localhost:%d/mcp", http);
+	out = fetch(s, b, url);
+	cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
+	cr_expect(h_contains(out, "is a listener of this server"), "%s: %s",
+	    url, out);
+	free(out);
+	h_stop(s, b);
+	h_stop(s, a);
+	free(a);
+	free(b);
+	adv_finish(s);
+	service_stop(&sv);
+}
