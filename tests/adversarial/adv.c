@@ -68,7 +68,8 @@ adv_start(const char *first, ...)
 	args[n] = NULL;
 	/* TMPDIR for the server only: anything else the test starts (the
 	 * engine, through scripts/dockerd-start) must not inherit it. */
-	saved = getenv("TMPDIR") != NULL ? strdup(getenv("TMPDIR")) : NULL;
+	saved = getenv("TMPDIR");
+	saved = saved != NULL ? strdup(saved) : NULL;
 	setenv("TMPDIR", adv_tmpdir(), 1);
 	/* The server's private runtime directory (spools, temporary trees)
 	 * too, so that what is left there can be checked. */
