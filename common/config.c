@@ -875,7 +875,6 @@ config_parse(struct config *c, int argc, char **argv, FILE *err)
 			break;
 		case 'C':
 			free(c->worker_channel);
-			free(c->worker_listeners);
 			c->worker_channel = xstrdup(optarg);
 			break;
 		case 'L':
@@ -1005,6 +1004,7 @@ config_free(struct config *c)
 	free(c->print_config);
 	free(c->worker_container);
 	free(c->worker_channel);
+	free(c->worker_listeners);
 	free(c->transport);
 	free(c->agent_mode);
 	free(c->agent_file);
