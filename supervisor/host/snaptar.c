@@ -178,6 +178,7 @@ struct snap_in {
 	struct archive *r, *w;
 	char *buf;
 	int rc;
+	int over; /* it went past lim.max_bytes */
 	char error[512];
 	uint64_t written; /* archive bytes */
 	uint64_t synced; /* ... whose writeback was started */
@@ -210,6 +211,7 @@ in_write(struct archive *a, void *arg, const void *buf, size_t len)
 	ssize_t n;
 
 	if (t->lim.max_bytes != 0 && len > t->lim.max_bytes - t->written) {
+		t->over = 1;
 		in_fail(t, "the snapshot is larger than %llu bytes (%s)",
 		    (unsigned long long)t->lim.max_bytes, t->limit_name);
 		archive_set_error(a, EFBIG, "%s", t->error);
@@ -386,6 +388,13 @@ const char *
 snap_in_error(struct snap_in *t)
 {
 	return t->rc == -1 ? t->error : NULL;
+}
+
+/* Whether it failed for its size (the caller's limits), once joined. */
+int
+snap_in_over(struct snap_in *t)
+{
+	return t->rc == -1 && t->over;
 }
 
 void

@@ -45,6 +45,7 @@ int snap_in_done_fd(struct snap_in *);
 /* Joins; 0 or -1 (snap_in_error); the counts of what was written. */
 int snap_in_result(struct snap_in *, uint64_t *, uint64_t *, uint64_t *);
 const char *snap_in_error(struct snap_in *);
+int snap_in_over(struct snap_in *);
 void snap_in_free(struct snap_in *);
 
 /*

@@ -644,8 +644,11 @@ take_copier_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	t->sin_done = 1;
-	if (snap_in_result(t->sin, &a, &b, &c) == -1)
+	if (snap_in_result(t->sin, &a, &b, &c) == -1) {
+		if (snap_in_over(t->sin))
+			stats.snapshots_refused++;
 		take_fail(t, "%s", snap_in_error(t->sin));
+	}
 	take_feed(t);
 	take_finish(t);
 }
@@ -785,8 +788,11 @@ take_finish(struct snaptake *t)
 	LIST_REMOVE(t, entry);
 	snap_reserved -= t->reserved;
 	if (t->error == NULL &&
-	    snap_in_result(t->sin, &files, &bytes, &skipped) == -1)
+	    snap_in_result(t->sin, &files, &bytes, &skipped) == -1) {
+		if (snap_in_over(t->sin))
+			stats.snapshots_refused++;
 		take_fail(t, "%s", snap_in_error(t->sin));
+	}
 	if (t->error == NULL)
 		take_store(t, files, bytes);
 	if (t->error != NULL) {
@@ -880,6 +886,7 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 		        : "this server's user",
 		    (unsigned long long)(mine >> 20),
 		    conf->snapshot_mb_per_owner);
+		stats.snapshots_refused++;
 		return -1;
 	}
 	if (room < 64 * 1024) {
@@ -888,6 +895,7 @@ snapshot_take(struct call *c, struct sandbox *sb, const char *name,
 		    "%ld MiB they may (--snapshot-mb): delete some with "
 		    "snapshot_delete",
 		    (unsigned long long)(used >> 20), conf->snapshot_mb);
+		stats.snapshots_refused++;
 		return -1;
 	}
 	t = xcalloc(1, sizeof *t);

@@ -201,6 +201,7 @@ xrun_image(struct xrun *x, json_object *in)
 		    o, "height", json_object_new_int64(sig.height));
 		json_object_object_add(
 		    o, "over_pixels", json_object_new_boolean(1));
+		stats.pictures_over_pixels++;
 	} else {
 		json_object_object_add(
 		    o, "width", json_object_new_int64(sig.width));

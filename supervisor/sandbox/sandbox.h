@@ -264,6 +264,10 @@ struct stats {
 	/* Output bytes the spools dropped (a background process's ring,
 	 * past --spool-mb) or could not take (an exec's, past it). */
 	long long spool_dropped, spool_refused;
+	/* Pictures shown as links for --max-image-pixels; control clients
+	 * dropped (idle, too slow to read, or making room); snapshots
+	 * refused for the owner's share or the total (--snapshot-mb*). */
+	long long pictures_over_pixels, control_dropped, snapshots_refused;
 	struct histogram create_ms, exec_ms;
 	long long started_ms;
 };

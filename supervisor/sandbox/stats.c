@@ -114,6 +114,9 @@ stats_json(void)
 	ADD(s, "task_results_dropped", mcp_limits.task_results_dropped);
 	ADD(s, "spool_dropped_bytes", stats.spool_dropped);
 	ADD(s, "spool_refused_bytes", stats.spool_refused);
+	ADD(s, "pictures_over_pixels", stats.pictures_over_pixels);
+	ADD(s, "control_clients_dropped", stats.control_dropped);
+	ADD(s, "snapshots_refused", stats.snapshots_refused);
 	json_object_object_add(o, "limits", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	json_object_object_add(o, "engines", engines_json());
@@ -193,6 +196,17 @@ stats_prometheus(struct evbuffer *b)
 	    "Bytes of command output not spooled: the sandbox's --spool-mb "
 	    "was full.",
 	    stats.spool_refused);
+	prom_value(b, "mcp_sandboxd_pictures_over_pixels_total", "counter",
+	    "Pictures shown as a link, not an image: over --max-image-pixels.",
+	    stats.pictures_over_pixels);
+	prom_value(b, "mcp_sandboxd_control_clients_dropped_total", "counter",
+	    "Control socket clients dropped: idle, not reading their answers, "
+	    "or making room for a new one.",
+	    stats.control_dropped);
+	prom_value(b, "mcp_sandboxd_snapshots_refused_total", "counter",
+	    "Snapshots refused for the owner's share (--snapshot-mb-per-owner) "
+	    "or the total (--snapshot-mb).",
+	    stats.snapshots_refused);
 	prom_value(b, "mcp_sandboxd_pool_size", "gauge",
 	    "Warm pool containers ready to be taken.",
 	    json_object_get_int64(json_object_object_get(pj, "size")));

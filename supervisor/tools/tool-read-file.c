@@ -84,10 +84,11 @@ rfile_image(json_object *o, const struct imgsig *sig, const char *data,
 		*note = "not shown as an image: larger than the server's image "
 		        "cap (--max-image-kb)";
 	else if ((long long)sig->width * sig->height >
-	         sup.conf->max_image_pixels)
+	         sup.conf->max_image_pixels) {
 		*note = "not shown as an image: more pixels than the server's "
 		        "image cap (--max-image-pixels)";
-	else if ((long long)len < size)
+		stats.pictures_over_pixels++;
+	} else if ((long long)len < size)
 		*note = "not shown as an image: only part of it was read";
 	json_object_object_add(
 	    im, "shown", json_object_new_boolean(*note == NULL));

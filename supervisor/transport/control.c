@@ -840,6 +840,8 @@ control_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct cclient *c = arg;
 
 	(void)bev;
+	if (what & BEV_EVENT_TIMEOUT)
+		stats.control_dropped++;
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING))
 		log_info("control: a client asked nothing for %d s; dropped",
 		    CONTROL_IDLE_TIMEOUT);
@@ -897,12 +899,14 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 			log_warnx("control: %d clients already; one more "
 			          "refused",
 			    CONTROL_MAX_CLIENTS);
+			stats.control_dropped++;
 			evutil_closesocket(fd);
 			return;
 		}
 		log_info("control: %d clients already; one that asked "
 		         "nothing dropped for a new one",
 		    CONTROL_MAX_CLIENTS);
+		stats.control_dropped++;
 		client_drop(idle);
 	}
 	c = xcalloc(1, sizeof *c);

@@ -671,6 +671,13 @@ Test(output, picture_bombs_are_links_not_images, .timeout = 180)
 	cr_expect(!h_bool(im, "shown"));
 	cr_expect(h_contains(h_text(r), "--max-image-pixels"), "%s", h_text(r));
 	json_object_put(r);
+	/* The three over the cap, counted. */
+	r = h_read_uri(s, "sandbox://stats");
+	im = h_parse(h_str(r, "result.contents.0.text"));
+	cr_expect_eq(h_int(im, "limits.pictures_over_pixels"), 3, "%.300s",
+	    json_object_to_json_string(h_get(im, "limits")));
+	json_object_put(im);
+	json_object_put(r);
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);

@@ -30,7 +30,7 @@ import {
   startServer,
   textOf,
 } from '../lib/harness.js';
-import { connectClient, endClient, startHttpServer, stopHttpServer, stopQuietly } from '../lib/http.js';
+import { authHeaders, connectClient, endClient, startHttpServer, stopHttpServer, stopQuietly } from '../lib/http.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const SNAP_ID = /^snap-[0-9a-f]{12}$/;
@@ -795,6 +795,11 @@ describe('--snapshot-mb-per-owner: one session cannot take the snapshot space of
     // past B's own share first, which is what it names.
     expectToolError(await call(b.client, 'sandbox_snapshot', { container_id: sbB.container_id }), /--snapshot-mb-per-owner/);
     assert.deepEqual(storeEntries(state.dir), [a1.snapshot_id, b1.snapshot_id].sort());
+    // Both refusals are counted.
+    const res = await fetch(new URL('/metrics', server.url), { headers: authHeaders(server) });
+    const text = await res.text();
+    const line = text.split('\n').find((l) => l.startsWith('mcp_sandboxd_snapshots_refused_total '));
+    assert.equal(line, 'mcp_sandboxd_snapshots_refused_total 2', text);
   });
 
   it('the server stops cleanly, and the sessions take their snapshots along', async () => {
