@@ -128,6 +128,22 @@ rconn_head_over(struct rconn *c)
 	}
 }
 
+/* An exposed port refused or dropped a connection: the supervisor
+ * counts it (/metrics), whatever the reason (the log says which). */
+static void
+relay_count_refusal(void)
+{
+	json_object *o;
+
+	if (relay->w->chan == NULL)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(
+	    o, "event", json_object_new_string("port_refused"));
+	worker_send_json(relay->w, PROTO_NOTIFY, 0, o);
+	json_object_put(o);
+}
+
 /* The head did not come whole within RELAY_HEAD_SECONDS. */
 static void
 rconn_head_late(evutil_socket_t fd, short what, void *arg)
@@ -139,6 +155,7 @@ rconn_head_late(evutil_socket_t fd, short what, void *arg)
 	logs_addf("port",
 	    "%d: a connection closed: no whole request head within %d s",
 	    c->ex->port, RELAY_HEAD_SECONDS);
+	relay_count_refusal();
 	rconn_free(c, NULL);
 }
 
@@ -570,6 +587,7 @@ rconn_refuse(struct rconn *c, int status, const char *text)
 
 	logs_addf("port", "%d: a connection refused (%d): %s", c->ex->port,
 	    status, text);
+	relay_count_refusal();
 	rconn_head_over(c);
 	c->refused = 1;
 	bufferevent_disable(c->bev, EV_READ);
@@ -672,6 +690,7 @@ expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
 			    "%d: a connection closed: %d wait for their token, "
 			    "and it had waited longest",
 			    oldest->ex->port, RELAY_MAX_HEADS);
+			relay_count_refusal();
 			rconn_free(oldest, NULL);
 		}
 	}
@@ -684,6 +703,7 @@ expose_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	if (why != NULL) {
 		logs_addf(
 		    "port", "%d: a connection refused: %s", ex->port, why);
+		relay_count_refusal();
 		evutil_closesocket(fd);
 		return;
 	}

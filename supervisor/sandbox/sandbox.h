@@ -268,6 +268,9 @@ struct stats {
 	 * dropped (idle, too slow to read, or making room); snapshots
 	 * refused for the owner's share or the total (--snapshot-mb*). */
 	long long pictures_over_pixels, control_dropped, snapshots_refused;
+	/* Connections an exposed port refused or dropped (a bad head, no
+	 * token, the head's deadline, room for another, too many). */
+	long long ports_refused;
 	struct histogram create_ms, exec_ms;
 	long long started_ms;
 };

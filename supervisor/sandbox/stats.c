@@ -117,6 +117,7 @@ stats_json(void)
 	ADD(s, "pictures_over_pixels", stats.pictures_over_pixels);
 	ADD(s, "control_clients_dropped", stats.control_dropped);
 	ADD(s, "snapshots_refused", stats.snapshots_refused);
+	ADD(s, "exposed_connections_refused", stats.ports_refused);
 	json_object_object_add(o, "limits", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	json_object_object_add(o, "engines", engines_json());
@@ -207,6 +208,12 @@ stats_prometheus(struct evbuffer *b)
 	    "Snapshots refused for the owner's share (--snapshot-mb-per-owner) "
 	    "or the total (--snapshot-mb).",
 	    stats.snapshots_refused);
+	prom_value(b, "mcp_sandboxd_exposed_connections_refused_total",
+	    "counter",
+	    "Connections to exposed ports refused or dropped: a bad request "
+	    "head or none within 10 s, no token (--expose-auth), room made "
+	    "for another, too many.",
+	    stats.ports_refused);
 	prom_value(b, "mcp_sandboxd_pool_size", "gauge",
 	    "Warm pool containers ready to be taken.",
 	    json_object_get_int64(json_object_object_get(pj, "size")));

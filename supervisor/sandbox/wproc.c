@@ -376,6 +376,10 @@ wproc_notify(struct wproc *wp, json_object *obj)
 		egresslist_notify(wp->sb, obj);
 		return;
 	}
+	if (strcmp(ev, "port_refused") == 0) {
+		stats.ports_refused++;
+		return;
+	}
 	if (wp->sb == NULL)
 		return;
 	if (strcmp(ev, "gone") == 0) {

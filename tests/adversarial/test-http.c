@@ -1202,6 +1202,7 @@ Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
 	static const char token[] = "slow-heads-token-0123456789";
 	int fd, slow[16], closed_at[16], i, t;
 	struct authport ap;
+	json_object *m, *st;
 	char req[256], *resp;
 
 	authport_start(&ap, token,
@@ -1245,6 +1246,13 @@ Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
 		    closed_at[i]);
 		close(slow[i]);
 	}
+	/* Every one that went was counted: sandbox://stats, /metrics. */
+	m = h_read_uri(ap.s, "sandbox://stats");
+	st = h_parse(h_str(m, "result.contents.0.text"));
+	cr_expect_geq(h_int(st, "limits.exposed_connections_refused"), 16,
+	    "%.300s", json_object_to_json_string(h_get(st, "limits")));
+	json_object_put(st);
+	json_object_put(m);
 	authport_stop(&ap);
 }
 
