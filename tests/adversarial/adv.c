@@ -165,6 +165,42 @@ adv_forget(struct h_server *s)
 }
 
 long long
+adv_background(
+    struct h_server *s, const char *cid, const char *cmd, int timeout_s)
+{
+	json_object *a, *r;
+	long long id;
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "background", json_object_new_boolean(1));
+	json_object_object_add(
+	    a, "timeout_seconds", json_object_new_int(timeout_s));
+	json_object_object_add(a, "commands", json_object_new_string(cmd));
+	r = h_call_tool_obj(s, "sandbox_exec", a, H_TIMEOUT_MS);
+	cr_assert(!h_is_error(r), "%s: %s", cmd, h_text(r));
+	id = h_int(r, "structuredContent.process_id");
+	json_object_put(r);
+	return id;
+}
+
+long long
+adv_stat(struct h_server *s, const char *path)
+{
+	json_object *m, *st;
+	long long v;
+
+	m = h_read_uri(s, "sandbox://stats");
+	st = h_parse(h_str(m, "result.contents.0.text"));
+	cr_assert(h_get(st, path) != NULL, "no %s in sandbox://stats: %.500s",
+	    path, json_object_to_json_string(st));
+	v = h_int(st, path);
+	json_object_put(st);
+	json_object_put(m);
+	return v;
+}
+
+long long
 adv_ping(struct h_server *s, int timeout_ms)
 {
 	long long t0 = h_now_ms();

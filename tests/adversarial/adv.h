@@ -28,6 +28,13 @@ const char *adv_tmpdir(void);
 /* The server still answers: a ping, and "echo" in the sandbox cid (or,
  * cid NULL, in a fresh sandbox that is then stopped). */
 void adv_alive(struct h_server *, const char *);
+/* A background process (sandbox_exec background: true) of cmd, which
+ * must not contain a double quote or a backslash, for timeout_s at most;
+ * its process_id. */
+long long adv_background(struct h_server *, const char *, const char *, int);
+/* A counter of sandbox://stats ("limits.results_cut"); asserts it is
+ * there. */
+long long adv_stat(struct h_server *, const char *);
 /* A ping answered within timeout ms; the time it took. */
 long long adv_ping(struct h_server *, int);
 

@@ -112,6 +112,18 @@ fetch(struct h_server *s, const char *cid, const char *url)
 	return out;
 }
 
+/* url is refused by the proxy with a 403 that says why. */
+static void
+expect_refused(
+    struct h_server *s, const char *cid, const char *url, const char *why)
+{
+	char *out = fetch(s, cid, url);
+
+	cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
+	cr_expect(h_contains(out, why), "%s: %s (not \"%s\")", url, out, why);
+	free(out);
+}
+
 /* The URL of the service at an address of the host (text). */
 static void
 url_of(char *url, size_t len, int family, const char *addr, int port)
@@ -160,22 +172,15 @@ Test(egress, the_host_itself_is_never_reached, .timeout = 300)
 		if (family == AF_INET && strncmp(addr, "127.", 4) != 0)
 			global = n - 1;
 		url_of(url, sizeof url, family, addr, sv.port);
-		out = fetch(s, cid, url);
 		snprintf(
 		    want, sizeof want, "%s is an address of this host", addr);
-		cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
-		cr_expect(h_contains(out, want), "%s: %s", url, out);
-		free(out);
+		expect_refused(s, cid, url, want);
 	}
 	freeifaddrs(ifa);
 	cr_assert_geq(n, 2, "the host has %d addresses", n);
 	/* A name that resolves to the host. */
 	snprintf(url, sizeof url, "http://localhost:%d/", sv.port);
-	out = fetch(s, cid, url);
-	cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
-	cr_expect(
-	    h_contains(out, "is an address of this host"), "%s: %s", url, out);
-	free(out);
+	expect_refused(s, cid, url, "is an address of this host");
 	cr_expect_eq(__atomic_load_n(&sv.accepted, __ATOMIC_SEQ_CST), 0,
 	    "the host's service saw %d connections", sv.accepted);
 	h_stop(s, cid);
@@ -209,7 +214,7 @@ Test(egress, own_listeners_are_never_reached, .timeout = 300)
 	struct service sv;
 	struct h_server *s;
 	json_object *r;
-	char listen[32], port[16], args[256], url[128], *a, *b, *out;
+	char listen[32], args[256], url[128], *a, *b, *out;
 	long long host_port;
 	int http;
 
@@ -221,14 +226,8 @@ Test(egress, own_listeners_are_never_reached, .timeout = 300)
 	    "127.0.0.1", NULL);
 	/* Tenant A serves on a port exposed on the host. */
 	a = h_create(s, NULL);
-	snprintf(args, sizeof args,
-	    "{\"container_id\":\"%s\",\"background\":true,"
-	    "\"timeout_seconds\":240,\"commands\":\"exec python3 -m "
-	    "http.server 8000 --bind 127.0.0.1\"}",
-	    a);
-	r = h_call_tool(s, "sandbox_exec", args);
-	cr_assert(!h_is_error(r), "%s", h_text(r));
-	json_object_put(r);
+	adv_background(
+	    s, a, "exec python3 -m http.server 8000 --bind 127.0.0.1", 240);
 	free(h_exec_ok(s, a,
 	    "for i in $(seq 100); do python3 -c 'import socket; "
 	    "socket.create_connection((\"127.0.0.1\", 8000))' 2>/dev/null "
@@ -246,19 +245,10 @@ Test(egress, own_listeners_are_never_reached, .timeout = 300)
 	out = fetch(s, b, url);
 	cr_expect_str_eq(out, "200: host service\n", "%s", url);
 	free(out);
-	snprintf(port, sizeof port, "%lld", host_port);
 	snprintf(url, sizeof url, "http://127.0.0.1:%lld/", host_port);
-	out = fetch(s, b, url);
-	cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
-	cr_expect(h_contains(out, "is a listener of this server"), "%s: %s",
-	    url, out);
-	free(out);
+	expect_refused(s, b, url, "is a listener of this server");
 	snprintf(url, sizeof url, "http://localhost:%d/mcp", http);
-	out = fetch(s, b, url);
-	cr_expect(h_contains(out, "HTTP 403: "), "%s: %s", url, out);
-	cr_expect(h_contains(out, "is a listener of this server"), "%s: %s",
-	    url, out);
-	free(out);
+	expect_refused(s, b, url, "is a listener of this server");
 	h_stop(s, b);
 	h_stop(s, a);
 	free(a);

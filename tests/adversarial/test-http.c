@@ -137,6 +137,7 @@ static const char *
 asrv_stderr(struct asrv *s)
 {
 	static char buf[65536];
+	const char *log;
 	off_t end;
 	ssize_t n;
 	int fd;
@@ -145,8 +146,9 @@ asrv_stderr(struct asrv *s)
 	if ((fd = open(s->errfile, O_RDONLY)) < 0)
 		return buf;
 	/* The start (the token is printed there) or the last 64 KiB. */
+	log = getenv("ADV_LOG");
 	if ((end = lseek(fd, 0, SEEK_END)) > (off_t)sizeof buf - 1 &&
-	    strcmp(getenv("ADV_LOG") != NULL ? getenv("ADV_LOG") : "", "") != 0)
+	    log != NULL && *log != '\0')
 		lseek(fd, end - (off_t)sizeof buf + 1, SEEK_SET);
 	else
 		lseek(fd, 0, SEEK_SET);
@@ -1202,7 +1204,6 @@ Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
 	static const char token[] = "slow-heads-token-0123456789";
 	int fd, slow[16], closed_at[16], i, t;
 	struct authport ap;
-	json_object *m, *st;
 	char req[256], *resp;
 
 	authport_start(&ap, token,
@@ -1247,12 +1248,7 @@ Test(http, slow_heads_do_not_lock_an_exposed_port, .timeout = 240)
 		close(slow[i]);
 	}
 	/* Every one that went was counted: sandbox://stats, /metrics. */
-	m = h_read_uri(ap.s, "sandbox://stats");
-	st = h_parse(h_str(m, "result.contents.0.text"));
-	cr_expect_geq(h_int(st, "limits.exposed_connections_refused"), 16,
-	    "%.300s", json_object_to_json_string(h_get(st, "limits")));
-	json_object_put(st);
-	json_object_put(m);
+	cr_expect_geq(adv_stat(ap.s, "limits.exposed_connections_refused"), 16);
 	authport_stop(&ap);
 }
 

@@ -65,25 +65,6 @@ wire_size(json_object *m)
 	return len;
 }
 
-/* A counter of sandbox://stats's limits. */
-static long long
-limit_count(struct h_server *s, const char *key)
-{
-	json_object *m, *st;
-	char path[96];
-	long long v;
-
-	m = h_read_uri(s, "sandbox://stats");
-	st = h_parse(h_str(m, "result.contents.0.text"));
-	snprintf(path, sizeof path, "limits.%s", key);
-	cr_assert(h_get(st, path) != NULL, "no %s in %.500s", path,
-	    json_object_to_json_string(st));
-	v = h_int(st, path);
-	json_object_put(st);
-	json_object_put(m);
-	return v;
-}
-
 Test(results, hundred_loud_commands_fit_a_mebibyte, .timeout = 300)
 {
 	struct h_server *s;
@@ -117,7 +98,7 @@ Test(results, hundred_loud_commands_fit_a_mebibyte, .timeout = 300)
 		cr_expect(h_str(r, "stderr_uri") != NULL, "%s", key);
 	}
 	/* The commands' shares fitted it: nothing was cut after. */
-	cr_expect_eq(limit_count(s, "results_cut"), 0);
+	cr_expect_eq(adv_stat(s, "limits.results_cut"), 0);
 	/* The whole of the last command's stdout is its resource. */
 	r = json_object_array_get_idx(res, n - 1);
 	snprintf(key, sizeof key, "%s?length=1048576",
@@ -252,7 +233,7 @@ Test(results, task_results_past_their_cap_go_oldest_first, .timeout = 300)
 	    h_int(m, "result.structuredContent.results.0.stdout_bytes"), 100000,
 	    "%.300s", json_object_to_json_string(m));
 	json_object_put(m);
-	cr_expect_geq(limit_count(s, "task_results_dropped"), 1);
+	cr_expect_geq(adv_stat(s, "limits.task_results_dropped"), 1);
 	/* The task itself is still there: it ended, its result is gone. */
 	snprintf(p, sizeof p, "{\"taskId\":\"%s\"}", ids[0]);
 	m = h_request(s, "tasks/get", p, H_TIMEOUT_MS);
