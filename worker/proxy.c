@@ -331,10 +331,13 @@ px_addr_refused(
 {
 	char text[INET6_ADDRSTRLEN] = "?";
 	const void *b;
-	int host;
+	int loopback, host;
 
-	host = egress_addr_loopback(sa) ? 1 : px_host_address(sa);
-	if (host != 0 &&
+	/* Loopback is this host whatever the interfaces say; and it is
+	 * refused as what it is (egress_addr_refused()'s reason). */
+	loopback = egress_addr_loopback(sa);
+	host = loopback ? 0 : px_host_address(sa);
+	if ((loopback || host != 0) &&
 	    listenreg_has(px.w->conf->worker_listeners, (int)port)) {
 		snprintf(why, len,
 		    "port %u of this host is a listener of this server", port);
