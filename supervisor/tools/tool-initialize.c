@@ -112,7 +112,9 @@ valid_name(const char *s)
 	return 1;
 }
 
-/* An absolute, normal path that is not a system directory. */
+/* An absolute, normal path that is not a system directory, nor the
+ * server's own in every sandbox (/.mcp-sandboxd-*: the agent, its
+ * channel), which a tmpfs there would cover. */
 static int
 tool_initialize_workdir_valid(const char *p)
 {
@@ -129,6 +131,8 @@ tool_initialize_workdir_valid(const char *p)
 	n = strlen(p);
 	if ((n >= 2 && strcmp(p + n - 2, "/.") == 0) ||
 	    (n >= 3 && strcmp(p + n - 3, "/..") == 0))
+		return 0;
+	if (strncmp(p, "/.mcp-sandboxd", 14) == 0)
 		return 0;
 	for (i = 0; banned[i] != NULL; i++) {
 		n = strlen(banned[i]);
@@ -472,8 +476,8 @@ sandbox_initialize(struct call *c)
 		mcp_call_reply(c,
 		    tool_error(
 		        "workdir must be an absolute path "
-		        "without '.', '..', ',' or ':' outside system directories, "
-		        "such as /app"));
+		        "without '.', '..', ',' or ':' outside system directories "
+		        "and the server's own (/.mcp-sandboxd*), such as /app"));
 		goto out;
 	}
 	network = tool_arg_string(c, "network");

@@ -616,6 +616,9 @@ Test(lifecycle, operator_ceilings, .timeout = 30)
 	    "{\"network\":\"host\"}",
 	    "{\"network\":\"bridge\"}",
 	    "{\"workdir\":\"/etc\"}",
+	    "{\"workdir\":\"/.mcp-sandboxd-agent\"}",
+	    "{\"workdir\":\"/.mcp-sandboxd-channel\"}",
+	    "{\"workdir\":\"/.mcp-sandboxd-channel/x\"}",
 	    "{\"bogus\":1}",
 	};
 	struct h_server *s;
