@@ -779,7 +779,7 @@ mcp_handle_line(struct session *sess, const char *line, size_t len)
 		mcp_send(sess,
 		    rpc_error(NULL, code,
 		        code == RPC_PARSE_ERROR
-		            ? "parse error: not valid JSON (or nested too deeply)"
+		            ? RPC_PARSE_WHY
 		            : "invalid request: a message is a JSON object"));
 		return;
 	}

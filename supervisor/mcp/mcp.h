@@ -211,6 +211,14 @@ struct rpc_msg {
 	json_object *params; /* borrowed, may be NULL */
 };
 #define RPC_PARSE_ERROR (-32700)
+/* What a message that rpc_parse() refuses is, for its answer. */
+#define RPC_PARSE_WHY                                                          \
+	"parse error: not valid JSON (or nested too deeply, or of more than "  \
+	"65536 values or 8192 objects and arrays)"
+/* The most values (objects, arrays, keys and values) of one message, and
+ * objects and arrays among them. */
+#define RPC_MAX_VALUES 65536
+#define RPC_MAX_CONTAINERS 8192
 #define RPC_INVALID_REQUEST (-32600)
 #define RPC_METHOD_NOT_FOUND (-32601)
 #define RPC_INVALID_PARAMS (-32602)

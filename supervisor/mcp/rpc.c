@@ -51,10 +51,15 @@ static int
 json_lex_ok(const char *p, size_t len)
 {
 	static const char *const words[] = {"true", "false", "null"};
-	size_t i = 0, j, n, w;
+	size_t i = 0, j, n, w, values = 0, containers = 0;
 	char last = 0; /* the last structural character or value */
 
 	while (i < len) {
+		/* What json-c makes of a message is hundreds of bytes a value
+		 * (an object's table more): their number is bounded, so that
+		 * one message of --max-line is not gigabytes. */
+		if (values > RPC_MAX_VALUES || containers > RPC_MAX_CONTAINERS)
+			return 0;
 		switch (p[i]) {
 		case ' ':
 		case '\t':
@@ -69,6 +74,10 @@ json_lex_ok(const char *p, size_t len)
 			/* FALLTHROUGH */
 		case '{':
 		case '[':
+			containers++;
+			values++;
+			last = p[i++];
+			continue;
 		case ':':
 		case ',':
 			last = p[i++];
@@ -95,6 +104,7 @@ json_lex_ok(const char *p, size_t len)
 				return 0;
 			i++;
 			last = 'v';
+			values++;
 			continue;
 		}
 		if (p[i] == '-' || (p[i] >= '0' && p[i] <= '9')) {
@@ -102,6 +112,7 @@ json_lex_ok(const char *p, size_t len)
 				return 0;
 			i += n;
 			last = 'v';
+			values++;
 			continue;
 		}
 		for (w = 0; w < 3; w++) {
@@ -113,14 +124,16 @@ json_lex_ok(const char *p, size_t len)
 			return 0;
 		i += n;
 		last = 'v';
+		values++;
 	}
-	return 1;
+	return values <= RPC_MAX_VALUES && containers <= RPC_MAX_CONTAINERS;
 }
 
 /*
  * Parse one message.  NULL with *err set to RPC_PARSE_ERROR on text that
- * is not JSON (or not UTF-8, or nested deeper than maxdepth); NULL with
- * *err 0 for the JSON value null.
+ * is not JSON (or not UTF-8, or nested deeper than maxdepth, or of more
+ * than RPC_MAX_VALUES values or RPC_MAX_CONTAINERS objects and arrays);
+ * NULL with *err 0 for the JSON value null.
  */
 json_object *
 rpc_parse(const char *buf, size_t len, int maxdepth, int *err)

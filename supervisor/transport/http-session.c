@@ -725,7 +725,7 @@ http_post(struct evhttp_request *req)
 		    code == RPC_PARSE_ERROR ? RPC_PARSE_ERROR
 		                            : RPC_INVALID_REQUEST,
 		    code == RPC_PARSE_ERROR
-		        ? "parse error: not valid JSON (or nested too deeply)"
+		        ? RPC_PARSE_WHY
 		        : "invalid request: a message is a JSON object");
 		return;
 	}

@@ -722,3 +722,53 @@ Test(
 	h_finish(s);
 	cr_assert(rmdir(dir) == 0);
 }
+
+/*
+ * One message of 2 MiB that is 700,000 empty objects (json-c makes
+ * hundreds of bytes of each: the supervisor went to 557 MB and stayed
+ * there): refused as a parse error at once, the supervisor stays small
+ * and answers; 60,000 values in a message (within the bound) still go.
+ */
+Test(protocol, a_message_of_many_values_is_refused, .timeout = 120)
+{
+	struct h_server *s;
+	json_object *m;
+	char *line;
+	size_t n = 2 << 20, i, len;
+	long hwm;
+
+	s = h_start(NULL);
+	json_object_put(h_initialize(s));
+	line = malloc(n + 256);
+	cr_assert_not_null(line);
+	len = (size_t)sprintf(line,
+	    "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"get_sandbox_status\",\"arguments\":{},\"junk\":[{}");
+	for (i = 0; len + 3 < n; i++)
+		len += (size_t)sprintf(line + len, ",{}");
+	sprintf(line + len, "]}}");
+	h_send_line(s, line);
+	m = h_next_response(s, 30000);
+	cr_expect_eq(h_int(m, "error.code"), -32700, "%.300s",
+	    json_object_to_json_string(m));
+	cr_expect(h_contains(h_str(m, "error.message"), "65536 values"), "%s",
+	    h_str(m, "error.message"));
+	json_object_put(m);
+	hwm = h_status_kb(s->pid, "VmHWM");
+	cr_expect_lt(hwm, 64 * 1024, "the supervisor peaked at %ld KiB", hwm);
+	/* 60,000 numbers: within the bound, an ordinary answer. */
+	len = (size_t)sprintf(line,
+	    "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"params\":"
+	    "{\"junk\":[0");
+	for (i = 1; i < 60000; i++)
+		len += (size_t)sprintf(line + len, ",0");
+	sprintf(line + len, "]}}");
+	h_send_line(s, line);
+	m = h_next_response(s, 30000);
+	cr_expect(h_get(m, "result") != NULL, "%.300s",
+	    json_object_to_json_string(m));
+	json_object_put(m);
+	free(line);
+	adv_alive(s, NULL);
+	h_finish(s);
+}
