@@ -1344,6 +1344,9 @@ in_main(void *arg)
 	}
 	if (t->rc == 0 && t->single != NULL && t->entries == 0)
 		in_fail(t, "the sandbox sent no file");
+	/* Given up by its caller (tar_in_abort): a whole archive too. */
+	if (t->rc == 0 && atomic_load(&t->cancel))
+		in_fail(t, "transfer cancelled");
 	/* All or nothing: the tree moves in only after a clean end. */
 	if (t->rc == 0)
 		in_merge(t, t->rootfd, t->destfd, "");
@@ -1474,6 +1477,13 @@ tar_in_fd(struct tar_in *t)
 void
 tar_in_close_input(struct tar_in *t)
 {
+	tar_pipe_close_input(&t->p);
+}
+
+void
+tar_in_abort(struct tar_in *t)
+{
+	atomic_store(&t->cancel, 1);
 	tar_pipe_close_input(&t->p);
 }
 

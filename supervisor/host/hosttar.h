@@ -119,6 +119,9 @@ struct tar_in *tar_in_new(
     const char *, const struct tar_limits *, int, char *, size_t);
 int tar_in_fd(struct tar_in *); /* write the archive here */
 void tar_in_close_input(struct tar_in *); /* end of the archive */
+/* The caller gives up (its sender failed): nothing is merged, even from
+ * an archive that came whole. */
+void tar_in_abort(struct tar_in *);
 int tar_in_done_fd(struct tar_in *); /* readable once extraction ended */
 /*
  * Waits for the end, then 0 or -1 (tar_in_error), and a new summary:

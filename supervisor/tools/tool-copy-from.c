@@ -123,7 +123,7 @@ cfrom_idle_cb(evutil_socket_t fd, short what, void *arg)
 	cfrom_fail(f, "%s", msg);
 	free(msg);
 	if (f->tin != NULL)
-		tar_in_close_input(f->tin); /* the extractor stops */
+		tar_in_abort(f->tin); /* the extractor stops, merging nothing */
 }
 
 /* Feed the extractor what it will take; give back credit for it. */
@@ -153,7 +153,13 @@ cfrom_feed(struct cfrom *f)
 			xrun_took(f->run, (size_t)n);
 	}
 	if (f->run_done || f->error != NULL) {
-		tar_in_close_input(f->tin);
+		/* A run that failed (its tar said an error, it was killed)
+		 * may have sent a whole archive all the same: nothing of it
+		 * is merged. */
+		if (f->error != NULL)
+			tar_in_abort(f->tin);
+		else
+			tar_in_close_input(f->tin);
 		/* All of it is in: what is left is the host's own work. */
 		if (f->ev_idle != NULL)
 			evtimer_del(f->ev_idle);

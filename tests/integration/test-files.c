@@ -2236,3 +2236,52 @@ Test(files, directory_where_file_expected, .timeout = 180, .fini = files_fini)
 	free(hd);
 	finish(s, cid);
 }
+
+/*
+ * A copy out whose tar in the sandbox fails (a file it cannot read) still
+ * sends a whole archive of the rest: the copy fails and nothing of it is
+ * written, neither over an existing file (overwrite: true) nor as a new
+ * directory (the red team's finding: "nothing was written" while the
+ * tree had been merged).
+ */
+Test(
+    files, a_failed_copy_out_writes_nothing, .timeout = 180, .fini = files_fini)
+{
+	struct h_server *s;
+	json_object *r;
+	char *cid, *dest, *file, *fresh, *body;
+
+	make_dirs();
+	s = start(NULL);
+	cid = h_create(s, NULL);
+	free(h_exec_ok(s, cid,
+	    "mkdir -p /app/o && echo NEW > /app/o/ok.txt && "
+	    "echo x > /app/o/unreadable && chmod 000 /app/o/unreadable"));
+	dest = hpath(g_allowed, "got");
+	mkdirs(dest);
+	file = hpath(dest, "ok.txt");
+	write_host(file, "ORIGINAL\n", 9);
+	r = h_call_tool_obj(s, "copy_file_from_sandbox",
+	    args(cid, "container_src_path", js("/app/o"), "local_dest_path",
+	        js(dest), "overwrite", jb(1), NULL),
+	    60000);
+	cr_expect(h_is_error(r), "%s", json_object_to_json_string(r));
+	cr_expect(
+	    h_contains(h_text(r), "nothing was written"), "%s", h_text(r));
+	json_object_put(r);
+	body = read_host(file, NULL);
+	cr_expect_str_eq(body, "ORIGINAL\n", "the existing file was written");
+	free(body);
+	fresh = hpath(g_allowed, "fresh");
+	r = h_call_tool_obj(s, "copy_file_from_sandbox",
+	    args(cid, "container_src_path", js("/app/o"), "local_dest_path",
+	        js(fresh), NULL),
+	    60000);
+	cr_expect(h_is_error(r), "%s", json_object_to_json_string(r));
+	json_object_put(r);
+	cr_expect(!host_exists(fresh), "%s was made", fresh);
+	free(fresh);
+	free(file);
+	free(dest);
+	finish(s, cid);
+}
