@@ -107,16 +107,45 @@ jpeg_probe(const unsigned char *p, size_t len, struct imgsig *s)
 	}
 }
 
+/*
+ * The logical screen, grown to hold every frame of the bytes given: a
+ * decoder draws each frame at its own size (a 1x1 screen may declare a
+ * 65535x65535 frame).  Blocks are walked while whole; what follows a cut
+ * is not judged.
+ */
 static int
 gif_probe(const unsigned char *p, size_t len, struct imgsig *s)
 {
-	unsigned int w, h;
+	uint32_t w, h, fw, fh;
+	size_t i;
 
 	if (len < 13 ||
 	    (memcmp(p, "GIF87a", 6) != 0 && memcmp(p, "GIF89a", 6) != 0))
 		return -1;
 	w = le16(p + 6);
 	h = le16(p + 8);
+	i = 13;
+	if (p[10] & 0x80) /* the global color table */
+		i += (size_t)3 << ((p[10] & 7) + 1);
+	while (i < len && p[i] != 0x3b) {
+		if (p[i] == 0x21 && i + 1 < len) /* extension, label */
+			i += 2;
+		else if (p[i] == 0x2c && i + 10 <= len) {
+			/* left, top, width, height, flags */
+			fw = le16(p + i + 1) + le16(p + i + 5);
+			fh = le16(p + i + 3) + le16(p + i + 7);
+			w = fw > w ? fw : w;
+			h = fh > h ? fh : h;
+			if (p[i + 9] & 0x80) /* a local color table */
+				i += (size_t)3 << ((p[i + 9] & 7) + 1);
+			i += 11; /* and the LZW code size */
+		} else
+			break;
+		/* Data sub-blocks, to the empty one. */
+		while (i < len && p[i] != 0)
+			i += (size_t)p[i] + 1;
+		i++;
+	}
 	return found(s, IMGSIG_GIF, "image/gif", w, h);
 }
 

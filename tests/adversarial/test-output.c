@@ -646,6 +646,17 @@ Test(output, picture_bombs_are_links_not_images, .timeout = 180)
 	r = read_picture(s, cid, "/app/wide.png");
 	cr_expect_eq(blocks_of(r, "image"), 0, "65535x257 shown");
 	json_object_put(r);
+	/* A GIF of a 1x1 screen and a 65535x65535 frame (29 bytes). */
+	free(h_exec_ok(s, cid,
+	    "python3 -c \"open('/app/bomb.gif', 'wb').write(b'GIF89a"
+	    "\\x01\\x00\\x01\\x00\\x00\\x00\\x00,\\x00\\x00\\x00\\x00"
+	    "\\xff\\xff\\xff\\xff\\x00\\x02\\x02L\\x01\\x00;')\""));
+	r = read_picture(s, cid, "/app/bomb.gif");
+	cr_expect_eq(blocks_of(r, "image"), 0, "a GIF bomb shown: %s",
+	    json_object_to_json_string(r));
+	cr_expect_eq(h_int(r, "structuredContent.image.width"), 65535, "%s",
+	    json_object_to_json_string(r));
+	json_object_put(r);
 	r = read_picture(s, cid, "/app/cap.png");
 	cr_expect_eq(
 	    blocks_of(r, "image"), 1, "4096x4096 not shown: %s", h_text(r));
@@ -671,8 +682,8 @@ Test(output, picture_bombs_are_links_not_images, .timeout = 180)
 	cr_expect(!h_bool(im, "shown"));
 	cr_expect(h_contains(h_text(r), "--max-image-pixels"), "%s", h_text(r));
 	json_object_put(r);
-	/* The three over the cap, counted. */
-	cr_expect_eq(adv_stat(s, "limits.pictures_over_pixels"), 3);
+	/* The four over the cap, counted. */
+	cr_expect_eq(adv_stat(s, "limits.pictures_over_pixels"), 4);
 	h_stop(s, cid);
 	free(cid);
 	h_finish(s);

@@ -70,6 +70,26 @@ Test(imgsig, reads_gif_and_webp)
 	expect_cuts_refused(webp, sizeof webp);
 }
 
+/* A 1x1 screen with a frame of 65535x65535 (29 bytes), and a frame
+ * placed past the screen: the sides are the frames' too. */
+Test(imgsig, a_gif_is_as_large_as_its_frames)
+{
+	static const unsigned char bomb[] = {'G', 'I', 'F', '8', '9', 'a', 1, 0,
+	    1, 0, 0, 0, 0, ',', 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 2, 2,
+	    0x4c, 1, 0, ';'};
+	static const unsigned char placed[] = {'G', 'I', 'F', '8', '9', 'a',
+	    200, 0, 150, 0, 0x80, 0, 0, 0, 0, 0, 1, 1, 1, '!', 0xf9, 4, 0, 0, 0,
+	    0, 0, ',', 100, 0, 50, 0, 200, 0, 150, 0, 0, 2, 1, 0, 0, ';'};
+	struct imgsig s;
+
+	cr_assert_eq(imgsig_probe(bomb, sizeof bomb, &s), 0);
+	cr_expect_eq(s.width, 65535);
+	cr_expect_eq(s.height, 65535);
+	cr_assert_eq(imgsig_probe(placed, sizeof placed, &s), 0);
+	cr_expect_eq(s.width, 300);
+	cr_expect_eq(s.height, 200);
+}
+
 Test(imgsig, refuses_png_with_a_huge_side)
 {
 	unsigned char p[sizeof png];
