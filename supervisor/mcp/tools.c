@@ -212,6 +212,35 @@ longest_string(json_object *o, json_object *best, size_t *len)
 	return best;
 }
 
+/* Bytes of pictures' and resources' data in o (never cut: bounded by
+ * --max-image-kb for a result's pictures, xrun.c). */
+static size_t
+data_bytes(json_object *o, int data)
+{
+	size_t i, n, sum = 0;
+
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		return data ? (size_t)json_object_get_string_len(o) : 0;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v)
+		{
+			sum += data_bytes(v, data || strcmp(k, "data") == 0 ||
+			                         strcmp(k, "blob") == 0);
+		}
+		return sum;
+	}
+	case json_type_array:
+		n = json_object_array_length(o);
+		for (i = 0; i < n; i++)
+			sum +=
+			    data_bytes(json_object_array_get_idx(o, i), data);
+		return sum;
+	default:
+		return 0;
+	}
+}
+
 /* Where to cut a UTF-8 text near at: on a character's first byte. */
 static size_t
 utf8_back(const char *p, size_t at)
@@ -222,7 +251,8 @@ utf8_back(const char *p, size_t at)
 }
 
 /*
- * A tool result is at most MCP_RESULT_MAX bytes once serialized: past it,
+ * A tool result is at most MCP_RESULT_MAX bytes once serialized, besides
+ * its pictures' data (at most --max-image-kb of them inline): past it,
  * the middle of its longest string (an output, a text block; in
  * structuredContent or content alike) goes, with a marker, until it fits.
  * The outputs of commands were fitted before (xrun_fit()), so this cuts
@@ -232,13 +262,14 @@ utf8_back(const char *p, size_t at)
 size_t
 tool_result_fit(json_object *result)
 {
-	const size_t most = mcp_result_max() - 4096; /* the envelope's */
-	size_t total, len, drop, head, tail;
+	size_t most, total, len, drop, head, tail;
 	struct evbuffer *b;
 	json_object *s;
 	const char *p;
 	int i;
 
+	/* Besides its pictures; less the envelope's room. */
+	most = mcp_result_max() - 4096 + data_bytes(result, 0);
 	for (i = 0; i < 64; i++) {
 		json_object_to_json_string_length(
 		    result, JSON_C_TO_STRING_PLAIN, &total);

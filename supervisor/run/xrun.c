@@ -58,6 +58,9 @@ struct xrun {
 	int (*stdout_sink)(struct xrun *, const char *, size_t, void *);
 	struct evbuffer *images; /* PROTO_F_IMAGE bytes, within the cap */
 	int images_over; /* more came than the cap allows: all refused */
+	/* Bytes of pictures its result may still show inline: one
+	 * --max-image-kb for all (the rest are linked). */
+	long long image_room;
 	LIST_ENTRY(xrun) centry; /* in call->runs, while call is set */
 	long long t0_ns; /* clock_ns() at its start */
 };
@@ -202,11 +205,20 @@ xrun_image(struct xrun *x, json_object *in)
 		json_object_object_add(
 		    o, "over_pixels", json_object_new_boolean(1));
 		stats.pictures_over_pixels++;
+	} else if (n > x->image_room) {
+		/* The result's room for pictures is taken: linked. */
+		json_object_object_add(
+		    o, "width", json_object_new_int64(sig.width));
+		json_object_object_add(
+		    o, "height", json_object_new_int64(sig.height));
+		json_object_object_add(
+		    o, "over_room", json_object_new_boolean(1));
 	} else {
 		json_object_object_add(
 		    o, "width", json_object_new_int64(sig.width));
 		json_object_object_add(
 		    o, "height", json_object_new_int64(sig.height));
+		x->image_room -= n;
 		enc = base64_encode(p, (size_t)n, &elen);
 		json_object_object_add(
 		    o, "data", json_object_new_string_len(enc, (int)elen));
@@ -476,6 +488,7 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	output_init(&x->out, (size_t)sup.conf->inline_output);
 	output_init(&x->err, (size_t)sup.conf->inline_output);
 	x->out_room = o->out_room;
+	x->image_room = sup.conf->max_image_kb * 1024LL;
 	x->on_output = o->on_output;
 	if ((x->spool = o->spool) == NULL) {
 		x->spool = spool_open(sb->spool);

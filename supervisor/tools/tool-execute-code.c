@@ -86,6 +86,9 @@ const char tool_execute_code_schema[] =
     "\"over_pixels\":{\"type\":\"boolean\",\"description\":\"more "
     "pixels than the server's --max-image-pixels: not shown, but linked "
     "as its resource when it has a file\"},"
+    "\"over_room\":{\"type\":\"boolean\",\"description\":\"the "
+    "pictures before it took the result's room (--max-image-kb in all): "
+    "not shown, but linked as its resource when it has a file\"},"
     "\"error\":{\"type\":\"string\",\"description\":\"why it was "
     "refused\"}}}}},"
     "\"required\":[\"language\",\"stdout\",\"stderr\",\"exit_code\"]}";
@@ -138,6 +141,11 @@ code_images(json_object *r, json_object *blocks, struct evbuffer *t)
 			    "over the image cap of %ld pixels "
 			    "(--max-image-pixels)",
 			    sup.conf->max_image_pixels);
+		else if (json_object_object_get_ex(im, "over_room", NULL))
+			snprintf(over, sizeof over,
+			    "past the result's room for pictures (%ld KiB in "
+			    "all, --max-image-kb)",
+			    sup.conf->max_image_kb);
 		if (json_object_object_get_ex(im, "error", &v))
 			evbuffer_add_printf(
 			    t, " refused: %s", json_object_get_string(v));

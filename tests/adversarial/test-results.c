@@ -245,3 +245,66 @@ Test(results, task_results_past_their_cap_go_oldest_first, .timeout = 300)
 	free(cid);
 	adv_finish(s);
 }
+
+/*
+ * Six pictures of 900 KB each left by one execute_code (valid PNGs, their
+ * bulk a text chunk): the first is shown, the rest are linked, so the
+ * result holds at most --max-image-kb of pictures beside its 1 MiB
+ * (before: all six inline, 7.2 MB).
+ */
+Test(results, pictures_share_one_room, .timeout = 300)
+{
+	static const char code[] =
+	    "import os, struct, zlib\n"
+	    "def chunk(t, d):\n"
+	    "    return struct.pack('>I', len(d)) + t + d + "
+	    "struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)\n"
+	    "raw = b''.join(b'\\0' + b'\\0\\0\\0' * 10 for _ in range(10))\n"
+	    "png = (b'\\x89PNG\\r\\n\\x1a\\n'\n"
+	    "       + chunk(b'IHDR', struct.pack('>IIBBBBB', 10, 10, 8, 2, 0, "
+	    "0, 0))\n"
+	    "       + chunk(b'tEXt', b'k\\0' + os.urandom(450000).hex()"
+	    ".encode())\n"
+	    "       + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', "
+	    "b''))\n"
+	    "for i in range(6):\n"
+	    "    open(os.path.join(os.environ['MCP_OUTPUT_DIR'], 'p%d.png' % "
+	    "i), 'wb').write(png)\n";
+	struct h_server *s;
+	json_object *a, *m, *c;
+	char *cid;
+	size_t i, n, images = 0, links = 0;
+
+	s = adv_start(NULL);
+	cid = h_create(s, NULL);
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "language", json_object_new_string("python"));
+	json_object_object_add(
+	    a, "dependencies", json_object_new_string("none"));
+	json_object_object_add(a, "code", json_object_new_string(code));
+	m = h_call_tool_obj(s, "execute_code", a, 120000);
+	cr_assert(!h_is_error(m), "%.1000s", h_text(m));
+	c = h_get(m, "content");
+	n = json_object_array_length(c);
+	for (i = 0; i < n; i++) {
+		if (strcmp(h_str(json_object_array_get_idx(c, i), "type"),
+		        "image") == 0)
+			images++;
+		else if (strcmp(h_str(json_object_array_get_idx(c, i), "type"),
+		             "resource_link") == 0)
+			links++;
+	}
+	cr_expect_eq(images, 1, "%zu pictures inline", images);
+	cr_expect_eq(links, 5, "%zu pictures linked", links);
+	cr_expect(h_bool(h_get(m, "structuredContent.images.1"), "over_room"),
+	    "%.500s",
+	    json_object_to_json_string(h_get(m, "structuredContent.images")));
+	cr_log_info("a result of %zu bytes", wire_size(m));
+	cr_expect_leq(wire_size(m), RESULT_MAX + (1024 * 1024 / 3 * 4),
+	    "a result of %zu bytes", wire_size(m));
+	json_object_put(m);
+	h_stop(s, cid);
+	free(cid);
+	adv_finish(s);
+}
