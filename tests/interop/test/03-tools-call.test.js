@@ -102,11 +102,16 @@ describe('tools/call', { timeout: 180_000 }, () => {
     assert.ok(mem.memory_peak_bytes >= 48 << 20, `48 MiB touched: ${JSON.stringify(mem)}`);
     // Per run: the next command does not carry the earlier peak.  Under
     // gVisor the sandbox's cgroup holds its kernel too (20 to 26 MB
-    // whatever runs): there the peak of true is that, well under dd's.
+    // whatever runs) and what that kernel keeps of dd's pages for a while
+    // (true's peak was 25.8 MB in one run, 48.6 MB after dd's 68.4 MB in
+    // another): there it is under dd's, which a peak carried over is not.
     assert.ok(small.memory_peak_bytes > 0, JSON.stringify(small));
-    assert.ok(small.memory_peak_bytes < mem.memory_peak_bytes - (24 << 20),
+    assert.ok(small.memory_peak_bytes < mem.memory_peak_bytes,
       `${JSON.stringify(small)} after ${JSON.stringify(mem)}`);
-    if (!GVISOR) assert.ok(small.memory_peak_bytes < 24 << 20, JSON.stringify(small));
+    if (!GVISOR) {
+      assert.ok(small.memory_peak_bytes < 24 << 20, JSON.stringify(small));
+      assert.ok(small.memory_peak_bytes < mem.memory_peak_bytes - (24 << 20), JSON.stringify(small));
+    }
     assert.ok(small.cpu_time_ms < 200, JSON.stringify(small));
   });
 
