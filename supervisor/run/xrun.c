@@ -195,29 +195,21 @@ xrun_image(struct xrun *x, json_object *in)
 	    strcmp(json_object_get_string(v), sig.mime) != 0) {
 		json_object_object_add(o, "error",
 		    json_object_new_string("its bytes are not what was said"));
-	} else if ((long long)sig.width * sig.height >
-	           sup.conf->max_image_pixels) {
+		evbuffer_drain(x->images, (size_t)n);
+		return o;
+	}
+	json_object_object_add(o, "width", json_object_new_int64(sig.width));
+	json_object_object_add(o, "height", json_object_new_int64(sig.height));
+	if ((long long)sig.width * sig.height > sup.conf->max_image_pixels) {
 		/* Few bytes may declare a picture no client can draw. */
-		json_object_object_add(
-		    o, "width", json_object_new_int64(sig.width));
-		json_object_object_add(
-		    o, "height", json_object_new_int64(sig.height));
 		json_object_object_add(
 		    o, "over_pixels", json_object_new_boolean(1));
 		stats.pictures_over_pixels++;
 	} else if (n > x->image_room) {
 		/* The result's room for pictures is taken: linked. */
 		json_object_object_add(
-		    o, "width", json_object_new_int64(sig.width));
-		json_object_object_add(
-		    o, "height", json_object_new_int64(sig.height));
-		json_object_object_add(
 		    o, "over_room", json_object_new_boolean(1));
 	} else {
-		json_object_object_add(
-		    o, "width", json_object_new_int64(sig.width));
-		json_object_object_add(
-		    o, "height", json_object_new_int64(sig.height));
 		x->image_room -= n;
 		enc = base64_encode(p, (size_t)n, &elen);
 		json_object_object_add(

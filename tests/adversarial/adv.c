@@ -164,6 +164,28 @@ adv_forget(struct h_server *s)
 	h_free(s);
 }
 
+/* execute_code in a sandbox, dependencies none; the tool result. */
+json_object *
+adv_code(struct h_server *s, const char *cid, const char *lang, const char *src,
+    int timeout_s, long long *ms)
+{
+	json_object *a, *r;
+	long long t0 = h_now_ms();
+
+	a = json_object_new_object();
+	json_object_object_add(a, "container_id", json_object_new_string(cid));
+	json_object_object_add(a, "language", json_object_new_string(lang));
+	json_object_object_add(a, "code", json_object_new_string(src));
+	json_object_object_add(
+	    a, "dependencies", json_object_new_string("none"));
+	json_object_object_add(
+	    a, "timeout_seconds", json_object_new_int(timeout_s));
+	r = h_call_tool_obj(s, "execute_code", a, timeout_s * 1000 + 30000);
+	if (ms != NULL)
+		*ms = h_now_ms() - t0;
+	return r;
+}
+
 long long
 adv_background(
     struct h_server *s, const char *cid, const char *cmd, int timeout_s)

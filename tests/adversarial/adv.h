@@ -28,6 +28,10 @@ const char *adv_tmpdir(void);
 /* The server still answers: a ping, and "echo" in the sandbox cid (or,
  * cid NULL, in a fresh sandbox that is then stopped). */
 void adv_alive(struct h_server *, const char *);
+/* execute_code of src in lang, dependencies none, for timeout_s; the
+ * tool result, and the time it took in *ms (or NULL). */
+json_object *adv_code(struct h_server *, const char *, const char *,
+    const char *, int, long long *);
 /* A background process (sandbox_exec background: true) of cmd, which
  * must not contain a double quote or a backslash, for timeout_s at most;
  * its process_id. */

@@ -27,28 +27,6 @@
 #define NODE_IMAGE "mcp-sandboxd-test/node:bookworm"
 #define RSS_LIMIT_KB (32 * 1024)
 
-/* execute_code in a sandbox, dependencies none; the tool result. */
-static json_object *
-code(struct h_server *s, const char *cid, const char *lang, const char *src,
-    int timeout_s, long long *ms)
-{
-	json_object *a, *r;
-	long long t0 = h_now_ms();
-
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(a, "language", json_object_new_string(lang));
-	json_object_object_add(a, "code", json_object_new_string(src));
-	json_object_object_add(
-	    a, "dependencies", json_object_new_string("none"));
-	json_object_object_add(
-	    a, "timeout_seconds", json_object_new_int(timeout_s));
-	r = h_call_tool_obj(s, "execute_code", a, timeout_s * 1000 + 30000);
-	if (ms != NULL)
-		*ms = h_now_ms() - t0;
-	return r;
-}
-
 /* The only worker of a server with one sandbox. */
 static pid_t
 the_worker(struct h_server *s)
@@ -98,7 +76,7 @@ mid_call(void *arg)
 	struct midcall *m = arg;
 	json_object *r;
 
-	r = code(m->s, m->cid, m->lang, m->src, 30, &m->ms);
+	r = adv_code(m->s, m->cid, m->lang, m->src, 30, &m->ms);
 	m->answered = !h_is_error(r);
 	fprintf(stderr, "call during the flood: %lld ms, isError %d: %.200s\n",
 	    m->ms, h_is_error(r), h_text(r));
@@ -129,7 +107,7 @@ next_call_ok(struct h_server *s, const char *cid, const char *lang,
 	json_object *r;
 	long long ms, dropped;
 
-	r = code(s, cid, lang, src, 60, &ms);
+	r = adv_code(s, cid, lang, src, 60, &ms);
 	cr_expect(!h_is_error(r), "the next call failed: %.500s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), want,
 	    "the next call's stdout: %.500s", h_text(r));
@@ -173,7 +151,7 @@ Test(output, python_thread_floods_after_its_call, .timeout = 300)
 	s = adv_start(NULL);
 	cid = h_create(s, NULL);
 	w = the_worker(s);
-	r = code(s, cid, "python", flood, 30, NULL);
+	r = adv_code(s, cid, "python", flood, 30, NULL);
 	cr_assert(!h_is_error(r), "the flood call: %.500s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "started\n");
 	json_object_put(r);
@@ -228,7 +206,7 @@ Test(output, javascript_timer_floods_after_its_call, .timeout = 240)
 	s = adv_start("--node-image", NODE_IMAGE, NULL);
 	cid = h_create(s, "{\"image\":\"" NODE_IMAGE "\"}");
 	w = the_worker(s);
-	r = code(s, cid, "javascript", flood, 30, NULL);
+	r = adv_code(s, cid, "javascript", flood, 30, NULL);
 	cr_assert(!h_is_error(r), "the flood call: %.500s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "started\n");
 	json_object_put(r);
@@ -247,8 +225,8 @@ Test(output, javascript_timer_floods_after_its_call, .timeout = 240)
 	cr_expect_gt(dropped, 0, "no dropped output said");
 
 	/* A 3 MB error: answered, cut, the whole of it on stderr. */
-	r = code(s, cid, "javascript", "throw new Error('x'.repeat(3000000))",
-	    60, &ms);
+	r = adv_code(s, cid, "javascript",
+	    "throw new Error('x'.repeat(3000000))", 60, &ms);
 	err = h_str(r, "structuredContent.error");
 	fprintf(stderr, "3 MB JavaScript error: %lld ms, error %zu bytes\n", ms,
 	    err != NULL ? strlen(err) : 0);
@@ -299,12 +277,12 @@ Test(output, output_between_calls_is_counted_not_lost_silently, .timeout = 180)
 
 	s = adv_start(NULL);
 	cid = h_create(s, NULL);
-	r = code(s, cid, "python", late, 30, NULL);
+	r = adv_code(s, cid, "python", late, 30, NULL);
 	cr_assert(!h_is_error(r), "%.500s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "");
 	json_object_put(r);
 	sleep(3);
-	r = code(s, cid, "python", "print('next')", 30, NULL);
+	r = adv_code(s, cid, "python", "print('next')", 30, NULL);
 	fprintf(stderr, "the call after: %.500s\n", h_text(r));
 	cr_expect(!h_is_error(r), "%.500s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "next\n");
@@ -318,7 +296,7 @@ Test(output, output_between_calls_is_counted_not_lost_silently, .timeout = 180)
 	    "the activity log does not say what was dropped: %.2000s", log);
 	free(log);
 	/* Said once: the call after that drops nothing. */
-	r = code(s, cid, "python", "print('again')", 30, NULL);
+	r = adv_code(s, cid, "python", "print('again')", 30, NULL);
 	cr_expect_eq(h_get(r, "structuredContent.dropped_stdout_bytes"), NULL,
 	    "%.500s", h_text(r));
 	json_object_put(r);
@@ -349,8 +327,9 @@ Test(output, three_megabyte_traceback_is_cut_and_answered, .timeout = 180)
 
 	s = adv_start(NULL);
 	cid = h_create(s, NULL);
-	json_object_put(code(s, cid, "python", "kept = 7", 30, NULL));
-	r = code(s, cid, "python", "raise ValueError('x' * 3000000)", 60, &ms);
+	json_object_put(adv_code(s, cid, "python", "kept = 7", 30, NULL));
+	r = adv_code(
+	    s, cid, "python", "raise ValueError('x' * 3000000)", 60, &ms);
 	err = h_str(r, "structuredContent.error");
 	fprintf(stderr, "3 MB traceback: %lld ms, error %zu bytes, %.300s\n",
 	    ms, err != NULL ? strlen(err) : 0, err != NULL ? err : "(none)");
@@ -366,7 +345,7 @@ Test(output, three_megabyte_traceback_is_cut_and_answered, .timeout = 180)
 	cr_expect(!h_bool(r, "structuredContent.session_lost"));
 	json_object_put(r);
 	/* The session lives on. */
-	r = code(s, cid, "python", "print(kept)", 30, NULL);
+	r = adv_code(s, cid, "python", "print(kept)", 30, NULL);
 	cr_expect_str_eq(
 	    h_str(r, "structuredContent.stdout"), "7\n", "%.300s", h_text(r));
 	json_object_put(r);
@@ -392,7 +371,7 @@ Test(output, oversize_inputs_get_one_answer, .timeout = 240)
 	src = malloc(n);
 	cr_assert(src != NULL);
 	snprintf(src, n, "x = '%s'\nprint(len(x))", big);
-	r = code(s, cid, "python", src, 60, &ms);
+	r = adv_code(s, cid, "python", src, 60, &ms);
 	fprintf(stderr, "2 MB of Python: %lld ms: %.300s\n", ms, h_text(r));
 	cr_expect(h_is_error(r));
 	cr_expect(h_contains(h_text(r), "1 MiB"), "%.300s", h_text(r));
@@ -401,7 +380,7 @@ Test(output, oversize_inputs_get_one_answer, .timeout = 240)
 
 	/* 2 MB of bash: it goes on standard input, streamed: it runs. */
 	snprintf(src, n, ": '%s'\necho ran", big);
-	r = code(s, cid, "bash", src, 60, &ms);
+	r = adv_code(s, cid, "bash", src, 60, &ms);
 	fprintf(stderr, "2 MB of bash: %lld ms: %.200s\n", ms, h_text(r));
 	cr_expect(!h_is_error(r), "%.300s", h_text(r));
 	cr_expect_str_eq(h_str(r, "structuredContent.stdout"), "ran\n");
@@ -474,7 +453,7 @@ Test(output, forged_end_marker_that_never_ends, .timeout = 180)
 	s = adv_start(NULL);
 	cid = h_create(s, NULL);
 	w = the_worker(s);
-	r = code(s, cid, "python", forge, 60, &ms);
+	r = adv_code(s, cid, "python", forge, 60, &ms);
 	hwm = h_status_kb(w, "VmHWM");
 	fprintf(stderr,
 	    "forged marker: %lld ms, worker VmHWM %ld KiB: %.300s\n", ms, hwm,

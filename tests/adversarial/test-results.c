@@ -257,7 +257,7 @@ Test(results, task_results_past_their_cap_go_oldest_first, .timeout = 300)
  */
 Test(results, pictures_share_one_room, .timeout = 300)
 {
-	static const char code[] =
+	static const char src[] =
 	    "import os, struct, zlib\n"
 	    "def chunk(t, d):\n"
 	    "    return struct.pack('>I', len(d)) + t + d + "
@@ -274,19 +274,13 @@ Test(results, pictures_share_one_room, .timeout = 300)
 	    "    open(os.path.join(os.environ['MCP_OUTPUT_DIR'], 'p%d.png' % "
 	    "i), 'wb').write(png)\n";
 	struct h_server *s;
-	json_object *a, *m, *c;
+	json_object *m, *c;
 	char *cid;
 	size_t i, n, images = 0, links = 0;
 
 	s = adv_start(NULL);
 	cid = h_create(s, NULL);
-	a = json_object_new_object();
-	json_object_object_add(a, "container_id", json_object_new_string(cid));
-	json_object_object_add(a, "language", json_object_new_string("python"));
-	json_object_object_add(
-	    a, "dependencies", json_object_new_string("none"));
-	json_object_object_add(a, "code", json_object_new_string(code));
-	m = h_call_tool_obj(s, "execute_code", a, 120000);
+	m = adv_code(s, cid, "python", src, 60, NULL);
 	cr_assert(!h_is_error(m), "%.1000s", h_text(m));
 	c = h_get(m, "content");
 	n = json_object_array_length(c);
