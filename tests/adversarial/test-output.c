@@ -97,8 +97,8 @@ expect_held_nowhere(const char *what, long base, long kb, long hwm)
 		room += asan_option_kb("quarantine_size_mb=", 1024) +
 		        asan_option_kb("thread_local_quarantine_size_kb=", 1);
 	} else {
-		cr_expect_lt(kb, RSS_LIMIT_KB, "%s: worker RSS %ld KiB", what,
-		    kb);
+		cr_expect_lt(
+		    kb, RSS_LIMIT_KB, "%s: worker RSS %ld KiB", what, kb);
 		cr_expect_lt(hwm, RSS_LIMIT_KB, "%s: worker peak RSS %ld KiB",
 		    what, hwm);
 	}
