@@ -1,4 +1,6 @@
 /* Facts about processes and this boot, from /proc. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +49,27 @@ proc_boot_id(char *buf, size_t len)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+/*
+ * Where this process's pids mean something: the boot id and the inode of
+ * its pid namespace ("BOOT/pidns:INODE").  A server in a container (or on
+ * another host) shares the engine, not the pids: there a pid of another
+ * server's names nothing, or another process.
+ */
+int
+proc_pid_home(char *buf, size_t len)
+{
+	char boot[40];
+	struct stat st;
+	int n;
+
+	if (proc_boot_id(boot, sizeof boot) == -1 || *boot == '\0' ||
+	    stat("/proc/self/ns/pid", &st) == -1)
+		return -1;
+	n = snprintf(
+	    buf, len, "%s/pidns:%llu", boot, (unsigned long long)st.st_ino);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 /* A process's resident memory in bytes (the second field of statm). */

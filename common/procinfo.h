@@ -8,6 +8,7 @@
 
 int proc_start_ticks(pid_t, unsigned long long *);
 int proc_boot_id(char *, size_t);
+int proc_pid_home(char *, size_t);
 int proc_rss(pid_t, long long *);
 
 #endif

@@ -237,7 +237,7 @@ main(int argc, char **argv)
 	sup.conf = &conf;
 	make_instance_id();
 	stats_init();
-	if (proc_boot_id(sup.boot_id, sizeof sup.boot_id) == -1)
+	if (proc_pid_home(sup.boot_id, sizeof sup.boot_id) == -1)
 		snprintf(sup.boot_id, sizeof sup.boot_id, "unknown");
 	if (proc_start_ticks(getpid(), &sup.start_ticks) == -1)
 		fatal("cannot read /proc/self/stat");

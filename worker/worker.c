@@ -4,7 +4,6 @@
  * one container's calls on its own libevent loop until told to stop or
  * until the supervisor goes away.
  */
-#include <sys/prctl.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -229,10 +228,8 @@ worker_main(const struct config *conf)
 	json_object *hello;
 	char name[32];
 
-	/* Die with the supervisor, even if it is killed. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1)
-		return 1;
+	/* It dies with the supervisor: wproc_spawn() asked that of the
+	 * kernel before the exec. */
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	snprintf(name, sizeof name, "worker[%.12s]", conf->worker_container);

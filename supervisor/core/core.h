@@ -18,7 +18,7 @@ struct supervisor {
 	struct engine *engine; /* the default engine: new sandboxes' */
 	const struct config *conf;
 	char instance[33]; /* random hex id of this instance */
-	char boot_id[64];
+	char boot_id[64]; /* where its pid means it: proc_pid_home() */
 	unsigned long long start_ticks;
 	char *self_exe; /* this binary's path, for client configurations */
 	int self_fd; /* this binary, opened at start: workers run it */

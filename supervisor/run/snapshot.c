@@ -304,9 +304,11 @@ snap_scan_mine(const char *principal, json_object *list, uint64_t *mine)
 		}
 		owner = snapshot_meta_str(m, "owner");
 		/* An HTTP session's, of a server that is gone: nobody can
-		 * reach it again. */
+		 * reach it again.  One whose server cannot be judged (in
+		 * another pid namespace, sharing the state directory) stays
+		 * to its expiry. */
 		if (strncmp(owner, "session-", 8) == 0 &&
-		    meta_owner_alive(m) != 1) {
+		    meta_owner_alive(m) == 0) {
 			log_info("snapshot %s: its session's server is gone: "
 			         "removed",
 			    de->d_name);

@@ -23,7 +23,12 @@
 #include "spool.h"
 #include "xmalloc.h"
 
-/* Expired sandboxes of unknown owners (another host) go after this. */
+/*
+ * A sandbox whose owner cannot be judged (another host, boot or pid
+ * namespace) is never reaped as an orphan; only once this long past the
+ * expiry its labels give, which is after its live owner would have
+ * removed it and after its keep-alive ended it.
+ */
 #define REAPER_FOREIGN_GRACE 3600
 /* Our own containers missing from the registry go after this. */
 #define REAPER_OWN_GRACE 60
@@ -70,8 +75,11 @@ label(json_object *labels, const char *key)
 }
 
 /*
- * Is the owner (boot id, pid, process start time) a live supervisor?  1
- * yes, 0 no, -1 cannot tell (another machine or boot).
+ * Is the owner (where its pid means it, pid, process start time) a live
+ * supervisor?  1 yes, 0 no, -1 cannot tell: another machine, boot or pid
+ * namespace (a server in a container, or one on the host seen from a
+ * container), or a server that could not read where it is ("unknown").
+ * What cannot be told is never judged dead.
  */
 int
 reaper_owner_alive(const char *boot, const char *pid, const char *start)
@@ -80,7 +88,7 @@ reaper_owner_alive(const char *boot, const char *pid, const char *start)
 	long p;
 	char *end;
 
-	if (strcmp(boot, sup.boot_id) != 0)
+	if (strcmp(boot, sup.boot_id) != 0 || strcmp(boot, "unknown") == 0)
 		return -1;
 	p = strtol(pid, &end, 10);
 	if (*pid == '\0' || *end != '\0' || p <= 0)
@@ -179,8 +187,9 @@ reaper_list_cb(const struct engine_resp *resp, void *arg)
 			expires =
 			    strtoll(label(c->labels, EXPIRES_LABEL), NULL, 10);
 			if (alive == 1 ||
-			    (alive == -1 && expires + REAPER_FOREIGN_GRACE >
-			                        (long long)time(NULL)))
+			    (alive == -1 && (expires <= 0 ||
+			                        expires + REAPER_FOREIGN_GRACE >
+			                            (long long)time(NULL))))
 				continue;
 		}
 		r = xmalloc(sizeof *r + strlen(c->id) + 1);

@@ -3,6 +3,7 @@
  * exec of this same binary in worker mode with the socketpair on fd 3),
  * route calls to it and its output back, reap it and say how it died.
  */
+#include <sys/prctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -515,7 +516,7 @@ wproc_spawn(
 	    logkb, "--worker-uid", uid, "--agent", c->agent ? "on" : "off",
 	    "--max-image-kb", imgkb, "--log-format", c->log_format};
 	int sv[2], null, ch, exe, argc, i;
-	pid_t pid;
+	pid_t pid, self = getpid();
 
 	for (argc = 0; argv[argc] != NULL; argc++)
 		continue;
@@ -578,6 +579,15 @@ wproc_spawn(
 		}
 		closefrom(5);
 		signal(SIGPIPE, SIG_DFL);
+		/*
+		 * It dies with this process, even one that is killed (kept
+		 * across the exec); if this one is gone already, it is not
+		 * started.  Not "is its parent init": this server may be
+		 * pid 1 itself (in a container).
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 ||
+		    getppid() != self)
+			_exit(127);
 		fexecve(4, argv, environ);
 		_exit(127);
 	}

@@ -58,8 +58,16 @@ h_bin(void)
 struct h_server *
 h_startv(const char *const *extra)
 {
+	return h_startw(NULL, extra);
+}
+
+/* The same, the server's command line after the words of wrap (a
+ * program that runs it: unshare(1), say); s->pid is then wrap's. */
+struct h_server *
+h_startw(const char *const *wrap, const char *const *extra)
+{
 	struct h_server *s;
-	const char *argv[64];
+	const char *argv[80];
 	int in[2], out[2], n = 0, i;
 	pid_t pid, parent = getpid();
 
@@ -71,6 +79,8 @@ h_startv(const char *const *extra)
 	s->next_id = 1;
 	s->queue = json_object_new_array();
 	s->notes = json_object_new_array();
+	for (i = 0; wrap != NULL && wrap[i] != NULL && n < 16; i++)
+		argv[n++] = wrap[i];
 	argv[n++] = h_bin();
 	argv[n++] = "--image";
 	argv[n++] = H_IMAGE;
@@ -81,7 +91,7 @@ h_startv(const char *const *extra)
 	                : "warn";
 	argv[n++] = "--label";
 	argv[n++] = s->label;
-	for (i = 0; extra != NULL && extra[i] != NULL && n < 63; i++)
+	for (i = 0; extra != NULL && extra[i] != NULL && n < 79; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
 
@@ -98,7 +108,7 @@ h_startv(const char *const *extra)
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
 		    getppid() != parent)
 			_exit(126);
-		execv(argv[0], (char *const *)argv);
+		execvp(argv[0], (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
@@ -815,6 +825,27 @@ h_docker_count(const char *label)
 			n++;
 	free(out);
 	return n;
+}
+
+/*
+ * Where a pid means that process: this boot and the pid namespace of
+ * pid, as the server labels its containers with ("BOOT/pidns:INODE").
+ */
+void
+h_pid_home(pid_t pid, char *buf, size_t len)
+{
+	char path[64], *boot;
+	struct stat st;
+	int rc;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+	cr_assert_eq(stat(path, &st), 0, "%s: %s", path, strerror(errno));
+	boot = h_run("cat /proc/sys/kernel/random/boot_id", &rc);
+	cr_assert_eq(rc, 0);
+	boot[strcspn(boot, "\n")] = '\0';
+	snprintf(
+	    buf, len, "%s/pidns:%llu", boot, (unsigned long long)st.st_ino);
+	free(boot);
 }
 
 int

@@ -39,6 +39,9 @@ struct h_server {
  * then the extra arguments (NULL-terminated); they win over defaults. */
 struct h_server *h_start(const char *, ...);
 struct h_server *h_startv(const char *const *);
+/* The same, run by the program wrap names (NULL-terminated words before
+ * the server's command line: unshare(1), say); s->pid is wrap's. */
+struct h_server *h_startw(const char *const *, const char *const *);
 
 /* Send one raw line (a newline is added). */
 void h_send_line(struct h_server *, const char *);
@@ -109,6 +112,8 @@ json_object *h_parse(const char *);
 /* Docker and processes. */
 int h_docker_count(const char *); /* containers with this label */
 int h_container_exists(const char *);
+/* Where a pid means that process, as the server's boot label says. */
+void h_pid_home(pid_t, char *, size_t);
 int h_wait_container_gone(const char *, int);
 json_object *h_docker_inspect(const char *);
 char *h_run(const char *, int *); /* popen: output, exit status */

@@ -284,11 +284,10 @@ Test(hardening, docker_inspect, .timeout = 90)
 	    "--nofile", "512", "--fsize-mb", "10", NULL};
 	struct h_server *s;
 	json_object *in, *h, *u, *labels;
-	char *cid, *out, want[64], *eq;
+	char *cid, want[64], home[128], *eq;
 	const char *v;
 	time_t now;
 	long long exp;
-	int st;
 
 	s = setup(
 	    &cid, "{\"memory_mb\":96,\"pids\":77,\"ttl_seconds\":600}", extra);
@@ -343,10 +342,8 @@ Test(hardening, docker_inspect, .timeout = 90)
 	    "instance label %s", v);
 	snprintf(want, sizeof want, "%d", (int)s->pid);
 	cr_expect_str_eq(label(labels, "io.mcp-sandboxd.pid"), want);
-	out = h_run("cat /proc/sys/kernel/random/boot_id", &st);
-	out[strcspn(out, "\n")] = '\0';
-	cr_expect_str_eq(label(labels, "io.mcp-sandboxd.boot"), out);
-	free(out);
+	h_pid_home(s->pid, home, sizeof home);
+	cr_expect_str_eq(label(labels, "io.mcp-sandboxd.boot"), home);
 	snprintf(want, sizeof want, "%llu", start_ticks(s->pid));
 	cr_expect_str_eq(label(labels, "io.mcp-sandboxd.start"), want);
 	v = label(labels, "io.mcp-sandboxd.expires");

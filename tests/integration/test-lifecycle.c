@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -581,6 +582,74 @@ Test(lifecycle, orphans_reaped, .timeout = 180)
 	free(cid);
 	free(lcid);
 	free(lbl);
+}
+
+/*
+ * A server in another pid namespace, as in a container (here pid 1 of
+ * one, made by unshare(1)), shares the engine but not the pids.  Its
+ * workers run though it is pid 1 itself.  Its reaper judges no owner of
+ * another namespace: a live server's sandbox on the host is kept, while
+ * an orphan whose owner it can judge (its own namespace, a pid that is
+ * no process there) goes in the same pass.  (The server waits for a
+ * line on its stdin before it starts, so that the orphan is made first.)
+ */
+Test(lifecycle, a_server_in_another_pid_namespace, .timeout = 180)
+{
+	static const char *const wrap[] = {"unshare", "--pid", "--fork",
+	    "--mount-proc", "--kill-child=SIGTERM", "sh", "-c",
+	    "read go && exec \"$0\" \"$@\"", NULL};
+	struct h_server *live, *ns;
+	char home[128], cmd[1024], *orphan, *lcid, *cid, *out;
+	pid_t kids[2];
+	long long deadline;
+	int n, rc;
+
+	live = h_start(NULL);
+	json_object_put(h_initialize(live));
+	lcid = h_create(live, NULL);
+
+	ns = h_startw(wrap, NULL);
+	deadline = h_now_ms() + 10000;
+	while ((n = h_children(ns->pid, kids, 2, NULL)) < 1 &&
+	       h_now_ms() < deadline)
+		usleep(20000);
+	cr_assert_eq(n, 1, "unshare has %d children", n);
+	h_pid_home(kids[0], home, sizeof home);
+	snprintf(cmd, sizeof cmd,
+	    "docker create --network none --label '%s' "
+	    "--label io.mcp-sandboxd.instance=orphan-%d "
+	    "--label 'io.mcp-sandboxd.boot=%s' "
+	    "--label io.mcp-sandboxd.pid=99999 "
+	    "--label io.mcp-sandboxd.start=1 "
+	    "--label io.mcp-sandboxd.expires=%lld " H_IMAGE " true",
+	    ns->label, (int)getpid(), home, (long long)time(NULL) + 3600);
+	orphan = h_run(cmd, &rc);
+	cr_assert_eq(rc, 0, "%s: %s", cmd, orphan);
+	orphan[strcspn(orphan, "\n")] = '\0';
+
+	h_send_line(ns, "go");
+	json_object_put(h_initialize(ns));
+	cr_expect(h_wait_container_gone(orphan, 30000),
+	    "the server in its pid namespace did not reap an orphan of a "
+	    "dead owner there (%s)",
+	    home);
+	cr_expect(h_container_exists(lcid),
+	    "the server in another pid namespace reaped a live server's "
+	    "sandbox");
+	free(h_exec_ok(live, lcid, "true"));
+
+	/* Its worker runs under a pid 1. */
+	cid = h_create(ns, NULL);
+	out = h_exec_ok(ns, cid, "echo from the sandbox");
+	cr_expect(h_contains(out, "from the sandbox"), "%s", out);
+	free(out);
+	h_stop(ns, cid);
+	h_finish(ns);
+	h_stop(live, lcid);
+	h_finish(live);
+	free(cid);
+	free(lcid);
+	free(orphan);
 }
 
 Test(lifecycle, missing_image, .timeout = 150)

@@ -319,8 +319,7 @@ setup(void)
 	sup.engine = eng = fake_engine_new(sup.base);
 	fake_image_add(eng, IMAGE);
 	random_hex(sup.instance, 16);
-	if (proc_boot_id(sup.boot_id, sizeof sup.boot_id) == -1)
-		snprintf(sup.boot_id, sizeof sup.boot_id, "unknown");
+	cr_assert_eq(proc_pid_home(sup.boot_id, sizeof sup.boot_id), 0);
 	cr_assert_eq(proc_start_ticks(getpid(), &sup.start_ticks), 0);
 	sup.self_fd = open(FAKE_WORKER_PATH, O_RDONLY | O_CLOEXEC);
 	cr_assert_neq(
@@ -855,7 +854,7 @@ Test(lifecycle, reaper_removes_dead_and_expired_owners_and_keeps_live_ones)
 {
 	struct client *cl = client_new();
 	long long now = (long long)time(NULL);
-	char self[32], dead[32];
+	char self[32], dead[32], boot[40], other_ns[64];
 	const char *mine;
 	pid_t child;
 
@@ -866,6 +865,13 @@ Test(lifecycle, reaper_removes_dead_and_expired_owners_and_keeps_live_ones)
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	snprintf(dead, sizeof dead, "%d", (int)child);
 	snprintf(self, sizeof self, "%d", (int)getpid());
+	/* This boot, another pid namespace (a server in a container):
+	 * its pid is no pid of ours, whatever it is. */
+	cr_assert_eq(proc_boot_id(boot, sizeof boot), 0);
+	cr_assert(strncmp(sup.boot_id, boot, strlen(boot)) == 0 &&
+	              strstr(sup.boot_id, "/pidns:") != NULL,
+	    "%s", sup.boot_id);
+	snprintf(other_ns, sizeof other_ns, "%s/pidns:1", boot);
 
 	mine = create_ok(cl, NULL);
 	/* Old, but in the registry: it is never a leftover. */
@@ -885,6 +891,16 @@ Test(lifecycle, reaper_removes_dead_and_expired_owners_and_keeps_live_ones)
 	    owner_labels("other", "1", "another-boot", 1, now - 2 * 3600), now);
 	add("other-boot-fresh",
 	    owner_labels("other", "1", "another-boot", 1, now + 3600), now);
+	add("other-pidns-dead-pid",
+	    owner_labels("other", dead, other_ns, 1, now + 3600), now);
+	add("other-pidns-our-pid",
+	    owner_labels("other", self, other_ns, 1, now + 3600), now);
+	add("other-pidns-expired",
+	    owner_labels("other", dead, other_ns, 1, now - 2 * 3600), now);
+	add("other-pidns-no-expiry",
+	    owner_labels("other", dead, other_ns, 1, 0), now);
+	add("unknown-place",
+	    owner_labels("other", dead, "unknown", 1, now + 3600), now);
 	add("own-old",
 	    owner_labels(
 	        sup.instance, self, sup.boot_id, sup.start_ticks, now + 3600),
@@ -900,10 +916,15 @@ Test(lifecycle, reaper_removes_dead_and_expired_owners_and_keeps_live_ones)
 	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "reused-pid"), 1);
 	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "other-boot-expired"), 1);
 	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "own-old"), 1);
-	cr_assert_eq(fake_count(eng, FAKE_REMOVE, NULL), 4);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, "other-pidns-expired"), 1);
+	cr_assert_eq(fake_count(eng, FAKE_REMOVE, NULL), 5);
 	cr_assert(!fake_container_has(eng, "dead-pid"));
 	cr_assert(fake_container_has(eng, "live"));
 	cr_assert(fake_container_has(eng, "other-boot-fresh"));
+	cr_assert(fake_container_has(eng, "other-pidns-dead-pid"));
+	cr_assert(fake_container_has(eng, "other-pidns-our-pid"));
+	cr_assert(fake_container_has(eng, "other-pidns-no-expiry"));
+	cr_assert(fake_container_has(eng, "unknown-place"));
 	cr_assert(fake_container_has(eng, "own-young"));
 	cr_assert(fake_container_has(eng, "unlabelled"));
 	cr_assert(fake_container_running(eng, mine));
@@ -911,7 +932,23 @@ Test(lifecycle, reaper_removes_dead_and_expired_owners_and_keeps_live_ones)
 	client_close(cl);
 	WAIT_FOR(sandbox_count() == 0 && wproc_count() == 0 &&
 	         fake_in_flight(eng) == 0);
-	cr_assert_eq(fake_containers(eng), 4);
+	cr_assert_eq(fake_containers(eng), 8);
+}
+
+/* A server that cannot tell where it is judges no owner by its pid. */
+Test(lifecycle, an_unknown_place_judges_no_owner)
+{
+	char saved[sizeof sup.boot_id], self[32], ticks[32];
+
+	snprintf(self, sizeof self, "%d", (int)getpid());
+	snprintf(ticks, sizeof ticks, "%llu", sup.start_ticks);
+	cr_assert_eq(reaper_owner_alive(sup.boot_id, self, ticks), 1);
+	cr_assert_eq(reaper_owner_alive(sup.boot_id, "999999999", "1"), 0);
+	memcpy(saved, sup.boot_id, sizeof saved);
+	snprintf(sup.boot_id, sizeof sup.boot_id, "unknown");
+	cr_expect_eq(reaper_owner_alive("unknown", self, ticks), -1);
+	cr_expect_eq(reaper_owner_alive("unknown", "999999999", "1"), -1);
+	memcpy(sup.boot_id, saved, sizeof saved);
 }
 
 Test(lifecycle, failed_removal_is_left_to_a_later_reaper_run)
