@@ -30,6 +30,7 @@ layers_init(void)
 	};
 
 	mcp_hooks_set(&hooks);
+	stats_snapshot_bytes = snapshot_store_bytes;
 	bgproc_init();
 	expose_init();
 	tools_init();

@@ -192,6 +192,7 @@ char *upload_path_split(const struct sandbox *, const char *, char **);
 /* snapshot.c: snapshots of sandboxes, kept in the state directory */
 typedef void (*snapshot_cb)(struct call *, json_object *, const char *, void *);
 void snapshot_init(void);
+long long snapshot_store_bytes(void);
 int snapshot_id_valid(const char *);
 int snapshot_take(struct call *, struct sandbox *, const char *, snapshot_cb,
     void *, char *, size_t);

@@ -259,6 +259,23 @@ snap_bytes(const char *id)
 	return n;
 }
 
+/* The bytes of every snapshot in the store (stats_snapshot_bytes). */
+long long
+snapshot_store_bytes(void)
+{
+	struct dirent *de;
+	uint64_t used = 0;
+	DIR *d;
+
+	if (snap_dir == NULL || (d = opendir(snap_dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (snapshot_id_valid(de->d_name))
+			used += snap_bytes(de->d_name);
+	closedir(d);
+	return (long long)used;
+}
+
 /*
  * Every snapshot of the store: expired ones and what an interrupted take
  * left are removed; each (meta, owned) of principal (NULL: all) goes to

@@ -619,6 +619,7 @@ sandbox_gone(struct sandbox *sb, const char *why)
 		wproc_set_loss(sb->worker, msg);
 	free(msg);
 	stats.sandboxes_failed++;
+	stats.sandboxes_lost++;
 	sandbox_destroy(sb, NULL, NULL);
 }
 
@@ -657,6 +658,7 @@ sandbox_engine_lost(struct engine *eng)
 		sb->lost_at = engines_down_since(eng);
 		engines_count_lost(eng);
 		stats.sandboxes_failed++;
+		stats.sandboxes_lost++;
 		sandbox_lost_text(sb, why, sizeof why);
 		log_warnx("%s", why);
 		if (sb->owner != NULL)

@@ -245,6 +245,8 @@ struct histogram {
 };
 struct stats {
 	long long sandboxes_created, sandboxes_removed, sandboxes_failed;
+	/* Ready sandboxes lost: their container died, or their engine. */
+	long long sandboxes_lost;
 	long long workers_restarted;
 	long long execs_run, execs_failed, execs_timed_out, execs_cancelled;
 	long long bytes_in, bytes_out;
@@ -279,6 +281,9 @@ void stats_init(void);
 void stats_observe(struct histogram *, double);
 json_object *stats_json(void);
 void stats_prometheus(struct evbuffer *);
+/* Set by the run layer: the bytes the snapshot store holds on the disk
+ * now.  NULL: none are counted. */
+extern long long (*stats_snapshot_bytes)(void);
 
 /*
  * Set by the resources layer: a sandbox's activity log changed (the

@@ -39,6 +39,7 @@ static char *spool_listeners; /* in it: the ports listened on */
  * memory.
  */
 struct spool_dir {
+	LIST_ENTRY(spool_dir) entry; /* spool_dirs, while its sandbox is */
 	char *path;
 	long long used, quota; /* bytes of whole blocks */
 	long long block; /* the file system's block size */
@@ -61,6 +62,9 @@ struct spool {
 	long long written[2], dropped[2]; /* bytes, of each stream */
 	/* dropped is a multiple of the block size, at most written. */
 };
+
+/* The spools of every sandbox there is (for /metrics). */
+static LIST_HEAD(, spool_dir) spool_dirs = LIST_HEAD_INITIALIZER(spool_dirs);
 
 static const char *const stream_names[] = {"stdout", "stderr"};
 
@@ -262,6 +266,7 @@ spool_dir_new(const char *sandbox_id, long long quota)
 	LIST_INIT(&sd->rings);
 	sd->next_id = 1;
 	sd->refs = 1;
+	LIST_INSERT_HEAD(&spool_dirs, sd, entry);
 	return sd;
 }
 
@@ -282,7 +287,31 @@ spool_dir_free(struct spool_dir *sd)
 		return;
 	rm_tree(sd->path);
 	sd->gone = 1;
+	LIST_REMOVE(sd, entry);
 	spool_dir_unref(sd);
+}
+
+/*
+ * What the spools of every sandbox hold on the disk and may hold at most
+ * (each sandbox's quota, --spool-mb), in bytes; the fullest one's share
+ * of its quota (0 to 1).
+ */
+void
+spool_totals(long long *used, long long *quota, double *fullest)
+{
+	struct spool_dir *sd;
+	double f;
+
+	*used = *quota = 0;
+	*fullest = 0;
+	LIST_FOREACH(sd, &spool_dirs, entry)
+	{
+		*used += sd->used;
+		*quota += sd->quota;
+		f = sd->quota > 0 ? (double)sd->used / (double)sd->quota : 0;
+		if (f > *fullest)
+			*fullest = f;
+	}
 }
 
 /* A new exec's spool (both streams); NULL if it cannot be made. */

@@ -21,6 +21,7 @@ const char *spool_listeners_path(void);
 
 struct spool_dir *spool_dir_new(const char *, long long);
 void spool_dir_free(struct spool_dir *);
+void spool_totals(long long *, long long *, double *);
 
 struct spool *spool_open(struct spool_dir *);
 unsigned int spool_id(const struct spool *);

@@ -9,9 +9,11 @@
 #include <event2/buffer.h>
 
 #include "clock.h"
+#include "config.h"
 #include "core.h"
 #include "mcp.h"
 #include "sandbox.h"
+#include "spool.h"
 
 struct stats stats;
 
@@ -68,6 +70,8 @@ json_object *
 stats_json(void)
 {
 	json_object *o, *s;
+	long long used, quota;
+	double fullest;
 
 	o = json_object_new_object();
 	s = json_object_new_object();
@@ -75,6 +79,7 @@ stats_json(void)
 	ADD(s, "created", stats.sandboxes_created);
 	ADD(s, "removed", stats.sandboxes_removed);
 	ADD(s, "failed", stats.sandboxes_failed);
+	ADD(s, "lost", stats.sandboxes_lost);
 	json_object_object_add(o, "sandboxes", s);
 	s = json_object_new_object();
 	ADD(s, "alive", wproc_count());
@@ -119,11 +124,20 @@ stats_json(void)
 	ADD(s, "snapshots_refused", stats.snapshots_refused);
 	ADD(s, "exposed_connections_refused", stats.ports_refused);
 	json_object_object_add(o, "limits", s);
+	spool_totals(&used, &quota, &fullest);
+	s = json_object_new_object();
+	ADD(s, "bytes", used);
+	ADD(s, "quota_bytes", quota);
+	json_object_object_add(
+	    s, "fullest_ratio", json_object_new_double(fullest));
+	json_object_object_add(o, "spool", s);
 	ADD(o, "engine_errors", stats.engine_errors);
 	json_object_object_add(o, "engines", engines_json());
 	ADD(o, "uptime_seconds", (clock_ms() - stats.started_ms) / 1000);
 	return o;
 }
+
+long long (*stats_snapshot_bytes)(void);
 
 static void
 prom_histogram(struct evbuffer *b, const char *name, const char *help,
@@ -154,6 +168,8 @@ void
 stats_prometheus(struct evbuffer *b)
 {
 	json_object *pj = pool_stats_json();
+	long long used, quota;
+	double fullest;
 
 	engines_prometheus(b);
 	prom_value(b, "mcp_sandboxd_sandboxes_live", "gauge",
@@ -165,6 +181,10 @@ stats_prometheus(struct evbuffer *b)
 	prom_value(b, "mcp_sandboxd_sandboxes_failed_total", "counter",
 	    "Sandboxes that failed to start or were given up.",
 	    stats.sandboxes_failed);
+	prom_value(b, "mcp_sandboxd_sandboxes_lost_total", "counter",
+	    "Ready sandboxes lost: their container died behind the server's "
+	    "back, or their engine stopped answering.",
+	    stats.sandboxes_lost);
 	prom_value(b, "mcp_sandboxd_workers_alive", "gauge",
 	    "Worker processes alive.", wproc_count());
 	prom_value(b, "mcp_sandboxd_workers_restarted_total", "counter",
@@ -214,6 +234,29 @@ stats_prometheus(struct evbuffer *b)
 	    "head or none within 10 s, no token (--expose-auth), room made "
 	    "for another, too many.",
 	    stats.ports_refused);
+	spool_totals(&used, &quota, &fullest);
+	prom_value(b, "mcp_sandboxd_spool_bytes", "gauge",
+	    "Bytes the sandboxes' output spools hold on the disk.", used);
+	prom_value(b, "mcp_sandboxd_spool_quota_bytes", "gauge",
+	    "Bytes the sandboxes' output spools may hold at most (--spool-mb "
+	    "each).",
+	    quota);
+	evbuffer_add_printf(b,
+	    "# HELP mcp_sandboxd_spool_fullest_ratio The fullest sandbox "
+	    "spool's share of its --spool-mb (0 to 1).\n"
+	    "# TYPE mcp_sandboxd_spool_fullest_ratio gauge\n"
+	    "mcp_sandboxd_spool_fullest_ratio %.4f\n",
+	    fullest);
+	prom_value(b, "mcp_sandboxd_snapshot_bytes", "gauge",
+	    "Bytes the snapshot store (in --state-dir) holds on the disk.",
+	    stats_snapshot_bytes != NULL ? stats_snapshot_bytes() : 0);
+	prom_value(b, "mcp_sandboxd_snapshot_limit_bytes", "gauge",
+	    "Bytes all snapshots together may hold (--snapshot-mb).",
+	    sup.conf != NULL ? sup.conf->snapshot_mb * 1024 * 1024 : 0);
+	prom_value(b, "mcp_sandboxd_pool_target", "gauge",
+	    "Warm pool containers the server keeps ready (--pool, within its "
+	    "share of --max-sandboxes).",
+	    json_object_get_int64(json_object_object_get(pj, "target")));
 	prom_value(b, "mcp_sandboxd_pool_size", "gauge",
 	    "Warm pool containers ready to be taken.",
 	    json_object_get_int64(json_object_object_get(pj, "size")));

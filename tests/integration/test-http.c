@@ -1001,7 +1001,7 @@ Test(http, metrics, .timeout = 120)
 	struct resp *r;
 	char *sid, *cid;
 
-	s = srv_start(NULL);
+	s = srv_start("--spool-mb", "64", "--snapshot-mb", "100", NULL);
 	sid = mcp_init(s);
 	cid = mcp_create(s, sid);
 	r = http_full(s, "GET", s->metrics, NULL, NULL, 0, 10000, 0);
@@ -1018,6 +1018,21 @@ Test(http, metrics, .timeout = 120)
 	    r->body, "mcp_sandboxd_http_requests_total{code=\"2xx\"} "));
 	cr_expect(
 	    h_contains(r->body, "# TYPE mcp_sandboxd_sessions_open gauge"));
+	/* What the operator's alerts watch (deploy/prometheus/): one
+	 * sandbox's spool quota (--spool-mb 64), its use, the snapshot
+	 * store's cap (--snapshot-mb 100) and use (the state directory may
+	 * be shared), no pool, nothing lost. */
+	cr_expect(
+	    h_contains(r->body, "mcp_sandboxd_spool_quota_bytes 67108864\n"),
+	    "%s", r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_spool_bytes "));
+	cr_expect(h_contains(r->body, "mcp_sandboxd_spool_fullest_ratio 0"));
+	cr_expect(h_contains(r->body, "mcp_sandboxd_snapshot_bytes "));
+	cr_expect(h_contains(
+	              r->body, "mcp_sandboxd_snapshot_limit_bytes 104857600\n"),
+	    "%s", r->body);
+	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_target 0\n"));
+	cr_expect(h_contains(r->body, "mcp_sandboxd_sandboxes_lost_total 0\n"));
 	resp_free(r);
 	free(cid);
 	free(sid);
@@ -1058,6 +1073,8 @@ Test(http, metrics_pool, .timeout = 240)
 	cr_expect(h_contains(r->body, "mcp_sandboxd_pool_taken_total 0\n"),
 	    "%s", r->body);
 	cr_expect(h_contains(r->body, "# TYPE mcp_sandboxd_pool_size gauge"));
+	cr_expect(
+	    h_contains(r->body, "mcp_sandboxd_pool_target 1\n"), "%s", r->body);
 	resp_free(r);
 	cid = mcp_create(s, sid);
 	r = metrics_until(s, "mcp_sandboxd_pool_created_total 2\n");

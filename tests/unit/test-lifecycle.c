@@ -1826,6 +1826,7 @@ Test(lifecycle, engines_lost_engine_makes_its_sandboxes_lost)
 	const char *ca, *cb, *cc;
 	json_object *r;
 	char args[256];
+	long long lost;
 
 	fake_image_add(b, IMAGE);
 	fake_id_base(b, 0x10000);
@@ -1838,9 +1839,11 @@ Test(lifecycle, engines_lost_engine_makes_its_sandboxes_lost)
 	sa = sandbox_find(NULL, ca);
 	/* Its health check fails: down, its sandbox lost, its worker gone
 	 * for good. */
+	lost = stats.sandboxes_lost;
 	fake_fail(eng, FAKE_PING, 100, "connection refused", 0);
 	engines_suspect(eng);
 	WAIT_FOR(sa->lost && sa->worker == NULL);
+	cr_assert_eq(stats.sandboxes_lost, lost + 1);
 	snprintf(args, sizeof args,
 	    "{\"container_id\":\"%s\",\"commands\":\"true\"}", ca);
 	r = wait_reply(cl, tool_call(cl, "sandbox_exec", args));

@@ -297,6 +297,8 @@ describe('live output, cancellation, logs and bounded results', { timeout: 600_0
       // call says so, and so does a later call naming it.
       assert.match(r.error, /^sandbox lost: .*out of memory/);
       expectToolError(await call(client, 'sandbox_stop', { container_id: small.container_id }), /^sandbox lost: /);
+      const stats = await client.readResource({ uri: 'sandbox://stats' });
+      assert.equal(JSON.parse(stats.contents[0].text).sandboxes.lost, 1, stats.contents[0].text);
       return;
     }
     expectOk(await call(client, 'sandbox_stop', { container_id: small.container_id }));
