@@ -585,8 +585,7 @@ wproc_spawn(
 		 * started.  Not "is its parent init": this server may be
 		 * pid 1 itself (in a container).
 		 */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 ||
-		    getppid() != self)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != self)
 			_exit(127);
 		fexecve(4, argv, environ);
 		_exit(127);
