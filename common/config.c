@@ -1058,6 +1058,11 @@ config_usage(FILE *f)
 	    "                          print an mcp-remote entry for this "
 	    "HTTP server\n"
 	    "                          (its token from --auth-token-file)\n"
+	    "  --print-config claude-code\n"
+	    "                          print the entry claude mcp add-json "
+	    "takes\n"
+	    "                          (stdio, or HTTP with --transport "
+	    "http)\n"
 	    "  --help-man              print the manual page (roff)\n");
 	fprintf(f, "  (MCP_SANDBOXD_AUTH_TOKEN: the HTTP bearer token itself, "
 	           "an alternative to --auth-token-file)\n");
@@ -1298,10 +1303,13 @@ config_man(FILE *f, const char *version)
 	    "Print a client configuration entry that starts the server "
 	    "with the options given, and exit:\n"
 	    ".B claude\n"
-	    "(an mcpServers entry for stdio) or\n"
+	    "(an mcpServers entry for stdio),\n"
 	    ".B claude\\-http\n"
 	    "(an mcp\\-remote entry for a running HTTP server, with the token "
-	    "of \\-\\-auth\\-token\\-file).\n"
+	    "of \\-\\-auth\\-token\\-file) or\n"
+	    ".B claude\\-code\n"
+	    "(the entry claude mcp add\\-json takes: stdio, or with "
+	    "\\-\\-transport http the URL and the token's header).\n"
 	    ".TP\n"
 	    ".B \\-\\-help\\-man\n"
 	    "Print this manual page (roff) and exit.\n",

