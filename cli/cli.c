@@ -245,35 +245,23 @@ pid_cmp(const void *a, const void *b)
 }
 
 /*
- * Connect to every running server (only pid when it is not 0): 0 and at
- * least one, or -1 said why.
+ * The servers of one control directory (only pid when it is not 0) added
+ * to s; how as privdir_check_owner()'s.  0, or -1 with why in err (errno
+ * ENOENT: there is no such directory).
  */
 static int
-servers_open(struct servers *s, const char *given, pid_t pid)
+servers_scan(struct servers *s, const char *dir, pid_t pid, int how, char *err,
+    size_t errlen)
 {
-	char dir[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 128], *end;
+	char path[PATH_MAX], *end;
 	struct dirent *de;
 	DIR *d;
 	long p;
 
-	s->n = 0;
-	if (ctldir_path(given, dir, sizeof dir) == -1) {
-		fprintf(stderr, "mcp-sandboxd: the control directory's path is "
-		                "too long\n");
+	if (privdir_check_owner(dir, how, err, errlen) == -1)
 		return -1;
-	}
-	if (privdir_check(dir, 0, err, sizeof err) == -1) {
-		if (errno == ENOENT)
-			fprintf(stderr,
-			    "mcp-sandboxd: no server running (no control "
-			    "directory %s)\n",
-			    dir);
-		else
-			fprintf(stderr, "mcp-sandboxd: %s\n", err);
-		return -1;
-	}
 	if ((d = opendir(dir)) == NULL) {
-		fprintf(stderr, "mcp-sandboxd: %s: %s\n", dir, strerror(errno));
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL && s->n < CLI_MAX_SERVERS) {
@@ -290,6 +278,43 @@ servers_open(struct servers *s, const char *given, pid_t pid)
 			s->n++;
 	}
 	closedir(d);
+	return 0;
+}
+
+/*
+ * Connect to every running server (only pid when it is not 0): 0 and at
+ * least one, or -1 said why.  Without a directory given, the system
+ * service's (CTLDIR_SERVICE) is looked at too, when it is there and this
+ * user may use it (its own, or root).
+ */
+static int
+servers_open(struct servers *s, const char *given, pid_t pid)
+{
+	char dir[PATH_MAX], err[PATH_MAX + 128], serr[PATH_MAX + 128];
+	int rc, src = -1;
+
+	s->n = 0;
+	if (ctldir_path(given, dir, sizeof dir) == -1) {
+		fprintf(stderr, "mcp-sandboxd: the control directory's path is "
+		                "too long\n");
+		return -1;
+	}
+	rc = servers_scan(s, dir, pid, 0, err, sizeof err);
+	if (rc == -1 && errno != ENOENT) {
+		fprintf(stderr, "mcp-sandboxd: %s\n", err);
+		return -1;
+	}
+	if ((given == NULL || *given == '\0') &&
+	    strcmp(dir, CTLDIR_SERVICE) != 0)
+		src =
+		    servers_scan(s, CTLDIR_SERVICE, pid, 2, serr, sizeof serr);
+	if (rc == -1 && src == -1) {
+		fprintf(stderr,
+		    "mcp-sandboxd: no server running (no control directory "
+		    "%s)\n",
+		    dir);
+		return -1;
+	}
 	qsort(s->c, (size_t)s->n, sizeof s->c[0], pid_cmp);
 	if (s->n == 0) {
 		if (pid != 0)

@@ -18,7 +18,18 @@
 int
 privdir_check(const char *dir, int make, char *err, size_t errlen)
 {
+	return privdir_check_owner(dir, make ? 1 : 0, err, errlen);
+}
+
+/*
+ * The same; with how 2 (never made), root also takes a private directory
+ * of another user (a service's, whose sockets root may use anyway).
+ */
+int
+privdir_check_owner(const char *dir, int how, char *err, size_t errlen)
+{
 	struct stat st;
+	int make = how == 1, anyone = how == 2 && geteuid() == 0;
 
 	if (make && mkdir(dir, 0700) == -1 && errno != EEXIST) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -28,7 +39,7 @@ privdir_check(const char *dir, int make, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && !anyone) ||
 	    (st.st_mode & 077) != 0) {
 		snprintf(err, errlen,
 		    "%s is not a private directory of this user (a directory "
