@@ -258,7 +258,12 @@ stdio_start(void (*quit)(void))
 	return 0;
 }
 
-/* Push out what is queued (blocking: we are about to exit). */
+/*
+ * Push out what is queued (blocking: we are about to exit).  A socket
+ * bufferevent keeps its output's start frozen between its own writes
+ * (evbuffer_write() refuses a frozen buffer): thawed first, or the end of
+ * a long answer would be lost at exit.
+ */
 void
 stdio_stop(void)
 {
@@ -267,8 +272,9 @@ stdio_stop(void)
 	if (out_bev != NULL) {
 		out = bufferevent_get_output(out_bev);
 		fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
+		evbuffer_unfreeze(out, 1);
 		while (evbuffer_get_length(out) > 0)
-			if (evbuffer_write(out, 1) <= 0)
+			if (evbuffer_write(out, 1) <= 0 && errno != EINTR)
 				break;
 		bufferevent_free(out_bev);
 		out_bev = NULL;

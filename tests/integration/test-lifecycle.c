@@ -652,6 +652,46 @@ Test(lifecycle, a_server_in_another_pid_namespace, .timeout = 180)
 	free(orphan);
 }
 
+/*
+ * A client that sends its requests and closes stdin at once (a pipe, a
+ * script) gets every answer whole: what is still queued when the server
+ * exits is written out, the last bytes of a long answer too.
+ */
+Test(lifecycle, answers_queued_at_stdin_end_are_whole, .timeout = 60)
+{
+	struct h_server *s;
+	json_object *m, *tools;
+	int i, whole = 0, n = 20;
+	char line[128];
+
+	s = h_start(NULL);
+	h_send_line(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	               "\"initialize\",\"params\":{\"protocolVersion\":"
+	               "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+	               "{\"name\":\"t\",\"version\":\"0\"}}}");
+	h_send_line(s, "{\"jsonrpc\":\"2.0\",\"method\":"
+	               "\"notifications/initialized\"}");
+	for (i = 0; i < n; i++) {
+		snprintf(line, sizeof line,
+		    "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+		    "\"tools/list\"}",
+		    100 + i);
+		h_send_line(s, line);
+	}
+	close(s->to_fd);
+	s->to_fd = -1;
+	while ((m = h_next_response(s, 30000)) != NULL) {
+		tools = h_get(m, "result.tools");
+		if (tools != NULL && json_object_array_length(tools) >= 25)
+			whole++;
+		json_object_put(m);
+	}
+	cr_expect_eq(
+	    whole, n, "%d of %d tools/list answers came whole", whole, n);
+	cr_expect_eq(h_wait_exit(s, 30000), 0);
+	h_free(s);
+}
+
 Test(lifecycle, missing_image, .timeout = 150)
 {
 	struct h_server *s;
