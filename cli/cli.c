@@ -48,8 +48,9 @@ cli_usage(FILE *f)
 	fprintf(f,
 	    "usage: mcp-sandboxd ls [--json] [--server PID]\n"
 	    "       mcp-sandboxd top [--json] [--server PID]\n"
-	    "       mcp-sandboxd logs [-f] [--json] [--server PID] ID\n"
-	    "       mcp-sandboxd stop [--json] [--server PID] ID\n"
+	    "       mcp-sandboxd logs ID [-f] [--json] [--server PID]\n"
+	    "       mcp-sandboxd stop ID [--json] [--server PID]\n"
+	    "(options before or after ID)\n"
 	    "\n"
 	    "The servers running as this user, through their control sockets\n"
 	    "(--control-dir DIR or %s; default\n"
@@ -283,12 +284,13 @@ servers_scan(struct servers *s, const char *dir, pid_t pid, int how, char *err,
 
 /*
  * Connect to every running server (only pid when it is not 0): 0 and at
- * least one, or -1 said why.  Without a directory given, the system
+ * least one; 1 when none runs (said, unless quiet); -1 said why.  Without
+ * a directory given, the system
  * service's (CTLDIR_SERVICE) is looked at too, when it is there and this
  * user may use it (its own, or root).
  */
 static int
-servers_open(struct servers *s, const char *given, pid_t pid)
+servers_open(struct servers *s, const char *given, pid_t pid, int quiet)
 {
 	char dir[PATH_MAX], err[PATH_MAX + 128], serr[PATH_MAX + 128];
 	int rc, src = -1;
@@ -309,22 +311,25 @@ servers_open(struct servers *s, const char *given, pid_t pid)
 		src =
 		    servers_scan(s, CTLDIR_SERVICE, pid, 2, serr, sizeof serr);
 	if (rc == -1 && src == -1) {
-		fprintf(stderr,
-		    "mcp-sandboxd: no server running (no control directory "
-		    "%s)\n",
-		    dir);
-		return -1;
+		if (!quiet)
+			fprintf(stderr,
+			    "mcp-sandboxd: no server running (no control "
+			    "directory %s)\n",
+			    dir);
+		return 1;
 	}
 	qsort(s->c, (size_t)s->n, sizeof s->c[0], pid_cmp);
 	if (s->n == 0) {
-		if (pid != 0)
+		if (quiet)
+			;
+		else if (pid != 0)
 			fprintf(stderr,
 			    "mcp-sandboxd: no server with pid %d running (see "
 			    "mcp-sandboxd ls)\n",
 			    (int)pid);
 		else
 			fprintf(stderr, "mcp-sandboxd: no server running\n");
-		return -1;
+		return 1;
 	}
 	return 0;
 }
@@ -574,9 +579,11 @@ cli_main(int argc, char **argv)
 	long pid = 0;
 	char *end;
 
+	/* Options go before or after the operand (logs ID -f), as docker's;
+	 * "--" ends them. */
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+fh", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "fh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = 1;
@@ -610,15 +617,34 @@ cli_main(int argc, char **argv)
 		}
 	}
 	nargs = strcmp(cmd, "logs") == 0 || strcmp(cmd, "stop") == 0;
-	if (argc - optind != nargs || (follow && strcmp(cmd, "logs") != 0)) {
+	if (argc - optind != nargs) {
+		if (nargs)
+			fprintf(stderr,
+			    "mcp-sandboxd %s: %s one sandbox ID (or name)\n",
+			    cmd, argc - optind < nargs ? "give" : "give only");
+		else
+			fprintf(stderr,
+			    "mcp-sandboxd %s: takes no operand, got \"%s\"\n",
+			    cmd, argv[optind]);
+		cli_usage(stderr);
+		return 2;
+	}
+	if (follow && strcmp(cmd, "logs") != 0) {
+		fprintf(stderr, "mcp-sandboxd %s: -f is for logs only\n", cmd);
 		cli_usage(stderr);
 		return 2;
 	}
 	if (nargs)
 		key = argv[optind];
 	s = xcalloc(1, sizeof *s);
-	if (servers_open(s, dir, (pid_t)pid) == -1) {
+	/* ls --json with no server: an empty list, as docker ps says none. */
+	rv = servers_open(s, dir, (pid_t)pid, json && strcmp(cmd, "ls") == 0);
+	if (rv != 0) {
 		free(s);
+		if (rv == 1 && json && strcmp(cmd, "ls") == 0) {
+			printf("{\"servers\":[]}\n");
+			return 0;
+		}
 		return 1;
 	}
 	if (strcmp(cmd, "ls") == 0)

@@ -359,6 +359,11 @@ Test(control, stale_socket_removed, .timeout = 120)
 	cr_expect(h_contains(out, "no server running"), "%s", out);
 	free(out);
 	cr_expect(lstat(stale, &st) == -1, "the stale socket stayed");
+	/* As JSON, none running is an empty list, as docker ps has it. */
+	out = h_cli(dir, "ls --json", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	cr_expect_str_eq(out, "{\"servers\":[]}\n");
+	free(out);
 
 	cr_assert(bind(fd = socket(AF_UNIX, SOCK_STREAM, 0),
 	              (struct sockaddr *)&sun, sizeof sun) == 0);
@@ -428,8 +433,19 @@ Test(control, ls_logs_stop, .timeout = 240)
 	free(out);
 	cr_expect(h_container_exists(cid));
 
-	/* stop by a prefix of 12: gone from the engine. */
-	snprintf(args, sizeof args, "stop --json %.12s", cid);
+	/* Operands without their ID say so. */
+	out = h_cli(dir, "logs", &status);
+	cr_expect_eq(status, 2);
+	cr_expect(h_contains(out, "give one sandbox ID"), "%s", out);
+	free(out);
+	out = h_cli(dir, "ls ctl-box", &status);
+	cr_expect_eq(status, 2);
+	cr_expect(h_contains(out, "takes no operand"), "%s", out);
+	free(out);
+
+	/* stop by a prefix of 12, its option after the ID (as docker
+	 * takes them): gone from the engine. */
+	snprintf(args, sizeof args, "stop %.12s --json", cid);
 	out = h_cli(dir, args, &status);
 	cr_expect_eq(status, 0, "%s", out);
 	j = h_parse(out);
