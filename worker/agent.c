@@ -41,6 +41,9 @@
 #define AGENT_BACKOFF_MAX_MS 30000
 #define AGENT_STABLE_MS 60000 /* up this long: the backoff starts over */
 #define AGENT_MAX_CMDS 128 /* the agent's own bound */
+/* Agents lost while a killer of an earlier one runs: killed next.  With
+ * the backoff (doubling from 100 ms) a killer of even 30 s sees about 9. */
+#define AGENT_PENDING_KILLS 16
 #define AGENT_MAX_RSS_KB (1ULL << 40) /* a PiB */
 #define AGENT_MAX_CPU_US (1ULL << 52) /* 142 years */
 /* A caller's input not yet given back: the supervisor's window (exec.c). */
@@ -88,10 +91,13 @@ struct agent {
 	char token[40]; /* in its environment: the killer finds it */
 	char why[160]; /* why it is not in use now */
 	struct killer *killer;
+	char pending[AGENT_PENDING_KILLS][40]; /* tokens the next one kills */
+	size_t npending;
 };
 
 static void agent_lost(struct agent *, const char *);
 static void agent_spawn(struct agent *);
+static void agent_killed(void *, const char *);
 
 /* Tell the supervisor whether commands go through the agent now. */
 static void
@@ -270,6 +276,40 @@ agent_bad(struct agent *a, const char *fmt, ...)
 	agent_lost(a, why);
 }
 
+/*
+ * Kill what is left of the agent of token: now, or after the killer that
+ * runs (one at a time), which then takes every token that waited.
+ */
+static void
+agent_kill(struct agent *a, const char *token)
+{
+	const char *toks[AGENT_PENDING_KILLS];
+	size_t i;
+
+	if (a->w->quitting || a->w->engine == NULL)
+		return;
+	if (token != NULL && a->killer != NULL) {
+		if (a->npending < AGENT_PENDING_KILLS)
+			snprintf(a->pending[a->npending++],
+			    sizeof a->pending[0], "%s", token);
+		else
+			log_warnx("agent: %zu agents wait for their killer; "
+			          "one more is left running",
+			    a->npending);
+		return;
+	}
+	if (token != NULL) {
+		a->killer = killer_run(a->w, &token, 1, agent_killed, a);
+		return;
+	}
+	if (a->npending == 0)
+		return;
+	for (i = 0; i < a->npending; i++)
+		toks[i] = a->pending[i];
+	a->killer = killer_run(a->w, toks, a->npending, agent_killed, a);
+	a->npending = 0;
+}
+
 static void
 agent_killed(void *arg, const char *err)
 {
@@ -278,6 +318,7 @@ agent_killed(void *arg, const char *err)
 	a->killer = NULL;
 	if (err != NULL)
 		log_warnx("agent: kill: %s", err);
+	agent_kill(a, NULL);
 }
 
 /* Up: commands (and connections) go through it from now on. */
@@ -612,8 +653,7 @@ agent_lost(struct agent *a, const char *why)
 	engine_exec_cancel(a->ex);
 	a->ex = NULL;
 	/* Whatever is left of it (a broken agent may not exit by itself). */
-	if (a->killer == NULL && !a->w->quitting && a->w->engine != NULL)
-		a->killer = killer_run(a->w, &tok, 1, agent_killed, a);
+	agent_kill(a, tok);
 	evtimer_del(a->timer);
 	if (a->state == A_READY)
 		agent_notify(a, 0);
