@@ -247,19 +247,21 @@ pid_cmp(const void *a, const void *b)
 
 /*
  * The servers of one control directory (only pid when it is not 0) added
- * to s; how as privdir_check_owner()'s.  0, or -1 with why in err (errno
- * ENOENT: there is no such directory).
+ * to s; a service's directory (service) may be another user's for root
+ * (privdir_check_readable()).  0, or -1 with why in err (errno ENOENT:
+ * there is no such directory).
  */
 static int
-servers_scan(struct servers *s, const char *dir, pid_t pid, int how, char *err,
-    size_t errlen)
+servers_scan(struct servers *s, const char *dir, pid_t pid, int service,
+    char *err, size_t errlen)
 {
 	char path[PATH_MAX], *end;
 	struct dirent *de;
 	DIR *d;
 	long p;
 
-	if (privdir_check_owner(dir, how, err, errlen) == -1)
+	if ((service ? privdir_check_readable(dir, err, errlen)
+	             : privdir_check(dir, 0, err, errlen)) == -1)
 		return -1;
 	if ((d = opendir(dir)) == NULL) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -309,7 +311,7 @@ servers_open(struct servers *s, const char *given, pid_t pid, int quiet)
 	if ((given == NULL || *given == '\0') &&
 	    strcmp(dir, CTLDIR_SERVICE) != 0)
 		src =
-		    servers_scan(s, CTLDIR_SERVICE, pid, 2, serr, sizeof serr);
+		    servers_scan(s, CTLDIR_SERVICE, pid, 1, serr, sizeof serr);
 	if (rc == -1 && src == -1) {
 		if (!quiet)
 			fprintf(stderr,

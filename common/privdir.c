@@ -11,25 +11,14 @@
 #include "privdir.h"
 
 /*
- * Whether dir is a private directory of this user, made (0700) first when
- * make is set and it is missing: 0, or -1 with why in err (errno EPERM
- * when it exists but is not private).
+ * Whether dir is a private directory of owner (any owner when anyone is
+ * set), made (0700) first when make is set and it is missing: 0, or -1
+ * with why in err (errno EPERM when it exists but is not private).
  */
-int
-privdir_check(const char *dir, int make, char *err, size_t errlen)
-{
-	return privdir_check_owner(dir, make ? 1 : 0, err, errlen);
-}
-
-/*
- * The same; with how 2 (never made), root also takes a private directory
- * of another user (a service's, whose sockets root may use anyway).
- */
-int
-privdir_check_owner(const char *dir, int how, char *err, size_t errlen)
+static int
+privdir_of(const char *dir, int make, int anyone, char *err, size_t errlen)
 {
 	struct stat st;
-	int make = how == 1, anyone = how == 2 && geteuid() == 0;
 
 	if (make && mkdir(dir, 0700) == -1 && errno != EEXIST) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -49,4 +38,21 @@ privdir_check_owner(const char *dir, int how, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* A private directory of this user (made first when make is set). */
+int
+privdir_check(const char *dir, int make, char *err, size_t errlen)
+{
+	return privdir_of(dir, make, 0, err, errlen);
+}
+
+/*
+ * One this user may read: its own, or for root a private directory of
+ * any user (a service's, whose sockets root may use anyway).  Never made.
+ */
+int
+privdir_check_readable(const char *dir, char *err, size_t errlen)
+{
+	return privdir_of(dir, 0, geteuid() == 0, err, errlen);
 }

@@ -9,6 +9,6 @@
 #include <stddef.h>
 
 int privdir_check(const char *, int, char *, size_t);
-int privdir_check_owner(const char *, int, char *, size_t);
+int privdir_check_readable(const char *, char *, size_t);
 
 #endif

@@ -277,8 +277,9 @@ agent_bad(struct agent *a, const char *fmt, ...)
 }
 
 /*
- * Kill what is left of the agent of token: now, or after the killer that
- * runs (one at a time), which then takes every token that waited.
+ * Kill what is left of the agent of token (NULL: none new): its token
+ * waits with any others for the killer, which runs one at a time and
+ * takes every token that waited.
  */
 static void
 agent_kill(struct agent *a, const char *token)
@@ -288,21 +289,14 @@ agent_kill(struct agent *a, const char *token)
 
 	if (a->w->quitting || a->w->engine == NULL)
 		return;
-	if (token != NULL && a->killer != NULL) {
-		if (a->npending < AGENT_PENDING_KILLS)
-			snprintf(a->pending[a->npending++],
-			    sizeof a->pending[0], "%s", token);
-		else
-			log_warnx("agent: %zu agents wait for their killer; "
-			          "one more is left running",
-			    a->npending);
-		return;
-	}
-	if (token != NULL) {
-		a->killer = killer_run(a->w, &token, 1, agent_killed, a);
-		return;
-	}
-	if (a->npending == 0)
+	if (token != NULL && a->npending < AGENT_PENDING_KILLS)
+		snprintf(a->pending[a->npending++], sizeof a->pending[0], "%s",
+		    token);
+	else if (token != NULL)
+		log_warnx("agent: %zu agents wait for their killer; one more "
+		          "is left running",
+		    a->npending);
+	if (a->killer != NULL || a->npending == 0)
 		return;
 	for (i = 0; i < a->npending; i++)
 		toks[i] = a->pending[i];

@@ -30,6 +30,19 @@
 
 #include "harness.h"
 
+/* The command exits with status and says what it prints. */
+static void
+cli_says(const char *dir, const char *args, int want, const char *says)
+{
+	char *out;
+	int status;
+
+	out = h_cli(dir, args, &status);
+	cr_expect_eq(status, want, "%s: %s", args, out);
+	cr_expect(h_contains(out, says), "%s: %s", args, out);
+	free(out);
+}
+
 /* A fresh control directory (mkdtemp: 0700, ours). */
 static void
 ctl_dir(char *dir, size_t len)
@@ -422,26 +435,14 @@ Test(control, ls_logs_stop, .timeout = 240)
 	cr_expect(h_contains(out, "control-marker-42"), "%s", out);
 	free(out);
 
-	/* Clear errors: unknown, too short a prefix. */
-	out = h_cli(dir, "logs no-such-box", &status);
-	cr_expect_eq(status, 1);
-	cr_expect(h_contains(out, "no sandbox \"no-such-box\""), "%s", out);
-	free(out);
+	/* Clear errors: unknown, too short a prefix, a missing or an extra
+	 * operand. */
+	cli_says(dir, "logs no-such-box", 1, "no sandbox \"no-such-box\"");
 	snprintf(args, sizeof args, "stop %.8s", cid);
-	out = h_cli(dir, args, &status);
-	cr_expect_eq(status, 1, "a prefix of 8 stopped it: %s", out);
-	free(out);
-	cr_expect(h_container_exists(cid));
-
-	/* Operands without their ID say so. */
-	out = h_cli(dir, "logs", &status);
-	cr_expect_eq(status, 2);
-	cr_expect(h_contains(out, "give one sandbox ID"), "%s", out);
-	free(out);
-	out = h_cli(dir, "ls ctl-box", &status);
-	cr_expect_eq(status, 2);
-	cr_expect(h_contains(out, "takes no operand"), "%s", out);
-	free(out);
+	cli_says(dir, args, 1, "");
+	cr_expect(h_container_exists(cid), "a prefix of 8 stopped it");
+	cli_says(dir, "logs", 2, "give one sandbox ID");
+	cli_says(dir, "ls ctl-box", 2, "takes no operand");
 
 	/* stop by a prefix of 12, its option after the ID (as docker
 	 * takes them): gone from the engine. */
