@@ -199,6 +199,7 @@ acct_inspected_cb(const struct engine_resp *resp, void *arg)
 	ac.resets = ac.cg.version == 1 && cgroup_mem_peak_reset(&ac.cg) == 0;
 	log_debug("%s: cgroup v%d at %s%s", __func__, ac.cg.version, ac.cg.mem,
 	    ac.resets ? ", resettable" : "");
+	oom_watch(ac.w, &ac.cg);
 	LIST_FOREACH(a, &ac.runs, entry)
 	if (!a->measuring)
 		acct_measure(a);
@@ -243,6 +244,7 @@ acct_stop(void)
 		event_free(ac.retry);
 	ac.retry = NULL;
 	ac.state = ACCT_NONE;
+	oom_unwatch();
 }
 
 /*

@@ -6,6 +6,9 @@
  * are those the engine's stats endpoint reports (memory_stats.max_usage,
  * cpu_stats.cpu_usage.total_usage).
  */
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -221,6 +224,8 @@ parse_ull(const char *s, unsigned long long *v)
 {
 	char *end;
 
+	if (*s < '0' || *s > '9')
+		return -1; /* strtoull() would take "-1" or " 1" */
 	errno = 0;
 	*v = strtoull(s, &end, 10);
 	if (end == s || errno != 0 || (*end != '\0' && *end != '\n'))
@@ -228,10 +233,29 @@ parse_ull(const char *s, unsigned long long *v)
 	return 0;
 }
 
+/* The counter of a "KEY VALUE" line of a flat keyed file (cpu.stat). */
+static int
+parse_keyed(char *buf, const char *key, unsigned long long *v)
+{
+	size_t n = strlen(key);
+	char *p;
+
+	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+			p += n + 1;
+			p[strcspn(p, "\n")] = '\0';
+			return parse_ull(p, v);
+		}
+	}
+	return -1;
+}
+
 int
 cgroup_cpu_ns(const struct cgroup *cg, unsigned long long *ns)
 {
-	char buf[2048], *p;
+	char buf[2048];
 	unsigned long long us;
 
 	if (cg->version == 1) {
@@ -240,19 +264,77 @@ cgroup_cpu_ns(const struct cgroup *cg, unsigned long long *ns)
 		return parse_ull(buf, ns);
 	}
 	if (cg->version != 2 ||
-	    read_file(cg->cpu, "cpu.stat", buf, sizeof buf) == -1)
-		return -1;
-	if (strncmp(buf, "usage_usec ", 11) == 0)
-		p = buf + 11;
-	else if ((p = strstr(buf, "\nusage_usec ")) != NULL)
-		p += 12;
-	else
-		return -1;
-	p[strcspn(p, "\n")] = '\0';
-	if (parse_ull(p, &us) == -1)
+	    read_file(cg->cpu, "cpu.stat", buf, sizeof buf) == -1 ||
+	    parse_keyed(buf, "usage_usec", &us) == -1)
 		return -1;
 	*ns = us * 1000;
 	return 0;
+}
+
+/* v1 says it in memory.oom_control, v2 in memory.events. */
+static const char *
+oom_file(const struct cgroup *cg)
+{
+	return cg->version == 1 ? "memory.oom_control" : "memory.events";
+}
+
+int
+cgroup_oom_kills(const struct cgroup *cg, unsigned long long *n)
+{
+	char buf[1024];
+
+	if (cg->version == 0 ||
+	    read_file(cg->mem, oom_file(cg), buf, sizeof buf) == -1)
+		return -1;
+	return parse_keyed(buf, "oom_kill", n);
+}
+
+int
+cgroup_oom_watch(const struct cgroup *cg)
+{
+	char path[4200], line[64];
+	int fd, cfd, ctl;
+
+	snprintf(path, sizeof path, "%s/%s", cg->mem, oom_file(cg));
+	if (cg->version == 2) {
+		if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
+			return -1;
+		if (inotify_add_watch(fd, path, IN_MODIFY) == -1) {
+			close(fd);
+			return -1;
+		}
+		return fd;
+	}
+	if (cg->version != 1 ||
+	    (fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		return -1;
+	/* "<eventfd> <memory.oom_control>" registers it; the kernel keeps
+	 * what it needs of both, so the file need not stay open. */
+	cfd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof path, "%s/cgroup.event_control", cg->mem);
+	ctl = cfd == -1 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
+	snprintf(line, sizeof line, "%d %d", fd, cfd);
+	if (ctl == -1 ||
+	    write(ctl, line, strlen(line)) != (ssize_t)strlen(line)) {
+		if (ctl != -1)
+			close(ctl);
+		if (cfd != -1)
+			close(cfd);
+		close(fd);
+		return -1;
+	}
+	close(ctl);
+	close(cfd);
+	return fd;
+}
+
+void
+cgroup_oom_drain(int fd)
+{
+	char buf[4096];
+
+	while (read(fd, buf, sizeof buf) > 0)
+		;
 }
 
 int

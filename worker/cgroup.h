@@ -29,4 +29,18 @@ int cgroup_mem_peak_reset(const struct cgroup *);
 int cgroup_mem_peak_open(const struct cgroup *);
 int cgroup_mem_peak_read(int, unsigned long long *);
 
+/* OOM kills in the group so far (oom_kill of v1's memory.oom_control, of
+ * v2's memory.events). */
+int cgroup_oom_kills(const struct cgroup *, unsigned long long *);
+/*
+ * A descriptor that becomes readable when the group may have had an OOM
+ * kill: v1 an eventfd on memory.oom_control (which needs write access to
+ * cgroup.event_control; it is also signalled once when the group is
+ * removed, and before the kill, as the OOM begins), v2 inotify on
+ * memory.events (after the kill).  -1 where neither can be had.
+ * cgroup_oom_drain() reads what it holds.
+ */
+int cgroup_oom_watch(const struct cgroup *);
+void cgroup_oom_drain(int);
+
 #endif

@@ -67,16 +67,19 @@ events_seen(const struct engine_resp *resp)
 {
 	const struct engine_container *c = resp->container;
 	char why[128];
+	int oom;
 
 	if (ev.w == NULL || resp->error != NULL)
 		return;
 	if (resp->notfound)
 		events_gone("the container was removed");
 	else if (c != NULL && !c->running && c->exit_code >= 0) {
+		/* The engine may miss the OOM kill that ended it (oom.c). */
+		oom = c->oom_killed || oom_ended(c->exit_code);
 		snprintf(why, sizeof why,
 		    "the container stopped (exit code %ld%s)", c->exit_code,
-		    c->oom_killed ? ", out of memory" : "");
-		events_gone_oom(why, c->oom_killed);
+		    oom ? ", out of memory" : "");
+		events_gone_oom(why, oom);
 	} else if (c != NULL && !c->running)
 		events_gone("the container stopped");
 }
@@ -115,10 +118,9 @@ events_event_cb(const char *a, void *arg)
 	struct timeval now = {0, 0};
 
 	ev.delay = 1; /* the stream works */
-	if (strcmp(a, "oom") == 0) {
-		w->oom_count++;
-		log_info("out of memory in the sandbox");
-	} else if (strcmp(a, "die") == 0 && !ev.gone)
+	if (strcmp(a, "oom") == 0)
+		oom_seen(w, 1, "the engine's events");
+	else if (strcmp(a, "die") == 0 && !ev.gone)
 		/* One look at it (bounded as every plain engine call is)
 		 * before the supervisor hears. */
 		evtimer_add(ev.died, &now);

@@ -29,7 +29,7 @@ struct worker {
 	LIST_HEAD(, wexec) execs;
 	LIST_HEAD(, killer) killers;
 	struct agent *agent; /* the sandbox's agent (agent.c) */
-	unsigned long oom_count; /* OOM kills seen in the engine's events */
+	unsigned long oom_count; /* OOM kills heard of (oom.c) */
 	int quitting;
 };
 
@@ -46,6 +46,13 @@ void exec_credit(struct worker *, uint32_t, long);
 void exec_stdin(struct worker *, uint32_t, uint16_t, const void *, size_t);
 void exec_kill_tokens(struct worker *, uint32_t, json_object *);
 void exec_abort_all(struct worker *);
+
+/* oom.c */
+struct cgroup;
+void oom_seen(struct worker *, unsigned long, const char *);
+int oom_ended(long);
+void oom_watch(struct worker *, const struct cgroup *);
+void oom_unwatch(void);
 
 /* killer.c */
 /*

@@ -6,6 +6,10 @@
  * the integration tests.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <poll.h>
+#include <signal.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -253,4 +257,163 @@ Test(cgroup, hybrid_without_controllers_refused)
 	cr_expect_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
 	                 tt_at("proc/mountinfo"), tt_root, ID),
 	    -1);
+}
+
+/* The OOM kill counter: v1's memory.oom_control, v2's memory.events. */
+Test(cgroup, oom_kills_read_from_either_version)
+{
+	struct cgroup cg = {.version = 1};
+	unsigned long long v;
+
+	snprintf(cg.mem, sizeof cg.mem, "%s", tt_at("v1"));
+	put("v1/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	cr_assert_eq(cgroup_oom_kills(&cg, &v), 0);
+	cr_expect_eq(v, 3ULL);
+	/* A key that only begins with it is another key. */
+	put("v1/memory.oom_control", "oom_kill_disable 4\nunder_oom 0\n");
+	cr_expect_eq(cgroup_oom_kills(&cg, &v), -1);
+	put("v1/memory.oom_control", "oom_kill -1\n");
+	cr_expect_eq(cgroup_oom_kills(&cg, &v), -1);
+
+	cg.version = 2;
+	snprintf(cg.mem, sizeof cg.mem, "%s", tt_at("v2"));
+	put("v2/memory.events", "low 0\nhigh 0\nmax 9\noom 2\noom_kill 1\n"
+	                        "oom_group_kill 0\n");
+	cr_assert_eq(cgroup_oom_kills(&cg, &v), 0);
+	cr_expect_eq(v, 1ULL);
+	cg.version = 0;
+	cr_expect_eq(cgroup_oom_kills(&cg, &v), -1);
+}
+
+/* v2's watch is inotify on memory.events: a change wakes it. */
+Test(cgroup, v2_oom_watch_wakes_on_a_change)
+{
+	struct cgroup cg = {.version = 2};
+	struct pollfd pfd;
+	int fd;
+
+	snprintf(cg.mem, sizeof cg.mem, "%s", tt_at("v2"));
+	put("v2/memory.events", "oom 0\noom_kill 0\n");
+	fd = cgroup_oom_watch(&cg);
+	cr_assert_neq(fd, -1, "%s", strerror(errno));
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+	cr_expect_eq(poll(&pfd, 1, 0), 0, "woken before any change");
+	put("v2/memory.events", "oom 1\noom_kill 1\n");
+	cr_expect_eq(poll(&pfd, 1, 5000), 1, "not woken by the change");
+	cgroup_oom_drain(fd);
+	cr_expect_eq(poll(&pfd, 1, 0), 0, "still readable once drained");
+	close(fd);
+	cg.version = 0;
+	cr_expect_eq(cgroup_oom_watch(&cg), -1);
+}
+
+/* The real group of the test below, removed however the test ended. */
+static char real_group[4096];
+
+static void
+real_group_remove(void)
+{
+	char path[4200];
+	FILE *f;
+	int pid;
+
+	if (real_group[0] != '\0') {
+		snprintf(path, sizeof path, "%s/cgroup.procs", real_group);
+		if ((f = fopen(path, "r")) != NULL) {
+			while (fscanf(f, "%d", &pid) == 1) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+			}
+			fclose(f);
+		}
+		rmdir(real_group);
+	}
+	tt_remove();
+}
+
+/*
+ * This host's kernel, for real: a memory group of its own with a 16 MiB
+ * limit, a child that touches 64 MiB in it.  The watch wakes, the counter
+ * says one kill (v1 wakes before the kill, so the counter is read once
+ * the child is reaped), and the group's removal wakes a v1 watch again
+ * with the counter no longer readable: what the worker takes for "gone".
+ */
+Test(cgroup, a_real_oom_kill_is_heard, .fini = real_group_remove)
+{
+	struct cgroup cg;
+	struct pollfd pfd;
+	unsigned long long v;
+	char path[4200];
+	pid_t pid;
+	int fd, status;
+	FILE *f;
+	char *m;
+
+	memset(&cg, 0, sizeof cg);
+	if (access("/sys/fs/cgroup/memory/cgroup.procs", W_OK) == 0) {
+		cg.version = 1;
+		snprintf(cg.mem, sizeof cg.mem,
+		    "/sys/fs/cgroup/memory/unit-cgroup-%d", (int)getpid());
+	} else {
+		cg.version = 2;
+		snprintf(cg.mem, sizeof cg.mem, "/sys/fs/cgroup/unit-cgroup-%d",
+		    (int)getpid());
+	}
+	snprintf(real_group, sizeof real_group, "%s", cg.mem);
+	cr_assert_eq(mkdir(cg.mem, 0755), 0,
+	    "%s: %s (this test needs a memory cgroup of its own: run it as "
+	    "root)",
+	    cg.mem, strerror(errno));
+	snprintf(path, sizeof path, "%s/%s", cg.mem,
+	    cg.version == 1 ? "memory.limit_in_bytes" : "memory.max");
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fprintf(f, "%d", 16 << 20);
+	cr_assert_eq(fclose(f), 0, "%s: %s", path, strerror(errno));
+	if (cg.version == 1) {
+		/* Without swap accounting off, the kill could wait on swap. */
+		snprintf(path, sizeof path, "%s/memory.swappiness", cg.mem);
+		if ((f = fopen(path, "w")) != NULL) {
+			fputs("0", f);
+			fclose(f);
+		}
+	}
+	cr_assert_eq(cgroup_oom_kills(&cg, &v), 0);
+	cr_expect_eq(v, 0ULL);
+	fd = cgroup_oom_watch(&cg);
+	cr_assert_neq(fd, -1, "%s", strerror(errno));
+
+	if ((pid = fork()) == 0) {
+		snprintf(path, sizeof path, "%s/cgroup.procs", cg.mem);
+		if ((f = fopen(path, "w")) == NULL)
+			_exit(2);
+		fprintf(f, "%d", (int)getpid());
+		if (fclose(f) != 0)
+			_exit(2);
+		/* Every page touched (volatile: a store never read back
+		 * would be optimised away, and the memory with it). */
+		if ((m = malloc(64 << 20)) == NULL)
+			_exit(3);
+		for (size_t i = 0; i < 64 << 20; i += 4096)
+			((volatile char *)m)[i] = 1;
+		_exit(0);
+	}
+	cr_assert_gt(pid, 0);
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+	cr_expect_eq(poll(&pfd, 1, 10000), 1, "the watch did not wake");
+	cgroup_oom_drain(fd);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	    "the child was not killed (status %#x)", status);
+	cr_assert_eq(cgroup_oom_kills(&cg, &v), 0);
+	cr_expect_eq(v, 1ULL);
+
+	cr_assert_eq(rmdir(cg.mem), 0, "%s: %s", cg.mem, strerror(errno));
+	real_group[0] = '\0';
+	cr_expect_eq(cgroup_oom_kills(&cg, &v), -1);
+	if (cg.version == 1)
+		cr_expect_eq(poll(&pfd, 1, 10000), 1,
+		    "v1: the removal did not wake the watch");
+	close(fd);
 }
