@@ -18,6 +18,7 @@
 #include "mcp.h"
 #include "run.h"
 #include "sandbox.h"
+#include "sbout.h"
 #include "xmalloc.h"
 
 /*
@@ -225,7 +226,7 @@ code_interpreter_error(struct coderun *cr, json_object *o)
 static void
 coderun_finish(struct coderun *cr, json_object *r)
 {
-	json_object *o, *v;
+	json_object *o;
 
 	o = json_object_new_object();
 	json_object_object_add(
@@ -233,9 +234,13 @@ coderun_finish(struct coderun *cr, json_object *r)
 	json_object_object_add(
 	    o, "container_id", json_object_new_string(cr->sandbox));
 	json_object_object_add(o, "packages", json_object_get(cr->packages));
-	if (cr->install != NULL) {
-		json_object_object_get_ex(cr->install, "stdout", &v);
-		json_object_object_add(o, "install_output", json_object_get(v));
+	if (cr->install != NULL)
+		sbout_install_report(
+		    o, "install_output", cr->install, cr->packages);
+	else {
+		json_object_object_add(o, "installed", json_object_new_array());
+		json_object_object_add(
+		    o, "already_present", json_object_new_array());
 	}
 	if (r != NULL) {
 		json_object_object_foreach(r, key, val)

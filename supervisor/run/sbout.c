@@ -15,6 +15,7 @@
 #include "sbout.h"
 #include "utf8.h"
 #include "xmalloc.h"
+#include "xmalloc.h"
 
 #define NUM_MAX_DIGITS 18 /* fits a long long */
 
@@ -61,31 +62,58 @@ sbout_manager(const char *buf, size_t len)
 	return NULL;
 }
 
-int
-sbout_missing(const char *buf, size_t len, json_object *packages,
-    json_object *installed, json_object *present)
+/* The first line that starts with "missing:" (from its start to its end,
+ * the newline excluded), or NULL. */
+static const char *
+missing_line(const char *buf, size_t len, const char **end)
 {
-	const char *line = NULL, *p, *end, *tok, *pkg;
-	size_t i, n, plen;
-	int miss;
+	const char *p;
 
-	/* The first line that starts with "missing:". */
 	for (p = buf; p != NULL && p < buf + len;) {
 		if ((size_t)(buf + len - p) >= 8 &&
 		    memcmp(p, "missing:", 8) == 0) {
-			line = p + 8;
-			break;
+			if ((*end = memchr(p, '\n', (size_t)(buf + len - p))) ==
+			    NULL)
+				*end = buf + len;
+			return p;
 		}
 		p = memchr(p, '\n', (size_t)(buf + len - p));
 		if (p != NULL)
 			p++;
 	}
-	if (line != NULL) {
-		end = memchr(line, '\n', (size_t)(buf + len - line));
-		if (end == NULL)
-			end = buf + len;
-	} else
-		end = NULL;
+	*end = NULL;
+	return NULL;
+}
+
+char *
+sbout_install_text(const char *buf, size_t len)
+{
+	const char *line, *end;
+	char *out;
+	size_t n;
+
+	if ((line = missing_line(buf, len, &end)) == NULL)
+		return xstrndup(buf, len);
+	if (end < buf + len)
+		end++; /* its newline */
+	n = (size_t)(line - buf);
+	out = xmalloc(len - (size_t)(end - line) + 1);
+	memcpy(out, buf, n);
+	memcpy(out + n, end, (size_t)(buf + len - end));
+	out[n + (size_t)(buf + len - end)] = '\0';
+	return out;
+}
+
+int
+sbout_missing(const char *buf, size_t len, json_object *packages,
+    json_object *installed, json_object *present)
+{
+	const char *line, *p, *end, *tok, *pkg;
+	size_t i, n, plen;
+	int miss;
+
+	if ((line = missing_line(buf, len, &end)) != NULL)
+		line += 8;
 	n = json_object_array_length(packages);
 	for (i = 0; i < n; i++) {
 		pkg = json_object_get_string(
@@ -108,6 +136,37 @@ sbout_missing(const char *buf, size_t len, json_object *packages,
 		    miss ? installed : present, json_object_new_string(pkg));
 	}
 	return line != NULL ? 0 : -1;
+}
+
+void
+sbout_install_report(
+    json_object *o, const char *key, json_object *r, json_object *packages)
+{
+	json_object *v, *installed, *present;
+	const char *out = "";
+	size_t len = 0;
+	char *text;
+
+	/* Sandbox output (its user can write into it): data only. */
+	if (json_object_object_get_ex(r, "stdout", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		out = json_object_get_string(v);
+		len = (size_t)json_object_get_string_len(v);
+	}
+	installed = json_object_new_array();
+	present = json_object_new_array();
+	sbout_missing(out, len, packages, installed, present);
+	/* A failed install is not said to have installed anything. */
+	if (!json_object_object_get_ex(r, "exit_code", &v) ||
+	    json_object_get_int(v) != 0) {
+		json_object_put(installed);
+		installed = json_object_new_array();
+	}
+	json_object_object_add(o, "installed", installed);
+	json_object_object_add(o, "already_present", present);
+	text = sbout_install_text(out, len);
+	json_object_object_add(o, key, json_object_new_string(text));
+	free(text);
 }
 
 /* The next NUL-terminated record from *p (before end), or NULL. */

@@ -32,6 +32,16 @@ const char *sbout_manager(const char *, size_t);
  */
 int sbout_missing(
     const char *, size_t, json_object *, json_object *, json_object *);
+/* An installer's output as its user should see it: without that line. */
+char *sbout_install_text(const char *, size_t);
+/*
+ * An installer's run (r: its exit_code and stdout) for the packages asked,
+ * into o: "installed" (those it installed: the "missing:" line's, if it
+ * succeeded), "already_present" (the others) and, as key, its output
+ * without that line.
+ */
+void sbout_install_report(
+    json_object *, const char *, json_object *, json_object *);
 
 /*
  * list_files's records: "<nonce>\0", then "<nonce> <type> <size> <mode>

@@ -45,8 +45,15 @@ const char tool_execute_code_schema[] =
     "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
         XRUN_EGRESS_SCHEMA
     "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-    "\"description\":\"dependencies found or given\"},"
-    "\"install_output\":{\"type\":\"string\"},"
+    "\"description\":\"the dependencies the code needs: those found in "
+    "its imports, or those given\"},"
+    "\"installed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+    "\"description\":\"those of packages this call installed\"},"
+    "\"already_present\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"string\"},\"description\":\"those of packages the sandbox already "
+    "had\"},"
+    "\"install_output\":{\"type\":\"string\",\"description\":\"what "
+    "the package manager printed, when it ran\"},"
     "\"error\":{\"type\":\"string\",\"description\":\"the exception and "
     "its traceback, or why the code could not run\"},"
     "\"session_lost\":{\"type\":\"boolean\",\"description\":\"the "
@@ -201,9 +208,9 @@ tool_execute_code_result(json_object *r, int fresh)
 	if (fresh)
 		json_object_object_del(r, "container_id");
 	t = evbuffer_new();
-	if (json_object_object_get_ex(r, "packages", &v) &&
+	if (json_object_object_get_ex(r, "installed", &v) &&
 	    json_object_array_length(v) > 0)
-		evbuffer_add_printf(t, "dependencies: %s\n",
+		evbuffer_add_printf(t, "installed: %s\n",
 		    json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	if (json_object_object_get_ex(r, "stdout", &v) &&
 	    json_object_get_string_len(v) > 0)

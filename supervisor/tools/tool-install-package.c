@@ -57,20 +57,36 @@ inst_free(struct inst *in)
 	free(in);
 }
 
+/* For a model: what changed, then what the manager printed (to free). */
+static char *
+inst_text(json_object *o, const char *out)
+{
+	json_object *in, *pr;
+	char *t;
+
+	json_object_object_get_ex(o, "installed", &in);
+	json_object_object_get_ex(o, "already_present", &pr);
+	xasprintf(&t, "installed: %s\nalready present: %s\n%s",
+	    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN),
+	    json_object_to_json_string_ext(pr, JSON_C_TO_STRING_PLAIN), out);
+	return t;
+}
+
 static void
 inst_done(struct xrun *run, json_object *r, void *arg)
 {
 	struct inst *in = arg;
-	json_object *v, *o, *installed, *present, *stdout_s;
-	char refused[512];
+	json_object *v, *o;
+	char refused[512], *text;
 	const char *out;
 
 	(void)run;
-	/* Sandbox output (its user can write into it): data only. */
-	if (!json_object_object_get_ex(r, "stdout", &stdout_s) ||
-	    !json_object_is_type(stdout_s, json_type_string))
-		stdout_s = NULL;
-	out = stdout_s != NULL ? json_object_get_string(stdout_s) : "";
+	o = json_object_new_object();
+	json_object_object_add(
+	    o, "manager", json_object_new_string(in->manager));
+	sbout_install_report(o, "output", r, in->packages);
+	json_object_object_get_ex(o, "output", &v);
+	out = json_object_get_string(v);
 	if (!json_object_object_get_ex(r, "exit_code", &v) ||
 	    json_object_get_int(v) != 0) {
 		/* A host its egress list does not allow is the likely cause. */
@@ -87,26 +103,16 @@ inst_done(struct xrun *run, json_object *r, void *arg)
 		                           "--egress-allow)"
 		                         : "",
 		        out));
+		json_object_put(o);
 		goto out;
 	}
-	installed = json_object_new_array();
-	present = json_object_new_array();
-	sbout_missing(out,
-	    stdout_s != NULL ? (size_t)json_object_get_string_len(stdout_s) : 0,
-	    in->packages, installed, present);
-	o = json_object_new_object();
-	json_object_object_add(
-	    o, "manager", json_object_new_string(in->manager));
-	json_object_object_add(o, "installed", installed);
-	json_object_object_add(o, "already_present", present);
-	json_object_object_add(o, "output",
-	    stdout_s != NULL ? json_object_get(stdout_s)
-	                     : json_object_new_string(""));
 	if (json_object_object_get_ex(r, "egress", &v))
 		json_object_object_add(o, "egress", json_object_get(v));
 	if (json_object_object_get_ex(r, "egress_cut", &v))
 		json_object_object_add(o, "egress_cut", json_object_get(v));
-	mcp_call_reply(in->call, tool_result(o, out, 0));
+	text = inst_text(o, out);
+	mcp_call_reply(in->call, tool_result(o, text, 0));
+	free(text);
 out:
 	inst_free(in);
 }

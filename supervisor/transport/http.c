@@ -572,7 +572,8 @@ auth_refuse(struct evhttp_request *req, enum auth_result why)
 	snprintf(desc, sizeof desc,
 	    "%s; send Authorization: Bearer <token> with %s (this server "
 	    "does not do OAuth)",
-	    why == AUTH_WRONG        ? "the bearer token is wrong"
+	    why == AUTH_WRONG        ? "the bearer token sent does not match "
+	                               "this server's"
 	    : why == AUTH_NOT_BEARER ? "the Authorization header is not a "
 	                               "Bearer token"
 	                             : "no bearer token was sent",
@@ -597,7 +598,10 @@ auth_refuse(struct evhttp_request *req, enum auth_result why)
  * client into an OAuth sign-in that waits for a browser forever; a 404
  * ends its discovery, and the description names what to send instead.
  * The message avoids the word "Unauthorized", which some clients take
- * as a reason to start a sign-in.
+ * as a reason to start a sign-in.  Its meaning is not in the path: a
+ * client that shows it may redact what its configuration holds (Claude
+ * Code replaces the URL's path, and each word of a header's value, with
+ * "[redacted]"), so the words around them say it.
  */
 static int
 http_not_found(struct evhttp_request *req, const char *path)
@@ -609,14 +613,15 @@ http_not_found(struct evhttp_request *req, const char *path)
 		return 0;
 	if (token != NULL)
 		snprintf(msg, sizeof msg,
-		    "Not Found: the MCP endpoint is /mcp, and this server "
-		    "does not do OAuth; send Authorization: Bearer <token> "
-		    "with %s",
+		    "Not Found: no MCP endpoint at this path (MCP is at "
+		    "/mcp), and this server does not do OAuth; send "
+		    "Authorization: Bearer <token> with %s",
 		    auth_token_source());
 	else
 		snprintf(msg, sizeof msg,
-		    "Not Found: the MCP endpoint is /mcp (this server does "
-		    "not do OAuth and asks for no token)");
+		    "Not Found: no MCP endpoint at this path (MCP is at "
+		    "/mcp; this server does not do OAuth and asks for no "
+		    "token)");
 	http_reply_error(req, 404, NULL, HTTP_RPC_BAD_REQUEST, msg);
 	return 1;
 }

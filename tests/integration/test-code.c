@@ -906,6 +906,10 @@ Test(code, install_package_local, .timeout = 300, .fini = code_fini)
 	cr_expect_str_eq(sc(r, "installed.0"), "/app/" WHEEL);
 	cr_expect(h_contains(
 	    sc(r, "output"), "Successfully installed " PY_PKG "-1.0"));
+	/* The installer's own protocol line is not shown. */
+	cr_expect(!h_contains(sc(r, "output"), "missing:"), "%s",
+	    sc(r, "output"));
+	cr_expect(!h_contains(h_text(r), "missing:"), "%s", h_text(r));
 	json_object_put(r);
 	r = code_ok(s, ids[0], NULL,
 	    "import " PY_PKG "\nprint(" PY_PKG ".greet('wheel'))", "\"none\"");
@@ -949,6 +953,14 @@ Test(code, install_package_local, .timeout = 300, .fini = code_fini)
 	cr_expect_str_eq(sc(r, "stdout"), "hello auto\n");
 	cr_expect(!h_contains(sc(r, "install_output"), "Successfully"));
 	cr_expect(!h_contains(sc(r, "install_output"), "Processing"));
+	/* Found in the imports, already there: nothing installed, and
+	 * nothing of the installer's protocol shown. */
+	cr_expect_str_eq(sc(r, "packages.0"), PY_PKG);
+	cr_expect_str_eq(sc(r, "already_present.0"), PY_PKG);
+	cr_expect_eq(
+	    json_object_array_length(h_get(r, "structuredContent.installed")),
+	    0);
+	cr_expect_str_eq(sc(r, "install_output"), "");
 	json_object_put(r);
 	r = code_ok(s, ids[1], "javascript",
 	    "console.log(require('" JS_PKG "').greet('auto'))", "\"auto\"");
@@ -994,8 +1006,14 @@ Test(code, install_through_dependencies, .timeout = 300, .fini = code_fini)
 	    "import " PY_PKG "\nprint(" PY_PKG ".greet('deps'))",
 	    "[\"/app/" WHEEL "\"]");
 	cr_expect_str_eq(sc(r, "packages.0"), "/app/" WHEEL);
+	cr_expect_str_eq(sc(r, "installed.0"), "/app/" WHEEL);
+	cr_expect_eq(json_object_array_length(
+	                 h_get(r, "structuredContent.already_present")),
+	    0);
 	cr_expect(h_contains(
 	    sc(r, "install_output"), "Successfully installed " PY_PKG "-1.0"));
+	cr_expect(!h_contains(sc(r, "install_output"), "missing:"), "%s",
+	    sc(r, "install_output"));
 	cr_expect_str_eq(sc(r, "stdout"), "hello deps\n");
 	json_object_put(r);
 

@@ -51,6 +51,70 @@ Test(sbout, missing_line_sorts_the_packages)
 	json_object_put(pk);
 }
 
+static char *
+text_of(const char *s)
+{
+	return sbout_install_text(s, strlen(s));
+}
+
+/* The installer's protocol line is not its user's to read. */
+Test(sbout, install_text_drops_the_missing_line)
+{
+	char *t;
+
+	t = text_of("missing: \n");
+	cr_expect_str_eq(t, "");
+	free(t);
+	t = text_of("missing: a\nCollecting a\nSuccessfully\n");
+	cr_expect_str_eq(t, "Collecting a\nSuccessfully\n");
+	free(t);
+	/* Only the first, and only at a line's start. */
+	t = text_of("x missing: a\nmissing: b\nmissing: c");
+	cr_expect_str_eq(t, "x missing: a\nmissing: c");
+	free(t);
+	t = text_of("no line");
+	cr_expect_str_eq(t, "no line");
+	free(t);
+}
+
+/* What a result says was installed, and what the sandbox had. */
+Test(sbout, install_report_splits_installed_from_present)
+{
+	json_object *pk, *o, *r;
+
+	pk = json_tokener_parse("[\"a\",\"b\"]");
+	r = json_tokener_parse(
+	    "{\"exit_code\":0,\"stdout\":\"missing: b\\nadded 1\\n\"}");
+	o = json_object_new_object();
+	sbout_install_report(o, "out", r, pk);
+	cr_expect_str_eq(
+	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+	    "{\"installed\":[\"b\"],\"already_present\":[\"a\"],"
+	    "\"out\":\"added 1\\n\"}");
+	json_object_put(o);
+	json_object_put(r);
+	/* Failed: nothing is said to be installed. */
+	r = json_tokener_parse(
+	    "{\"exit_code\":1,\"stdout\":\"missing: a b\\nno index\\n\"}");
+	o = json_object_new_object();
+	sbout_install_report(o, "out", r, pk);
+	cr_expect_str_eq(
+	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+	    "{\"installed\":[],\"already_present\":[],"
+	    "\"out\":\"no index\\n\"}");
+	json_object_put(o);
+	json_object_put(r);
+	/* No stdout at all (or not a string): empty. */
+	r = json_tokener_parse("{\"exit_code\":0,\"stdout\":7}");
+	o = json_object_new_object();
+	sbout_install_report(o, "out", r, pk);
+	cr_expect_str_eq(
+	    json_object_get_string(json_object_object_get(o, "out")), "");
+	json_object_put(o);
+	json_object_put(r);
+	json_object_put(pk);
+}
+
 Test(sbout, listing_takes_only_marked_records)
 {
 	static const char good[] =

@@ -500,7 +500,10 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     expectOk(await call(client, 'copy_file', { container_id: pyD, local_src_file: path.join(artifacts, WHEEL), dest_path: `/app/${WHEEL}` }));
     const out = await runOk({ container_id: pyD, code: `import ${PY_PKG}\nprint(${PY_PKG}.greet("deps"))`, dependencies: [`/app/${WHEEL}`] });
     assert.deepEqual(out.packages, [`/app/${WHEEL}`]);
+    assert.deepEqual(out.installed, [`/app/${WHEEL}`]);
+    assert.deepEqual(out.already_present, []);
     assert.match(out.install_output ?? '', new RegExp(`Successfully installed ${PY_PKG}-1\\.0`));
+    assert.doesNotMatch(out.install_output, /missing:/);
     assert.equal(out.stdout, 'hello deps\n');
   });
 
@@ -555,6 +558,10 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     // would have to reach an index, which the sandbox cannot.
     const out = await runOk({ container_id: pyC, code: `import ${PY_PKG}\nprint(${PY_PKG}.greet("auto"))`, dependencies: 'auto' });
     assert.ok(out.packages.every((p) => p === PY_PKG), `packages: ${JSON.stringify(out.packages)}`);
+    assert.deepEqual(out.installed, []);
+    assert.deepEqual(out.already_present, out.packages);
+    // Nothing ran but the check: the installer's own protocol line is not shown.
+    assert.equal(out.install_output, '');
     assert.doesNotMatch(out.install_output ?? '', /Installing|Successfully|Collecting|Processing/);
     assert.equal(out.stdout, 'hello auto\n');
     const js = await runOk({
