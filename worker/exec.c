@@ -267,6 +267,13 @@ exec_output(int stream, const char *p, size_t len, void *arg)
 
 	room = x->cap - (x->out_bytes + x->err_bytes);
 	if (x->cap > 0 && (long long)len > room) {
+		/* What is dropped never reaches the supervisor, whose
+		 * credit the agent runs on: give it back at once, or the
+		 * agent stops reading the killed command's pipes and never
+		 * sees them end (nor says its exit). */
+		if (x->run.agent)
+			wrun_credit(&x->run,
+			    (long)(len - (room > 0 ? (size_t)room : 0)));
 		len = room > 0 ? (size_t)room : 0;
 		if (!x->truncated) {
 			x->truncated = 1;

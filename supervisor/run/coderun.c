@@ -215,6 +215,8 @@ code_interpreter_error(struct coderun *cr, json_object *o)
 	    code_interpreter(cr->language), cr->language,
 	    code_image(cr->language), flag, env);
 	json_object_object_add(o, "error", json_object_new_string(msg));
+	/* The code did not run (the shell's 127 is not its exit code). */
+	json_object_object_add(o, "exit_code", json_object_new_int(-1));
 	/* No session ever ran: none was lost. */
 	if (json_object_object_get_ex(o, "session_lost", NULL))
 		json_object_object_add(

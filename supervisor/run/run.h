@@ -101,6 +101,13 @@ void xrun_links(json_object *, json_object *);
 	"\"egress_cut\":{\"type\":\"boolean\",\"description\":\"there were "   \
 	"more than 64 entries: the rest are left out\"},"
 const char *xrun_failure(json_object *, const char *);
+/*
+ * Whether a run's result is the command's (it ran: whatever its exit
+ * code, a timeout, an OOM kill or output over the cap) rather than the
+ * server's failure to run it (an engine error, a sandbox lost): the line
+ * between a result with isError false and one with isError true.
+ */
+int xrun_ran(json_object *);
 void xrun_egress_refused(json_object *, char *, size_t);
 
 /* bgproc.c: background processes (sandbox_exec background: true) */

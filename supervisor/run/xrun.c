@@ -633,6 +633,16 @@ xrun_failure(json_object *r, const char *fallback)
 	return fallback;
 }
 
+int
+xrun_ran(json_object *r)
+{
+	json_object *v;
+
+	/* A run that did not end by itself has no exit code (-1). */
+	return json_object_object_get_ex(r, "exit_code", &v) &&
+	       json_object_get_int64(v) >= 0;
+}
+
 /*
  * The hosts the egress proxy refused during a run (its result's egress),
  * "host:port, ..." into buf, for a message; "" when none was.

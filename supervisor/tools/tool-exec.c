@@ -55,10 +55,13 @@ static const char input_schema[] =
 static const char output_schema[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"container_id\":{\"type\":\"string\"},"
-    "\"success\":{\"type\":\"boolean\"},"
+    "\"success\":{\"type\":\"boolean\",\"description\":\"every "
+    "command ran and exited 0, none timed out or had its output cut (a "
+    "command that ran is a result, isError false, whatever its exit)\"},"
     "\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{\"command\":{\"type\":\"string\"},"
-    "\"exit_code\":{\"type\":\"integer\"},"
+    "\"exit_code\":{\"type\":\"integer\",\"description\":\"-1: it "
+    "did not run, or did not end by itself (see error)\"},"
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
     "\"duration_ms\":{\"type\":\"integer\"},"
     "\"timed_out\":{\"type\":\"boolean\"},"
@@ -89,7 +92,9 @@ struct xcall {
 	json_object *results;
 	json_object *links; /* resource links of cut outputs */
 	struct xrun *run; /* the command running */
-	int stop_on_error, failed, timed_out;
+	int stop_on_error, timed_out;
+	int failed; /* a command failed: success false */
+	int broken; /* ... or did not run: isError (xrun_ran()) */
 	long long cap_left;
 	long long deadline_ms; /* clock_ms() */
 	json_object *env; /* borrowed from the call's arguments */
@@ -164,7 +169,7 @@ xcall_finish(struct xcall *x)
 	json_object_object_add(
 	    r, "success", json_object_new_boolean(!x->failed));
 	json_object_object_add(r, "results", json_object_get(x->results));
-	res = tool_result(r, (char *)evbuffer_pullup(t, -1), x->failed);
+	res = tool_result(r, (char *)evbuffer_pullup(t, -1), x->broken);
 	tool_result_add_content(res, x->links);
 	mcp_call_reply(x->call, res);
 	evbuffer_free(t);
@@ -212,6 +217,8 @@ xcall_done(struct xrun *run, json_object *r, void *arg)
 		x->stop_on_error = 1; /* the sandbox is in trouble: stop */
 	if (bad)
 		x->failed = 1;
+	if (!xrun_ran(r))
+		x->broken = 1;
 	if ((bad && x->stop_on_error) || x->timed_out || x->cap_left <= 0 ||
 	    x->call->cancelled) {
 		xcall_finish(x);
@@ -232,7 +239,7 @@ xcall_next(struct xcall *x)
 	}
 	sb = sandbox_find(NULL, x->sandbox);
 	if (sb == NULL || sb->state != SB_READY || sb->worker == NULL) {
-		x->failed = 1;
+		x->failed = x->broken = 1;
 		if (json_object_array_length(x->results) == 0) {
 			mcp_call_reply(x->call,
 			    tool_error(

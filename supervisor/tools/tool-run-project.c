@@ -51,7 +51,10 @@ static const char output_schema[] =
     "\"entrypoint\":{\"type\":\"string\"},"
     "\"install_output\":{\"type\":\"string\"},"
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-    "\"exit_code\":{\"type\":\"integer\"},"
+    "\"exit_code\":{\"type\":\"integer\",\"description\":\"the "
+    "entrypoint's; -1: it did not run (see error)\"},"
+    "\"success\":{\"type\":\"boolean\",\"description\":\"the "
+    "entrypoint ran and exited 0\"},"
     "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
         XRUN_EGRESS_SCHEMA "\"timed_out\":{\"type\":\"boolean\"},"
     "\"error\":{\"type\":\"string\"}},"
@@ -113,7 +116,7 @@ rproj_reply(void *arg, const char *err)
 	struct rproj *p = arg;
 	json_object *o, *v;
 	struct evbuffer *t;
-	int bad = 1;
+	int bad;
 
 	(void)err;
 	if (p->result == NULL) {
@@ -140,10 +143,12 @@ rproj_reply(void *arg, const char *err)
 	if (!p->fresh && p->sandbox != NULL)
 		json_object_object_add(
 		    o, "container_id", json_object_new_string(p->sandbox));
-	if (json_object_object_get_ex(o, "exit_code", &v) &&
-	    json_object_get_int(v) == 0 &&
-	    !json_object_object_get_ex(o, "error", NULL))
-		bad = 0;
+	/* The entrypoint ran: a result, whatever its exit code. */
+	bad = !xrun_ran(o);
+	json_object_object_add(o, "success",
+	    json_object_new_boolean(
+	        !bad && json_object_object_get_ex(o, "exit_code", &v) &&
+	        json_object_get_int(v) == 0));
 	t = evbuffer_new();
 	evbuffer_add_printf(t, "project %s (%s), entrypoint %s\n",
 	    p->dir ? p->dir : "?", p->language ? p->language : "?",

@@ -220,6 +220,8 @@ Test(clients, configured_image_serves_fresh_code)
 	r = code(
 	    s, "{\"code\":\"console.log(1)\",\"language\":\"javascript\"}");
 	cr_expect(h_is_error(r));
+	cr_expect_eq(h_int(r, "structuredContent.exit_code"), -1,
+	    "the code did not run: %s", h_text(r));
 	cr_expect(h_contains(h_text(r), "interpreter (node) is not in the "
 	                                "image \"" H_IMAGE "\""),
 	    "%s", h_text(r));

@@ -463,7 +463,9 @@ Test(code, python_session, .timeout = 180, .fini = code_fini)
 
 	/* Sandbox B has its own session. */
 	r = code(s, ids[1], NULL, "print(counter)", NULL, 60);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect(h_contains(sc(r, "error"),
 	              "NameError: name 'counter' is not defined"),
 	    "%s", json_object_to_json_string(r));
@@ -572,7 +574,9 @@ Test(code, timeout_kills_session_only, .timeout = 180, .fini = code_fini)
 	took = h_now_ms() - t0;
 	cr_expect_lt(took, 10000, "returned after %lld ms", took);
 	cr_expect_geq(took, 1900, "returned after %lld ms", took);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect(scb(r, "timed_out"), "%s", json_object_to_json_string(r));
 	cr_expect(scb(r, "session_lost"), "%s", json_object_to_json_string(r));
 	cr_expect_neq(sci(r, "exit_code"), 0);
@@ -582,7 +586,9 @@ Test(code, timeout_kills_session_only, .timeout = 180, .fini = code_fini)
 
 	/* The state is gone. */
 	r = code(s, cid, NULL, "print(doomed)", NULL, 60);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect(h_contains(sc(r, "error"),
 	              "NameError: name 'doomed' is not defined"),
 	    "%s", json_object_to_json_string(r));
@@ -658,7 +664,9 @@ Test(code, cancel_kills_session_only, .timeout = 180, .fini = code_fini)
 	cr_expect_eq(n, 0, "the cancelled interpreter still runs");
 	/* Its state is gone; the session works again. */
 	r = code(s, cid, NULL, "print(cancelled_state)", NULL, 60);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect(h_contains(sc(r, "error"),
 	              "NameError: name 'cancelled_state' is not defined"),
 	    "%s", json_object_to_json_string(r));
@@ -715,7 +723,8 @@ Test(code, languages_streams_and_exit, .timeout = 300, .fini = code_fini)
 		cr_expect_str_eq(sc(r, "language"), progs[i].lang);
 		cr_expect_neq(sci(r, "exit_code"), 0, "%s: %s", progs[i].lang,
 		    json_object_to_json_string(r));
-		cr_expect(h_is_error(r), "%s: not isError", progs[i].lang);
+		cr_expect(!h_is_error(r), "%s: isError", progs[i].lang);
+		cr_expect(!scb(r, "success"), "%s", progs[i].lang);
 		snprintf(want, sizeof want, "out %s\n", progs[i].lang);
 		cr_expect_str_eq(sc(r, "stdout"), want, "%s stdout: %s",
 		    progs[i].lang, json_object_to_json_string(r));
@@ -744,7 +753,9 @@ Test(code, exceptions, .timeout = 180, .fini = code_fini)
 	json_object_put(code_ok(s, ids[0], NULL, "kept = 'still here'", NULL));
 	r = code(
 	    s, ids[0], NULL, "def f(d):\n    return 1 / d\n\nf(0)", NULL, 60);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect_neq(sci(r, "exit_code"), 0);
 	cr_expect(h_contains(sc(r, "error"), "Traceback (most recent call"));
 	cr_expect(
@@ -760,7 +771,9 @@ Test(code, exceptions, .timeout = 180, .fini = code_fini)
 	    "function thrower() { throw new Error('boom from js'); }\n"
 	    "thrower();",
 	    NULL, 60);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect_neq(sci(r, "exit_code"), 0);
 	cr_expect(h_contains(sc(r, "error"), "Error: boom from js"), "%s",
 	    json_object_to_json_string(r));
@@ -831,7 +844,8 @@ Test(code, big_output_stays_with_its_call, .timeout = 180, .fini = code_fini)
 
 		r = code(s, cid, cases[i].lang, cases[i].throw_it, NULL, 60);
 		err = sc(r, "error");
-		cr_expect(h_is_error(r), "%s: %s", cases[i].lang, h_text(r));
+		cr_expect(!h_is_error(r), "%s: %s", cases[i].lang, h_text(r));
+		cr_expect(!scb(r, "success"), "%s", cases[i].lang);
 		cr_expect(!scb(r, "timed_out") && !scb(r, "session_lost"),
 		    "%s: %.300s", cases[i].lang, json_object_to_json_string(r));
 		cr_expect(strlen(err) < 64 * 1024 &&
@@ -874,7 +888,9 @@ Test(code, python_input_eof, .timeout = 120, .fini = code_fini)
 	r = code(s, cid, NULL, "line = input()", NULL, 5);
 	cr_expect_lt(h_now_ms() - t0, 3000, "input() blocked: %s",
 	    json_object_to_json_string(r));
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect(h_contains(sc(r, "error"), "EOFError"), "%s",
 	    json_object_to_json_string(r));
 	cr_expect(!scb(r, "session_lost"));
@@ -1071,7 +1087,9 @@ Test(code, install_failure, .timeout = 180, .fini = code_fini)
 	/* A wheel that is not there: pip fails without the network. */
 	r = code(s, cid, NULL, "print('must not run')",
 	    "[\"/app/absent-1.0-py3-none-any.whl\"]", 120);
+	/* The code could not run: the tool failed. */
 	cr_expect(h_is_error(r));
+	cr_expect_eq(sci(r, "exit_code"), -1);
 	cr_expect(h_contains(sc(r, "error"), "install"), "%s",
 	    json_object_to_json_string(r));
 	cr_expect(!h_contains(sc(r, "stdout"), "must not run"));
@@ -1184,7 +1202,9 @@ Test(code, create_run_close, .timeout = 180, .fini = code_fini)
 	json_object_object_add(
 	    a, "code", json_object_new_string("echo o; echo e >&2; exit 9"));
 	r = h_call_tool_obj(s, "create_run_close", a, 120000);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect_eq(sci(r, "exit_code"), 9);
 	cr_expect_str_eq(sc(r, "stdout"), "o\n");
 	cr_expect_str_eq(sc(r, "stderr"), "e\n");
@@ -1199,7 +1219,9 @@ Test(code, create_run_close, .timeout = 180, .fini = code_fini)
 	t0 = h_now_ms();
 	r = h_call_tool_obj(s, "create_run_close", a, 60000);
 	cr_expect_lt(h_now_ms() - t0, 15000);
-	cr_expect(h_is_error(r));
+	/* Code that ran is a result (success false), not isError. */
+	cr_expect(!h_is_error(r), "%s", h_text(r));
+	cr_expect(!scb(r, "success"));
 	cr_expect(scb(r, "timed_out"), "%s", json_object_to_json_string(r));
 	json_object_put(r);
 	cr_expect_eq(h_docker_count(s->label), before,

@@ -160,6 +160,7 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     const { result, out } = await run(args);
     assert.notEqual(result.isError, true, `expected success: ${JSON.stringify(result)}`);
     assert.equal(out.exit_code, 0, JSON.stringify(out));
+    assert.equal(out.success, true, JSON.stringify(out));
     return out;
   }
 
@@ -246,7 +247,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
   it('a second sandbox has its own session: a variable of sandbox A is not defined in B', async () => {
     await runOk({ container_id: pyA, code: 'only_in_a = "A"' });
     const { result, out } = await run({ container_id: pyB, code: 'print(only_in_a)' });
-    assert.equal(result.isError, true);
+    assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+    assert.equal(out.success, false);
     assert.match(out.error ?? '', /NameError: name 'only_in_a' is not defined/);
     assert.equal(out.session_lost, false, 'an exception does not kill the session');
     const a = await runOk({ container_id: pyA, code: 'print(only_in_a)' });
@@ -271,7 +273,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
       const took = Date.now() - started;
       assert.ok(took < 10_000, `returned after ${took} ms`);
       assert.ok(took >= 1_900, `returned after ${took} ms, before the timeout`);
-      assert.equal(result.isError, true);
+      assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+      assert.equal(out.success, false);
       assert.equal(out.timed_out, true, JSON.stringify(out));
       assert.equal(out.session_lost, true, JSON.stringify(out));
       assert.notEqual(out.exit_code, 0);
@@ -279,7 +282,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
       assert.deepEqual(await processes(nodeA, /^python3 /), [], 'the timed-out interpreter is gone');
       // The state is gone: a fresh interpreter answers the next call.
       const next = await run({ container_id: nodeA, code: 'print(doomed)' });
-      assert.equal(next.result.isError, true);
+      assert.equal(next.result.isError, false);
+      assert.equal(next.out.success, false);
       assert.match(next.out.error ?? '', /NameError: name 'doomed' is not defined/);
       // Not touched: the sandbox_exec's sleep and the JavaScript session.
       assert.deepEqual(await processes(nodeA, bg.re), ['sleep 100']);
@@ -295,7 +299,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     const started = Date.now();
     const { result, out } = await run({ container_id: nodeB, language: 'javascript', code: 'for (;;) {}', timeout_seconds: 2 });
     assert.ok(Date.now() - started < 10_000);
-    assert.equal(result.isError, true);
+    assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+    assert.equal(out.success, false);
     assert.equal(out.timed_out, true);
     assert.equal(out.session_lost, true);
     const next = await runOk({ container_id: nodeB, language: 'javascript', code: 'typeof before' });
@@ -340,7 +345,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
       }
       assert.deepEqual(left, [], 'the interpreter was killed');
       const next = await run({ container_id: pyA, code: 'print(cancelled_state)' });
-      assert.equal(next.result.isError, true);
+      assert.equal(next.result.isError, false);
+      assert.equal(next.out.success, false);
       assert.match(next.out.error ?? '', /NameError: name 'cancelled_state' is not defined/);
       assert.deepEqual(await processes(pyA, bg.re), ['sleep 101']);
       // And the session works again.
@@ -369,11 +375,12 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     bash: { sb: () => pyA, code: 'echo "out bash"; echo "err bash" >&2; exit 7', exit: 7 },
   };
   for (const [language, p] of Object.entries(PROGRAMS)) {
-    it(`${language}: stdout and stderr apart, a non-zero exit code, isError`, async () => {
+    it(`${language}: stdout and stderr apart, a non-zero exit code, a result (not isError)`, async () => {
       const { result, out } = await run({ container_id: p.sb(), language, code: p.code, timeout_seconds: 120 });
       assert.equal(out.language, language);
       assert.notEqual(out.exit_code, 0, JSON.stringify(out));
-      assert.equal(result.isError, true);
+      assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+      assert.equal(out.success, false);
       assert.equal(out.stdout, `out ${language}\n`, `stdout: ${JSON.stringify(out)}`);
       assert.equal(out.stderr, `err ${language}\n`, `stderr: ${JSON.stringify(out)}`);
       assert.equal(out.exit_code, p.exit, `exit code: ${JSON.stringify(out)}`);
@@ -397,10 +404,11 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
 
   // --- exceptions ---
 
-  it('a Python exception returns its traceback in error, isError; the session lives on', async () => {
+  it('a Python exception returns its traceback in error (a result, success false); the session lives on', async () => {
     await runOk({ container_id: pyB, code: 'kept = "still here"' });
     const { result, out } = await run({ container_id: pyB, code: 'def f(d):\n    return 1 / d\n\nf(0)' });
-    assert.equal(result.isError, true);
+    assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+    assert.equal(out.success, false);
     assert.notEqual(out.exit_code, 0);
     assert.match(out.error, /Traceback \(most recent call last\)/);
     assert.match(out.error, /ZeroDivisionError: division by zero/);
@@ -410,13 +418,14 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     assert.equal((await runOk({ container_id: pyB, code: 'print(kept)' })).stdout, 'still here\n');
   });
 
-  it('a JavaScript thrown Error returns its stack in error, isError', async () => {
+  it('a JavaScript thrown Error returns its stack in error (a result, success false)', async () => {
     const { result, out } = await run({
       container_id: nodeA,
       language: 'javascript',
       code: 'function thrower() { throw new Error("boom from js"); }\nthrower();',
     });
-    assert.equal(result.isError, true);
+    assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+    assert.equal(out.success, false);
     assert.notEqual(out.exit_code, 0);
     assert.match(out.error, /Error: boom from js/);
     assert.match(out.error, /at thrower/);
@@ -428,7 +437,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     const started = Date.now();
     const { result, out } = await run({ container_id: pyB, code: 'line = input()', timeout_seconds: 5 });
     assert.ok(Date.now() - started < 3_000, `input() blocked ${Date.now() - started} ms: ${JSON.stringify(out)}`);
-    assert.equal(result.isError, true);
+    assert.equal(result.isError, false, 'code that ran is a result, not a tool error');
+    assert.equal(out.success, false);
     assert.match(out.error ?? '', /EOFError/, JSON.stringify(out));
     assert.equal(out.session_lost, false);
     assert.equal((await runOk({ container_id: pyB, code: 'print(survives_input)' })).stdout, '1\n');
@@ -582,7 +592,10 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
       code: 'print("must not run")',
       dependencies: ['/app/absent-1.0-py3-none-any.whl'],
     });
+    // The code could not run: that is the tool's failure.
     assert.equal(result.isError, true);
+    assert.equal(out.exit_code, -1);
+    assert.equal(out.success, false);
     assert.match(out.error ?? '', /install/i);
     assert.doesNotMatch(out.stdout ?? '', /must not run/);
   });
@@ -634,7 +647,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     assert.equal(result.structuredContent.container_id, undefined);
     assert.equal(count(), before);
     const bash = await call(client, 'create_run_close', { language: 'bash', code: 'echo o; echo e >&2; exit 9' });
-    assert.equal(bash.isError, true);
+    assert.equal(bash.isError, false);
+    assert.equal(bash.structuredContent.success, false);
     assert.equal(bash.structuredContent.exit_code, 9);
     assert.equal(bash.structuredContent.stdout, 'o\n');
     assert.equal(bash.structuredContent.stderr, 'e\n');
@@ -646,7 +660,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     const started = Date.now();
     const result = await call(client, 'create_run_close', { code: 'import time; time.sleep(30)', timeout_seconds: 2 });
     assert.ok(Date.now() - started < 15_000, `took ${Date.now() - started} ms`);
-    assert.equal(result.isError, true);
+    assert.equal(result.isError, false);
+    assert.equal(result.structuredContent.success, false);
     assert.equal(result.structuredContent.timed_out, true);
     assert.equal(count(), before);
   });

@@ -76,6 +76,23 @@ function sharedCases(get) {
     assert.equal(result.result._meta['io.modelcontextprotocol/related-task'].taskId, created.task.taskId);
   });
 
+  it('a command that exits 3 is a completed task whose result has its output and exit code', async () => {
+    // A failing command is a result for an agent, not a tool error: the task
+    // completes and the SDK's stream yields the result (a failed task yields none).
+    const { client, sb } = get();
+    const seen = await streamExec(client, { container_id: sb.container_id, commands: 'echo out; echo err >&2; exit 3' });
+    const statuses = seen.filter((m) => m.type === 'taskStatus').map((m) => m.task.status);
+    assert.equal(statuses.at(-1), 'completed', `statuses ${statuses}: ${JSON.stringify(seen)}`);
+    const result = seen.find((m) => m.type === 'result');
+    assert.ok(result, `messages: ${JSON.stringify(seen)}`);
+    assert.equal(result.result.isError, false);
+    const out = result.result.structuredContent;
+    assert.equal(out.success, false);
+    assert.equal(out.results[0].exit_code, 3);
+    assert.equal(out.results[0].stdout, 'out\n');
+    assert.equal(out.results[0].stderr, 'err\n');
+  });
+
   it('tasks/cancel kills a long command', async () => {
     const { client, sb } = get();
     const task = await startTask(client, 'sandbox_exec', { container_id: sb.container_id, commands: 'sleep 303' });
