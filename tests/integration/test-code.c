@@ -923,8 +923,8 @@ Test(code, install_package_local, .timeout = 300, .fini = code_fini)
 	cr_expect(h_contains(
 	    sc(r, "output"), "Successfully installed " PY_PKG "-1.0"));
 	/* The installer's own protocol line is not shown. */
-	cr_expect(!h_contains(sc(r, "output"), "missing:"), "%s",
-	    sc(r, "output"));
+	cr_expect(
+	    !h_contains(sc(r, "output"), "missing:"), "%s", sc(r, "output"));
 	cr_expect(!h_contains(h_text(r), "missing:"), "%s", h_text(r));
 	json_object_put(r);
 	r = code_ok(s, ids[0], NULL,

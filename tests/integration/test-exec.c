@@ -78,8 +78,8 @@ Test(exec, exit_codes, .timeout = 90)
 	f = h_first(r);
 	cr_expect_eq(h_int(f, "exit_code"), 3);
 	/* A command that ran is a result (success says how it went). */
-	cr_expect(!h_is_error(r), "a failing command is a tool error: %s",
-	    h_text(r));
+	cr_expect(
+	    !h_is_error(r), "a failing command is a tool error: %s", h_text(r));
 	cr_expect(!h_bool(r, "structuredContent.success"));
 	json_object_put(r);
 
