@@ -12,6 +12,12 @@
  * properties, required, additionalProperties (false or a schema) and
  * anyOf.  Any other keyword (description, default) asks nothing.  A JSON
  * null counts as absent, as it always has for optional arguments.
+ *
+ * Every argument has one plain type (a union at a property's level is
+ * dropped or shown as raw JSON by some clients: LangChain's adapter, the
+ * Inspector's form), and one leniency keeps the old unions' callers
+ * working: a single value where an array is declared, valid as one of
+ * its items, is taken as the array of that one item.
  */
 #include <regex.h>
 #include <stdarg.h>
@@ -26,6 +32,7 @@
 
 #define TOOLARGS_MAX_TOOLS 64 /* the table and the registered ones */
 #define TOOLARGS_DEPTH 8 /* nesting a schema may have */
+#define TOOLARGS_MAX_LIFTS 8 /* arguments of a call taken as arrays of one */
 
 /* Schemas parsed once, by tool. */
 static struct {
@@ -408,6 +415,38 @@ valid(json_object *schema, json_object *v, int depth)
  * schema allows them, else -1 and *why, a message for the client (to
  * free).  Arguments are named in it cut to 40 bytes.
  */
+/* A single value where the schema wants an array of such: an array of one. */
+static void
+toolargs_lift(json_object *props, json_object *args)
+{
+	const char *lift[TOOLARGS_MAX_LIFTS];
+	json_object *p, *items, *a;
+	size_t i, n = 0;
+
+	if (props == NULL || args == NULL)
+		return;
+	json_object_object_foreach(args, key, val)
+	{
+		if (val == NULL || json_object_is_type(val, json_type_array) ||
+		    !json_object_object_get_ex(props, key, &p) ||
+		    (p = get(p, "type")) == NULL ||
+		    !json_object_is_type(p, json_type_string) ||
+		    strcmp(json_object_get_string(p), "array") != 0)
+			continue;
+		json_object_object_get_ex(props, key, &p);
+		if ((items = get(p, "items")) != NULL && valid(items, val, 1) &&
+		    n < TOOLARGS_MAX_LIFTS)
+			lift[n++] = key;
+	}
+	/* Not while iterating: each replaces its value, the key stays. */
+	for (i = 0; i < n; i++) {
+		json_object_object_get_ex(args, lift[i], &p);
+		a = json_object_new_array();
+		json_object_array_add(a, json_object_get(p));
+		json_object_object_add(args, lift[i], a);
+	}
+}
+
 int
 toolargs_check(const struct tool *t, json_object *args, char **why)
 {
@@ -418,6 +457,7 @@ toolargs_check(const struct tool *t, json_object *args, char **why)
 	*why = NULL;
 	props = get(schema, "properties");
 	extra = get(schema, "additionalProperties");
+	toolargs_lift(props, args);
 	if (args != NULL) {
 		json_object_object_foreach(args, key, val)
 		{

@@ -21,8 +21,7 @@ static const char input_schema[] =
     "\"javascript\",\"typescript\",\"go\",\"bash\"],\"default\":\"python\"},"
     "\"image\":{\"type\":\"string\",\"description\":\"default: the "
     "configured image of the language\"},"
-    "\"dependencies\":{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"auto\","
-    "\"none\"]},{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]},"
+    "\"dependencies\":" TOOL_DEPENDENCIES_SCHEMA ","
     "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1}},"
     "\"required\":[\"code\"],\"additionalProperties\":false}";
 

@@ -29,10 +29,7 @@ static const char input_schema[] =
     "\"session\":{\"type\":\"boolean\",\"default\":true,\"description\":"
     "\"keep state (variables, imports, functions) between calls in the "
     "same sandbox: Python, JavaScript and TypeScript\"},"
-    "\"dependencies\":{\"description\":\"\\\"auto\\\" (default: detect "
-    "imports and install what is missing), \\\"none\\\", or a list of "
-    "packages\",\"anyOf\":[{\"type\":\"string\",\"enum\":[\"auto\","
-    "\"none\"]},{\"type\":\"array\",\"items\":{\"type\":\"string\"}}]},"
+    "\"dependencies\":" TOOL_DEPENDENCIES_SCHEMA ","
     "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":1}},"
     "\"required\":[\"code\"],\"additionalProperties\":false}";
 
@@ -260,7 +257,7 @@ tool_execute_code_result(json_object *r, int fresh)
 
 /*
  * The arguments shared by the code tools; NULL (and the call answered)
- * when one is wrong.  *packages is NULL for "auto".
+ * when one is wrong.  *packages is NULL when the code's imports decide.
  */
 int
 tool_execute_code_args(struct call *c, const char **code, const char **language,
@@ -303,14 +300,21 @@ tool_execute_code_args(struct call *c, const char **code, const char **language,
 	if (!json_object_object_get_ex(c->args, "dependencies", &d) ||
 	    d == NULL)
 		return 1;
-	if (json_object_is_type(d, json_type_string)) {
-		if (strcmp(json_object_get_string(d), "auto") == 0)
+	/* The older schema's keywords, as a single string (an array of one
+	 * by now): no package has these names. */
+	if (json_object_is_type(d, json_type_array) &&
+	    json_object_array_length(d) == 1 &&
+	    json_object_is_type(
+	        json_object_array_get_idx(d, 0), json_type_string)) {
+		v = json_object_array_get_idx(d, 0);
+		if (strcmp(json_object_get_string(v), "auto") == 0)
 			return 1;
-		if (strcmp(json_object_get_string(d), "none") == 0) {
+		if (strcmp(json_object_get_string(v), "none") == 0) {
 			*packages = json_object_new_array();
 			return 1;
 		}
-	} else if (json_object_is_type(d, json_type_array)) {
+	}
+	if (json_object_is_type(d, json_type_array)) {
 		manager = code_manager(*language);
 		for (i = 0; i < json_object_array_length(d); i++) {
 			v = json_object_array_get_idx(d, i);
@@ -329,9 +333,8 @@ tool_execute_code_args(struct call *c, const char **code, const char **language,
 		*packages = json_object_get(d);
 		return 1;
 	}
-	mcp_call_reply(
-	    c, tool_error("dependencies must be \"auto\", \"none\" or "
-	                  "a list of package names"));
+	mcp_call_reply(c, tool_error("dependencies must be a list of package "
+	                             "names"));
 	return 0;
 }
 
@@ -403,8 +406,9 @@ const struct tool tool_execute_code = {
                    "TypeScript keep their state between calls like a "
                    "notebook; without one, a fresh sandbox runs the code and "
                    "is removed. Imports are detected and missing packages "
-                   "installed (dependencies: auto), or give a list, or none. "
-                   "An exception comes back in error with its traceback.",
+                   "installed, or give dependencies (a list; [] for none). "
+                   "An exception comes back in error with its traceback "
+                   "(a result, success false).",
     .input_schema = input_schema,
     .output_schema = tool_execute_code_schema,
     .read_only = 0,

@@ -24,7 +24,17 @@ int tool_execute_code_args(
 void tool_create_run_close_start(struct call *, const char *, const char *,
     json_object *, long long, const char *);
 
-/* What sandbox_snapshot, sandbox_restore and snapshot_list say of one. */
+/*
+ * Their dependencies: one type, an array (the old "auto" and "none", a
+ * single string, come as an array of one: tool_execute_code_args()).
+ */
+#define TOOL_DEPENDENCIES_SCHEMA                                               \
+	"{\"type\":\"array\",\"items\":{\"type\":\"string\"},"                 \
+	"\"description\":\"packages to install before the code runs (names, "  \
+	"or paths of local wheels or npm tarballs copied in). Absent: what "   \
+	"the code imports is found and what is missing installed; []: "        \
+	"nothing is installed\"}"
+
 /* What sandbox_snapshot, sandbox_restore and snapshot_list say of one. */
 #define TOOL_SNAPSHOT_PROPS                                                    \
 	"\"snapshot_id\":{\"type\":\"string\"},"                               \

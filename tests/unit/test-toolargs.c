@@ -2,6 +2,7 @@
  * Arguments checked against the tools' own input schemas (toolargs.c):
  * what tools/list declares is what a call may carry, no more, no less.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,8 +76,10 @@ Test(toolargs, types_and_null)
 	passes("sandbox_exec",
 	    "{\"container_id\":\"a\",\"commands\":\"ls\",\"workdir\":null}");
 	refused("sandbox_exec", "{\"container_id\":\"a\",\"commands\":5}",
-	    "commands must be a non-empty string, or an array of 1 to 100 "
-	    "items, each a non-empty string");
+	    "commands must be an array of 1 to 100 items, each a non-empty "
+	    "string");
+	refused("sandbox_exec", "{\"container_id\":\"a\",\"commands\":\"\"}",
+	    "commands must be an array");
 	refused("sandbox_exec", "{\"container_id\":\"a\",\"commands\":[]}",
 	    "commands must be");
 	refused("sandbox_exec", "{\"container_id\":\"a\",\"commands\":[\"\"]}",
@@ -133,9 +136,10 @@ Test(toolargs, strings_enums_patterns)
 	passes("execute_code", "{\"code\":\"print(1)\",\"language\":\"go\"}");
 	refused("execute_code", "{\"code\":\"x\",\"language\":\"ruby\"}",
 	    "language must be one of \"python\", \"javascript\"");
-	refused("execute_code", "{\"code\":\"x\",\"dependencies\":\"some\"}",
-	    "dependencies must be one of \"auto\", \"none\", or an array of "
-	    "items, each a string");
+	/* One package as a string: an array of one. */
+	passes("execute_code", "{\"code\":\"x\",\"dependencies\":\"numpy\"}");
+	refused("execute_code", "{\"code\":\"x\",\"dependencies\":[1]}",
+	    "dependencies must be an array of items, each a string");
 	passes("execute_code", "{\"code\":\"x\",\"dependencies\":[\"numpy\"]}");
 	passes("sandbox_initialize", "{\"name\":\"web-1.test_a\"}");
 	refused("sandbox_initialize", "{\"name\":\"-rf\"}", "name must be");
@@ -167,4 +171,86 @@ Test(toolargs, every_tool_checks_its_unknown_names)
 		free(why);
 		json_object_put(a);
 	}
+}
+
+/*
+ * Every property of every tool has one plain type: no union at a
+ * property's level (LangChain's adapter drops one, the Inspector's form
+ * can only offer raw JSON for it), nor a list of types, down to the
+ * properties of items and objects.
+ */
+static void
+plain_types(const char *tool, const char *path, json_object *schema)
+{
+	json_object *v;
+	char sub[256];
+
+	cr_expect(!json_object_object_get_ex(schema, "anyOf", NULL) &&
+	              !json_object_object_get_ex(schema, "oneOf", NULL) &&
+	              !json_object_object_get_ex(schema, "allOf", NULL),
+	    "%s: %s is a union", tool, path);
+	cr_expect(json_object_object_get_ex(schema, "type", &v) &&
+	              json_object_is_type(v, json_type_string),
+	    "%s: %s has no single type", tool, path);
+	if (json_object_object_get_ex(schema, "items", &v)) {
+		snprintf(sub, sizeof sub, "%s[]", path);
+		plain_types(tool, sub, v);
+	}
+	if (json_object_object_get_ex(schema, "properties", &v)) {
+		json_object_object_foreach(v, key, prop)
+		{
+			snprintf(sub, sizeof sub, "%s.%s", path, key);
+			plain_types(tool, sub, prop);
+		}
+	}
+	if (json_object_object_get_ex(schema, "additionalProperties", &v) &&
+	    json_object_is_type(v, json_type_object)) {
+		snprintf(sub, sizeof sub, "%s.*", path);
+		plain_types(tool, sub, v);
+	}
+}
+
+Test(toolargs, every_property_has_one_plain_type)
+{
+	json_object *schema;
+	size_t i;
+
+	for (i = 0; tool_nth(i) != NULL; i++) {
+		schema = json_tokener_parse(tool_nth(i)->input_schema);
+		cr_assert_not_null(schema, "%s", tool_nth(i)->name);
+		plain_types(tool_nth(i)->name, "arguments", schema);
+		json_object_put(schema);
+	}
+}
+
+/* A single value where an array is declared: an array of that one. */
+Test(toolargs, a_single_item_is_an_array_of_one)
+{
+	const struct tool *t = tool_find("sandbox_exec");
+	json_object *a;
+	char *why;
+
+	a = json_tokener_parse("{\"container_id\":\"a\",\"commands\":\"ls\"}");
+	cr_assert_eq(toolargs_check(t, a, &why), 0, "%s", why);
+	cr_expect_str_eq(
+	    json_object_to_json_string_ext(
+	        json_object_object_get(a, "commands"), JSON_C_TO_STRING_PLAIN),
+	    "[\"ls\"]");
+	json_object_put(a);
+	/* The older schema's "auto" of execute_code: an array of one, which
+	 * the tool takes as before. */
+	a = json_tokener_parse("{\"code\":\"1\",\"dependencies\":\"auto\"}");
+	cr_assert_eq(
+	    toolargs_check(tool_find("execute_code"), a, &why), 0, "%s", why);
+	cr_expect_str_eq(json_object_to_json_string_ext(
+	                     json_object_object_get(a, "dependencies"),
+	                     JSON_C_TO_STRING_PLAIN),
+	    "[\"auto\"]");
+	json_object_put(a);
+	/* Not what an item may be: refused, not lifted. */
+	refused("execute_code", "{\"code\":\"1\",\"dependencies\":7}",
+	    "dependencies must be an array");
+	refused("sandbox_exec",
+	    "{\"container_id\":\"a\",\"commands\":{\"a\":1}}",
+	    "commands must be an array");
 }

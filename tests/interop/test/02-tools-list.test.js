@@ -66,14 +66,27 @@ describe('tools/list', { timeout: 60_000 }, () => {
     const { draft07 } = compilers();
     const input = Object.fromEntries(tools.map((t) => [t.name, draft07.compile(t.inputSchema)]));
     assert.equal(input.sandbox_initialize({}), true);
-    assert.equal(input.sandbox_exec({ container_id: 'x', commands: 'true' }), true);
+    // commands is an array (one plain type); the server also takes a single
+    // string as one command, beyond what the schema declares (03-tools-call).
+    assert.equal(input.sandbox_exec({ container_id: 'x', commands: ['true'] }), true);
     assert.equal(input.sandbox_exec({ container_id: 'x', commands: ['true', 'false'] }), true);
     assert.equal(input.sandbox_exec({ container_id: 'x', commands: 5 }), false);
-    assert.equal(input.sandbox_exec({ container_id: 'x', commands: 'true', timeout_seconds: 'x' }), false);
-    assert.equal(input.sandbox_exec({ commands: 'true' }), false);
+    assert.equal(input.sandbox_exec({ container_id: 'x', commands: ['true'], timeout_seconds: 'x' }), false);
+    assert.equal(input.sandbox_exec({ commands: ['true'] }), false);
     assert.equal(input.sandbox_stop({ container_id: 'x' }), true);
     assert.equal(input.sandbox_stop({}), false);
     assert.equal(input.get_sandbox_status({}), true);
+  });
+
+  it('every argument has one plain type: no union at a property\'s level, down to items and nested properties', () => {
+    const walk = (tool, where, schema) => {
+      for (const k of ['anyOf', 'oneOf', 'allOf']) assert.equal(schema[k], undefined, `${tool}: ${where} is a union (${k})`);
+      assert.equal(typeof schema.type, 'string', `${tool}: ${where} has no single type: ${JSON.stringify(schema)}`);
+      if (schema.items) walk(tool, `${where}[]`, schema.items);
+      for (const [k, v] of Object.entries(schema.properties ?? {})) walk(tool, `${where}.${k}`, v);
+      if (typeof schema.additionalProperties === 'object') walk(tool, `${where}.*`, schema.additionalProperties);
+    };
+    for (const tool of tools) walk(tool.name, 'arguments', tool.inputSchema);
   });
 
   it('every tool has a title, a description and the four annotation hints as booleans', () => {

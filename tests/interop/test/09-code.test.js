@@ -544,6 +544,19 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
     assert.equal(out.stdout, 'hi deps\n');
   });
 
+  it('dependencies [] installs nothing, even for an import that is missing; one name as a string is a list of one', async () => {
+    const { result, out } = await run({ container_id: pyB, code: 'import surely_not_installed_pkg', dependencies: [] });
+    assert.deepEqual(out.packages, []);
+    assert.deepEqual(out.installed, []);
+    assert.equal(out.install_output, undefined, 'no installer ran');
+    assert.equal(result.isError, false, 'the code ran and raised: a result');
+    assert.match(out.error ?? '', /ModuleNotFoundError/);
+    // A single package as a string: the array of one (the schema's type is an array).
+    const one = await run({ container_id: pyB, code: 'print(1)', dependencies: '/app/absent-1.0-py3-none-any.whl' });
+    assert.deepEqual(one.out.packages, ['/app/absent-1.0-py3-none-any.whl']);
+    assert.equal(one.result.isError, true, 'a wheel that is not there cannot be installed');
+  });
+
   it('dependencies "auto": standard library only installs nothing', async () => {
     const out = await runOk({
       container_id: pyB,
