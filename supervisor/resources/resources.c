@@ -293,7 +293,7 @@ read_exec(struct session *sess, const char *uri, int *code, const char **why)
 		*why = "page with ?offset=N&length=M (non-negative integers)";
 		return NULL;
 	}
-	if ((sb = sandbox_find(sess, idbuf)) == NULL) {
+	if ((sb = sandbox_claim(sess, idbuf)) == NULL) {
 		*code = RESOURCE_NOT_FOUND;
 		*why = "no such sandbox (stopped or expired?)";
 		return NULL;
@@ -369,8 +369,8 @@ read_file_res(struct session *sess, json_object *id, const char *uri, int *code,
 		*why = "page with ?offset=N&length=M (non-negative integers)";
 		return NULL;
 	}
-	if ((sb = sandbox_find(sess, idbuf)) == NULL || sb->state != SB_READY ||
-	    sb->worker == NULL) {
+	if ((sb = sandbox_claim(sess, idbuf)) == NULL ||
+	    sb->state != SB_READY || sb->worker == NULL) {
 		free(path);
 		*code = RESOURCE_NOT_FOUND;
 		*why = sb == NULL ? "no such sandbox (stopped or expired?)"
@@ -448,7 +448,7 @@ read_logs(struct session *sess, json_object *id, const char *uri, int *code,
 		*why = "resource not found";
 		return NULL;
 	}
-	if ((sb = sandbox_find(sess, idbuf)) == NULL || sb->worker == NULL) {
+	if ((sb = sandbox_claim(sess, idbuf)) == NULL || sb->worker == NULL) {
 		*code = RESOURCE_NOT_FOUND;
 		*why = "no such sandbox (stopped or expired?)";
 		return NULL;
@@ -543,7 +543,7 @@ resources_subscribe(struct session *sess, json_object *id, json_object *params,
 	        stream) == 3 &&
 	    (strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0)) {
 		/* An exec's output (a background process's grows). */
-		if ((sb = sandbox_find(sess, idbuf)) == NULL) {
+		if ((sb = sandbox_claim(sess, idbuf)) == NULL) {
 			*code = RESOURCE_NOT_FOUND;
 			*why = "no such sandbox";
 			return NULL;
@@ -563,7 +563,7 @@ resources_subscribe(struct session *sess, json_object *id, json_object *params,
 		    "subscribed to";
 		return NULL;
 	}
-	if ((sb = sandbox_find(sess, idbuf)) == NULL) {
+	if ((sb = sandbox_claim(sess, idbuf)) == NULL) {
 		*code = RESOURCE_NOT_FOUND;
 		*why = "no such sandbox";
 		return NULL;

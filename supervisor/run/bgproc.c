@@ -51,7 +51,7 @@ struct bgproc {
 	unsigned int id; /* its spool's: process_id and exec_id */
 	struct sandbox *sb; /* NULL once the sandbox is gone */
 	char *command;
-	char short_id[13]; /* the sandbox's, for resource URIs */
+	char sandbox_id[65]; /* the sandbox's full id, for resource URIs */
 	time_t started;
 	long long start_ms, end_ms; /* clock_ms() */
 	struct xrun *run; /* NULL once it ended */
@@ -253,7 +253,7 @@ bgproc_start(
 	bp->id = spool_id(bp->spool);
 	bp->sb = sb;
 	bp->command = xstrdup(o->command);
-	snprintf(bp->short_id, sizeof bp->short_id, "%.12s", sb->id);
+	snprintf(bp->sandbox_id, sizeof bp->sandbox_id, "%s", sb->id);
 	bp->started = time(NULL);
 	bp->start_ms = clock_ms();
 	bp->notify = evtimer_new(sup.base, bgproc_notify_cb, bp);
@@ -338,8 +338,8 @@ bgproc_json(const struct bgproc *bp)
 		json_object_object_add(
 		    o, key, json_object_new_int64(spool_dropped(bp->spool, i)));
 		snprintf(key, sizeof key, "%s_uri", names[i]);
-		xasprintf(&uri, "sandbox://%s/exec/%u/%s", bp->short_id, bp->id,
-		    names[i]);
+		xasprintf(&uri, "sandbox://%s/exec/%u/%s", bp->sandbox_id,
+		    bp->id, names[i]);
 		json_object_object_add(o, key, json_object_new_string(uri));
 		free(uri);
 	}

@@ -136,12 +136,12 @@ uri_plain(unsigned char ch)
 }
 
 /*
- * The resource URI of an absolute path of sandbox short_id:
+ * The resource URI of an absolute path of sandbox id:
  * "sandbox://ID/files/PATH", the path percent-encoded (its leading slash
  * is the one after "files").
  */
 char *
-fileread_uri(const char *short_id, const char *path)
+fileread_uri(const char *id, const char *path)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	struct evbuffer *b;
@@ -150,7 +150,7 @@ fileread_uri(const char *short_id, const char *path)
 	size_t n;
 
 	b = evbuffer_new();
-	evbuffer_add_printf(b, "sandbox://%s/files", short_id);
+	evbuffer_add_printf(b, "sandbox://%s/files", id);
 	for (p = (const unsigned char *)path; *p != '\0'; p++) {
 		if (uri_plain(*p))
 			evbuffer_add(b, p, 1);

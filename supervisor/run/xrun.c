@@ -40,7 +40,8 @@ _Static_assert(PROTO_MAX_EGRESS == 64,
 struct xrun {
 	struct call *call;
 	char *command;
-	char *short_id; /* the sandbox's, for resource URIs */
+	char *sandbox_id; /* the sandbox's full id, for resource URIs (a
+	                   * capability: another session may read them) */
 	struct wproc *worker;
 	uint32_t reqid;
 	struct output out, err;
@@ -173,7 +174,7 @@ xrun_image(struct xrun *x, json_object *in)
 			json_object_object_add(o, keys[i], json_object_get(v));
 	if (json_object_object_get_ex(o, "path", &v)) {
 		/* A file in the sandbox (the worker checked its form). */
-		enc = fileread_uri(x->short_id, json_object_get_string(v));
+		enc = fileread_uri(x->sandbox_id, json_object_get_string(v));
 		json_object_object_add(o, "uri", json_object_new_string(enc));
 		free(enc);
 	}
@@ -377,7 +378,7 @@ xrun_done(json_object *res, void *arg)
 		for (i = 0; i < 2; i++)
 			if (output_cut(i ? &x->err : &x->out, keep[i]))
 				xasprintf(&uri[i], "sandbox://%s/exec/%u/%s",
-				    x->short_id, spool_id(x->spool),
+				    x->sandbox_id, spool_id(x->spool),
 				    i ? "stderr" : "stdout");
 		json_object_object_add(
 		    r, "exec_id", json_object_new_int64(spool_id(x->spool)));
@@ -427,7 +428,7 @@ xrun_done(json_object *res, void *arg)
 		evbuffer_free(x->images);
 	free(x->stdin_text);
 	free(x->command);
-	free(x->short_id);
+	free(x->sandbox_id);
 	free(x);
 }
 
@@ -470,7 +471,7 @@ xrun_start(struct call *c, struct sandbox *sb, const struct xrun_opts *o,
 	x = xcalloc(1, sizeof *x);
 	x->call = c;
 	x->command = xstrdup(o->command);
-	x->short_id = xstrndup(sb->id, 12);
+	x->sandbox_id = xstrdup(sb->id);
 	x->done = done;
 	x->arg = arg;
 	x->credit = PROTO_INITIAL_CREDIT;

@@ -81,6 +81,7 @@ sandbox_event(struct sandbox *sb, enum sandbox_event ev)
 }
 
 static struct sandbox *sandbox_adopt(struct session *, const char *);
+static int sandbox_elsewhere(struct session *, const char *, char *, size_t);
 static const char *sandbox_lost_why(const struct session *, const char *);
 
 /*
@@ -151,8 +152,7 @@ sandbox_lookup(struct call *c, const char *key)
 		        key));
 		return NULL;
 	}
-	if ((sb = sandbox_find(c->sess, id)) == NULL &&
-	    (sb = sandbox_adopt(c->sess, id)) == NULL) {
+	if ((sb = sandbox_claim(c->sess, id)) == NULL) {
 		if ((lost_why = sandbox_lost_why(c->sess, id)) != NULL) {
 			mcp_call_reply(c,
 			    tool_error("%s; every process and file in it is "
@@ -160,6 +160,10 @@ sandbox_lookup(struct call *c, const char *key)
 			               "any more: create a new one with "
 			               "sandbox_initialize",
 			        lost_why, id));
+			return NULL;
+		}
+		if (sandbox_elsewhere(c->sess, id, text, sizeof text)) {
+			mcp_call_reply(c, tool_error("%s", text));
 			return NULL;
 		}
 		mcp_call_reply(c,
@@ -200,8 +204,12 @@ sandbox_lookup(struct call *c, const char *key)
 }
 
 /*
- * A detached sandbox whose session ended (owner NULL), named by its full
- * container id: the session that names it takes it over.
+ * A detached sandbox named by its full container id (the id is the
+ * capability): the session that names it takes it over, whether its
+ * session ended (owner NULL) or is still open, as a one-shot client's
+ * (the Inspector's CLI never ends its HTTP session).  The last session to
+ * name it has it (its notifications, get_sandbox_status); its calls in
+ * flight run on.
  */
 static struct sandbox *
 sandbox_adopt(struct session *sess, const char *id)
@@ -210,16 +218,59 @@ sandbox_adopt(struct session *sess, const char *id)
 
 	TAILQ_FOREACH(sb, &sandboxes, entry)
 	{
-		if (sb->owner == NULL && sb->id != NULL &&
-		    strcmp(sb->id, id) == 0) {
-			sb->owner = sess;
+		if (sb->id == NULL || strcmp(sb->id, id) != 0 ||
+		    (sb->owner != NULL && !sb->detach) || sb->owner == sess ||
+		    sb->state != SB_READY)
+			continue;
+		if (sb->owner != NULL)
+			log_info(
+			    "sandbox %.12s (detached) taken over by session "
+			    "%u from session %u",
+			    sb->id, sess->id, sb->owner->id);
+		else
 			log_info(
 			    "sandbox %.12s (detached) adopted by session %u",
 			    sb->id, sess->id);
-			return sb;
-		}
+		sb->owner = sess;
+		return sb;
 	}
 	return NULL;
+}
+
+struct sandbox *
+sandbox_claim(struct session *sess, const char *key)
+{
+	struct sandbox *sb;
+
+	if ((sb = sandbox_find(sess, key)) == NULL && sess != NULL)
+		sb = sandbox_adopt(sess, key);
+	return sb;
+}
+
+/*
+ * Why a sandbox this session names is not its own, when the name is a
+ * full container id (a capability: a prefix or a name says nothing of
+ * other sessions): into buf, or 0 when there is nothing to tell.
+ */
+static int
+sandbox_elsewhere(struct session *sess, const char *id, char *buf, size_t len)
+{
+	struct sandbox *sb;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->id == NULL || strcmp(sb->id, id) != 0 ||
+		    sb->owner == NULL || sb->owner == sess)
+			continue;
+		snprintf(buf, len,
+		    "sandbox %.12s belongs to another open client session; a "
+		    "sandbox is its creator's only, unless it was made with "
+		    "detach: true (then a session that names its full "
+		    "container_id takes it over)",
+		    sb->id);
+		return 1;
+	}
+	return 0;
 }
 
 int

@@ -113,6 +113,9 @@ void agentfile_forget(void);
 
 /* sandbox.c */
 struct sandbox *sandbox_find(struct session *, const char *);
+/* ... or a detached one of another session, named by its full id: taken
+ * over (see sandbox_adopt()). */
+struct sandbox *sandbox_claim(struct session *, const char *);
 struct sandbox *sandbox_lookup(struct call *, const char *);
 int sandbox_count(void);
 struct sandbox *sandbox_create(struct call *, const char *, const char *,

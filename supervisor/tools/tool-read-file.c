@@ -54,7 +54,7 @@ static const char output_schema[] =
 
 struct rfile {
 	struct call *call;
-	char *short_id; /* the sandbox's, for the file's resource URI */
+	char *sandbox_id; /* the sandbox's full id, for the file's URI */
 	int base64;
 };
 
@@ -157,7 +157,7 @@ rfile_done(const struct fileread *f, void *arg)
 	if (picture) {
 		img = rfile_image(o, &sig, data, len, f->size, &note);
 		if (img == NULL)
-			uri = fileread_uri(r->short_id, f->path);
+			uri = fileread_uri(r->sandbox_id, f->path);
 	}
 	if (r->base64)
 		xasprintf(&text,
@@ -193,7 +193,7 @@ rfile_done(const struct fileread *f, void *arg)
 	free(text);
 	free(uri);
 out:
-	free(r->short_id);
+	free(r->sandbox_id);
 	free(r);
 }
 
@@ -236,7 +236,7 @@ read_file(struct call *c)
 		return;
 	r = xcalloc(1, sizeof *r);
 	r->call = c;
-	r->short_id = xstrndup(sb->id, 12);
+	r->sandbox_id = xstrdup(sb->id);
 	r->base64 = enc != NULL && strcmp(enc, "base64") == 0;
 	fileread_start(c, sb, path, offset, length, rfile_done, r);
 }

@@ -1756,6 +1756,100 @@ Test(http, idle_session_ends_detached_sandbox_stays, .timeout = 180)
 	srv_finish(s);
 }
 
+/* A tool call of session sid on sandbox id; the result. */
+static json_object *
+exec_in(struct srv *s, const char *sid, const char *id, const char *cmd)
+{
+	char args[512];
+
+	snprintf(args, sizeof args,
+	    "{\"container_id\":\"%s\",\"commands\":[\"%s\"]}", id, cmd);
+	return mcp_tool(s, sid, "sandbox_exec", args);
+}
+
+/*
+ * A one-shot client never ends its HTTP session (the Inspector's CLI): a
+ * detached sandbox is taken over by any other open session that names
+ * its full id, in a call or a resource URI (the last to name it has it);
+ * a sandbox made without detach stays its creator's, and another
+ * session that names its full id hears that it is another session's (a
+ * prefix or a name says nothing of other sessions).
+ */
+Test(http, detached_sandbox_taken_over_by_an_open_session, .timeout = 120)
+{
+	struct srv *s;
+	json_object *t, *m, *p;
+	char *a, *b, *c, *plain, *det, uri[160], prefix[16];
+
+	s = srv_start_token(NULL);
+	a = mcp_init(s);
+	b = mcp_init(s);
+	c = mcp_init(s);
+	plain = mcp_create(s, a);
+	t = mcp_tool(s, a, "sandbox_initialize", "{\"detach\":true}");
+	cr_assert(!h_is_error(t), "%s", h_text(t));
+	det = strdup(h_str(t, "structuredContent.container_id"));
+	json_object_put(t);
+	t = exec_in(s, a, det, "echo first > /tmp/mark");
+	cr_expect(!h_is_error(t), "%s", h_text(t));
+	json_object_put(t);
+
+	/* Session a is still open: b takes the detached one over. */
+	t = exec_in(s, b, det, "cat /tmp/mark");
+	cr_expect(!h_is_error(t), "%s", h_text(t));
+	cr_expect_str_eq(
+	    h_str(t, "structuredContent.results.0.stdout"), "first\n");
+	json_object_put(t);
+	/* b has it: a's get_sandbox_status no longer lists it, b's does. */
+	t = mcp_tool(s, a, "get_sandbox_status", "{}");
+	cr_expect(
+	    !h_contains(json_object_to_json_string(t), det), "%s", h_text(t));
+	json_object_put(t);
+	t = mcp_tool(s, b, "get_sandbox_status", "{}");
+	cr_expect(
+	    h_contains(json_object_to_json_string(t), det), "%s", h_text(t));
+	json_object_put(t);
+	/* A resource URI with the full id takes it over as well. */
+	snprintf(uri, sizeof uri, "containers://%s/logs", det);
+	p = json_object_new_object();
+	json_object_object_add(p, "uri", json_object_new_string(uri));
+	m = mcp_call(s, c, "resources/read", p);
+	cr_expect_not_null(
+	    h_get(m, "result.contents"), "%s", json_object_to_json_string(m));
+	json_object_put(m);
+	t = mcp_tool(s, c, "get_sandbox_status", "{}");
+	cr_expect(
+	    h_contains(json_object_to_json_string(t), det), "%s", h_text(t));
+	json_object_put(t);
+	/* The last to name it has it: a takes it back the same way. */
+	t = exec_in(s, a, det, "cat /tmp/mark");
+	cr_expect(!h_is_error(t), "%s", h_text(t));
+	json_object_put(t);
+
+	/* Not detached: its creator's only, and said so by full id. */
+	t = exec_in(s, b, plain, "true");
+	cr_expect(h_is_error(t) &&
+	              h_contains(h_text(t), "belongs to another open client "
+	                                    "session"),
+	    "%s", h_text(t));
+	json_object_put(t);
+	snprintf(prefix, sizeof prefix, "%.12s", plain);
+	t = exec_in(s, b, prefix, "true");
+	cr_expect(h_is_error(t) && h_contains(h_text(t), "no sandbox") &&
+	              !h_contains(h_text(t), "another"),
+	    "%s", h_text(t));
+	json_object_put(t);
+	t = exec_in(s, a, plain, "echo still mine");
+	cr_expect(!h_is_error(t), "%s", h_text(t));
+	json_object_put(t);
+	free(det);
+	free(plain);
+	free(a);
+	free(b);
+	free(c);
+	srv_finish(s);
+}
+
 /* --transport both with stdin at /dev/null: HTTP serves on until a
  * signal; the stdio session alone ended. */
 Test(http, both_with_stdin_devnull_keeps_http, .timeout = 60)

@@ -286,7 +286,7 @@ Test(images, read_file_png_over_the_cap_is_a_link, .timeout = 180,
 	    "%s", json_object_to_json_string(r));
 	cr_expect(h_contains(h_text(r), "image/png, 64x64"), "%s", h_text(r));
 	snprintf(uri, sizeof uri,
-	    "sandbox://%.12s/files/app/big%%20plot%%25.png", cid);
+	    "sandbox://%s/files/app/big%%20plot%%25.png", cid);
 	cr_expect_str_eq(h_str(r, "structuredContent.image.uri"), uri);
 	expect_png_link(s, r, uri, 64, 64, h_int(r, "structuredContent.size"));
 	json_object_put(r);
@@ -439,7 +439,7 @@ Test(images, figure_over_the_cap_is_a_link, .timeout = 240, .fini = images_fini)
 	cr_expect_str_eq(
 	    image_str(r, 0, "path"), "/tmp/mcp-output/figure-1.png");
 	snprintf(uri, sizeof uri,
-	    "sandbox://%.12s/files/tmp/mcp-output/figure-1.png", cid);
+	    "sandbox://%s/files/tmp/mcp-output/figure-1.png", cid);
 	cr_expect_str_eq(image_str(r, 0, "uri"), uri);
 	expect_png_link(s, r, uri, 200, 150, image_int(r, 0, "bytes"));
 	json_object_put(r);
@@ -563,7 +563,7 @@ Test(images, output_folder_files, .timeout = 300, .fini = images_fini)
 	cr_expect_null(image_member(r, 1, "where"), "shown twice: %.3000s",
 	    json_object_to_json_string(r));
 	snprintf(uri, sizeof uri,
-	    "sandbox://%.12s/files/tmp/mcp-output/value-1.png", cid);
+	    "sandbox://%s/files/tmp/mcp-output/value-1.png", cid);
 	expect_png_link(s, r, uri, 64, 64, image_int(r, 0, "bytes"));
 	json_object_put(r);
 	h_stop(s, cid);
@@ -581,7 +581,7 @@ Test(images, output_folder_files, .timeout = 300, .fini = images_fini)
 	cr_expect_str_eq(image_str(r, 0, "where"), "file noise.png");
 	cr_expect(json_object_get_boolean(image_member(r, 0, "over_cap")));
 	snprintf(uri, sizeof uri,
-	    "sandbox://%.12s/files/tmp/mcp-output/noise.png", cid);
+	    "sandbox://%s/files/tmp/mcp-output/noise.png", cid);
 	expect_png_link(s, r, uri, 64, 64, image_int(r, 0, "bytes"));
 	json_object_put(r);
 	finish(s, cid);
@@ -601,14 +601,14 @@ Test(images, file_resource_reads_and_refuses, .timeout = 180,
 	s = start(NULL, NULL);
 	cid = create(s, PY_IMAGE);
 	free(h_exec_ok(s, cid, "printf 'hello, world' > /tmp/t.txt"));
-	snprintf(uri, sizeof uri, "sandbox://%.12s/files/tmp/t.txt", cid);
+	snprintf(uri, sizeof uri, "sandbox://%s/files/tmp/t.txt", cid);
 	item = read_resource(s, uri, &m);
 	cr_assert_not_null(item, "%s", json_object_to_json_string(m));
 	cr_expect_str_eq(h_str(item, "text"), "hello, world");
 	cr_expect_str_eq(h_str(item, "mimeType"), "text/plain");
 	json_object_put(m);
 	snprintf(uri, sizeof uri,
-	    "sandbox://%.12s/files/tmp/t.txt?offset=7&length=3", cid);
+	    "sandbox://%s/files/tmp/t.txt?offset=7&length=3", cid);
 	item = read_resource(s, uri, &m);
 	cr_assert_not_null(item, "%s", json_object_to_json_string(m));
 	cr_expect_str_eq(h_str(item, "text"), "wor");

@@ -54,6 +54,22 @@ describe('Inspector CLI', () => {
     });
   }
 
+  it('one-shot calls over HTTP (each its own session, never ended): a detached sandbox and a resource link of an earlier call are usable from the next', async () => {
+    const call = async (...args) => parseOut(await runClient([...http(), ...args], { env: home.env, limitMs: 90000 }));
+    const made = await call('--method', 'tools/call', '--tool-name', 'sandbox_initialize', '--tool-arg', 'detach=true');
+    assert.notEqual(made.isError, true, JSON.stringify(made));
+    const id = made.structuredContent.container_id;
+    const ran = await call('--method', 'tools/call', '--tool-name', 'sandbox_exec',
+      '--tool-arg', `container_id=${id}`, 'commands=["seq 1 100000"]');
+    assert.notEqual(ran.isError, true, JSON.stringify(ran).slice(0, 2000));
+    const uri = ran.structuredContent.results[0].stdout_uri;
+    assert.match(uri ?? '', /^sandbox:\/\//, JSON.stringify(ran.structuredContent.results[0]).slice(0, 500));
+    const read = await call('--method', 'resources/read', '--uri', `${uri}?offset=588888&length=100`);
+    assert.equal(read.contents?.[0]?.text, '100000\n', JSON.stringify(read).slice(0, 1000));
+    const stopped = await call('--method', 'tools/call', '--tool-name', 'sandbox_stop', '--tool-arg', `container_id=${id}`);
+    assert.notEqual(stopped.isError, true, JSON.stringify(stopped));
+  });
+
   it('with a wrong token, at a terminal: ends within seconds and says what to send', async () => {
     const r = await runClient([INSPECTOR, '--cli', srv.url, '--transport', 'http',
       '--header', 'Authorization: Bearer not-the-token', '--method', 'tools/list'],

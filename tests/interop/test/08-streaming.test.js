@@ -211,8 +211,9 @@ describe('live output, cancellation, logs and bounded results', { timeout: 600_0
     assert.ok(r.stdout.length <= 70_000, `inline stdout is ${r.stdout.length} chars`);
     assert.ok(JSON.stringify(result).length < 400_000, `whole result ${JSON.stringify(result).length} bytes`);
     assert.equal(typeof r.stdout_uri, 'string');
-    assert.match(r.stdout_uri, /^sandbox:\/\/[0-9a-f]{12}\/exec\/\d+\/stdout$/);
-    assert.equal(r.stdout_uri, `sandbox://${id.slice(0, 12)}/exec/${r.exec_id}/stdout`);
+    // The full id: a capability another session can use (a detached sandbox's).
+    assert.match(r.stdout_uri, /^sandbox:\/\/[0-9a-f]{64}\/exec\/\d+\/stdout$/);
+    assert.equal(r.stdout_uri, `sandbox://${id}/exec/${r.exec_id}/stdout`);
     const links = result.content.filter((c) => c.type === 'resource_link');
     assert.ok(
       links.some((l) => l.uri === r.stdout_uri),
