@@ -285,8 +285,8 @@ Test(images, read_file_png_over_the_cap_is_a_link, .timeout = 180,
 	              "--max-image-kb"),
 	    "%s", json_object_to_json_string(r));
 	cr_expect(h_contains(h_text(r), "image/png, 64x64"), "%s", h_text(r));
-	snprintf(uri, sizeof uri,
-	    "sandbox://%s/files/app/big%%20plot%%25.png", cid);
+	snprintf(
+	    uri, sizeof uri, "sandbox://%s/files/app/big%%20plot%%25.png", cid);
 	cr_expect_str_eq(h_str(r, "structuredContent.image.uri"), uri);
 	expect_png_link(s, r, uri, 64, 64, h_int(r, "structuredContent.size"));
 	json_object_put(r);
@@ -580,8 +580,8 @@ Test(images, output_folder_files, .timeout = 300, .fini = images_fini)
 	cr_expect_eq(count_images(r), 0);
 	cr_expect_str_eq(image_str(r, 0, "where"), "file noise.png");
 	cr_expect(json_object_get_boolean(image_member(r, 0, "over_cap")));
-	snprintf(uri, sizeof uri,
-	    "sandbox://%s/files/tmp/mcp-output/noise.png", cid);
+	snprintf(uri, sizeof uri, "sandbox://%s/files/tmp/mcp-output/noise.png",
+	    cid);
 	expect_png_link(s, r, uri, 64, 64, image_int(r, 0, "bytes"));
 	json_object_put(r);
 	finish(s, cid);
