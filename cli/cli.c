@@ -354,8 +354,8 @@ print_json(json_object *o)
 	        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
-static void
-fmt_duration(long long s, char *buf, size_t len)
+void
+cli_duration(long long s, char *buf, size_t len)
 {
 	if (s < 120)
 		snprintf(buf, len, "%llds", s);
@@ -365,6 +365,23 @@ fmt_duration(long long s, char *buf, size_t len)
 		snprintf(buf, len, "%lldh%02lldm", s / 3600, s / 60 % 60);
 	else
 		snprintf(buf, len, "%lldd", s / 86400);
+}
+
+/* Who has a sandbox: its session's number, or "detached" when none has
+ * (its session ended; a session that names its full id takes it). */
+void
+cli_session(json_object *sb, char *buf, size_t len)
+{
+	json_object *v = json_object_object_get(sb, "session");
+	int detach =
+	    json_object_get_boolean(json_object_object_get(sb, "detached"));
+
+	if (v == NULL)
+		snprintf(buf, len, "%s", detach ? "detached" : "-");
+	else
+		snprintf(buf, len, "%lld%s",
+		    (long long)json_object_get_int64(v),
+		    detach ? " (detach)" : "");
 }
 
 static const char *
@@ -386,7 +403,7 @@ static int
 cmd_ls(struct servers *s, int json)
 {
 	json_object *all, *a, *srv, *list, *sb, *m;
-	char up[32], age[32], mem[32];
+	char up[32], age[32], mem[48], cpu[32], sess[32];
 	size_t i, k;
 	int rv = 0, j;
 
@@ -418,30 +435,39 @@ cmd_ls(struct servers *s, int json)
 	for (i = 0; i < json_object_array_length(all); i++) {
 		srv = json_object_array_get_idx(all, i);
 		list = json_object_object_get(srv, "sandboxes");
-		fmt_duration(num(srv, "uptime_seconds"), up, sizeof up);
+		cli_duration(num(srv, "uptime_seconds"), up, sizeof up);
 		printf("%-8lld %-10s %-22s %-8s %zu\n", num(srv, "pid"),
 		    shown(str(srv, "transport")), shown(str(srv, "listen")), up,
 		    json_object_array_length(list));
 		if (json_object_array_length(list) == 0)
 			continue;
-		printf("  %-12s %-20s %-34s %-10s %-6s %-6s %s\n", "ID", "NAME",
-		    "IMAGE", "STATE", "AGE", "EXECS", "MEMORY");
+		printf("  %-12s %-20s %-34s %-10s %-6s %-6s %-8s %-18s %s\n",
+		    "ID", "NAME", "IMAGE", "STATE", "AGE", "EXECS", "CPU",
+		    "MEMORY", "SESSION");
 		for (k = 0; k < json_object_array_length(list); k++) {
 			sb = json_object_array_get_idx(list, k);
-			fmt_duration(num(sb, "age_seconds"), age, sizeof age);
+			cli_duration(num(sb, "age_seconds"), age, sizeof age);
 			if ((m = json_object_object_get(sb, "memory_bytes")) !=
 			    NULL)
-				snprintf(mem, sizeof mem, "%.1fMiB",
+				snprintf(mem, sizeof mem, "%.1f/%lldMiB",
 				    (double)json_object_get_int64(m) /
-				        (1 << 20));
+				        (1 << 20),
+				    num(sb, "memory_limit_mb"));
 			else
-				snprintf(mem, sizeof mem, "-");
+				snprintf(mem, sizeof mem, "-/%lldMiB",
+				    num(sb, "memory_limit_mb"));
+			/* CPU time so far, as ps(1) shows it. */
+			if ((m = json_object_object_get(sb, "cpu_ns")) != NULL)
+				snprintf(cpu, sizeof cpu, "%.1fs",
+				    (double)json_object_get_int64(m) / 1e9);
+			else
+				snprintf(cpu, sizeof cpu, "-");
+			cli_session(sb, sess, sizeof sess);
 			printf("  %-12.12s %-20.20s %-34.34s %-10s %-6s %-6lld "
-			       "%s/%lldMiB\n",
+			       "%-8s %-18s %s\n",
 			    shown(str(sb, "id")), shown(str(sb, "name")),
 			    shown(str(sb, "image")), shown(str(sb, "state")),
-			    age, num(sb, "execs"), mem,
-			    num(sb, "memory_limit_mb"));
+			    age, num(sb, "execs"), cpu, mem, sess);
 		}
 	}
 	json_object_put(all);

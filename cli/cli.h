@@ -27,6 +27,8 @@ int cli_main(int, char **);
 /* cli.c, for cli-top.c */
 json_object *cli_request(struct cli_conn *, const char *, const char *, int);
 json_object *cli_read(struct cli_conn *, int);
+void cli_duration(long long, char *, size_t);
+void cli_session(json_object *, char *, size_t);
 
 /* cli-top.c */
 int cli_top(struct cli_conn *, int);

@@ -248,6 +248,14 @@ ed_done(const struct docker_resp *dr, void *arg)
 				stats.have_pids = 1;
 				stats.pids = json_object_get_int64(v);
 			}
+			if (json_object_object_get_ex(
+			        dr->json, "cpu_stats", &o) &&
+			    json_object_object_get_ex(o, "cpu_usage", &o) &&
+			    json_object_object_get_ex(o, "total_usage", &v) &&
+			    json_object_is_type(v, json_type_int)) {
+				stats.have_cpu = 1;
+				stats.cpu_ns = json_object_get_int64(v);
+			}
 			resp.stats = &stats;
 		}
 		break;

@@ -44,9 +44,10 @@ struct engine_container {
 
 /* Usage of a running container. */
 struct engine_stats {
-	int have_memory, have_pids;
+	int have_memory, have_pids, have_cpu;
 	long long memory_bytes;
 	long long pids;
+	long long cpu_ns; /* CPU time used so far (cumulative) */
 };
 
 /* An image, as inspected. */

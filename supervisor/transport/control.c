@@ -289,9 +289,18 @@ ls_stats_cb(const struct engine_resp *resp, void *arg)
 {
 	struct lsent *en = arg;
 
-	if (resp->stats != NULL && resp->stats->have_memory)
+	const struct engine_stats *st = resp->stats;
+
+	if (st != NULL && st->have_memory)
 		json_object_object_add(en->obj, "memory_bytes",
-		    json_object_new_int64(resp->stats->memory_bytes));
+		    json_object_new_int64(st->memory_bytes));
+	if (st != NULL && st->have_pids)
+		json_object_object_add(
+		    en->obj, "pids", json_object_new_int64(st->pids));
+	/* Cumulative: a client makes rates of two looks (top). */
+	if (st != NULL && st->have_cpu)
+		json_object_object_add(
+		    en->obj, "cpu_ns", json_object_new_int64(st->cpu_ns));
 	ls_done(en->ls);
 	json_object_put(en->obj);
 	free(en);
@@ -340,6 +349,12 @@ cmd_ls(struct cclient *c)
 		json_object_object_add(o, "session",
 		    sb->owner != NULL ? json_object_new_int64(sb->owner->id)
 		                      : NULL);
+		json_object_object_add(
+		    o, "detached", json_object_new_boolean(sb->detach));
+		json_object_object_add(o, "idle_seconds",
+		    json_object_new_int64((int64_t)(now - sb->last_used)));
+		json_object_object_add(o, "pids_limit",
+		    json_object_new_int64(sb->lim.pids));
 		if (sb->worker != NULL)
 			json_object_object_add(o, "worker_pid",
 			    json_object_new_int(wproc_pid(sb->worker)));

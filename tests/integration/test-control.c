@@ -421,11 +421,36 @@ Test(control, ls_logs_stop, .timeout = 240)
 	cr_expect_str_eq(h_str(j, "servers.0.sandboxes.0.state"), "running");
 	cr_expect_eq(h_int(j, "servers.0.sandboxes.0.execs"), 1);
 	cr_expect(h_int(j, "servers.0.sandboxes.0.memory_bytes") > 0);
+	/* What top's table and ls's columns are made of. */
+	cr_expect(h_int(j, "servers.0.sandboxes.0.cpu_ns") > 0, "%s", out);
+	cr_expect(h_int(j, "servers.0.sandboxes.0.pids") >= 1, "%s", out);
+	cr_expect_eq(h_int(j, "servers.0.sandboxes.0.pids_limit"), 128);
+	cr_expect(h_int(j, "servers.0.sandboxes.0.session") > 0, "%s", out);
+	cr_expect(!h_bool(j, "servers.0.sandboxes.0.detached"));
+	cr_expect_not_null(h_get(j, "servers.0.sandboxes.0.idle_seconds"));
 	json_object_put(j);
 	free(out);
 	out = h_cli(dir, "ls", &status);
 	cr_expect_eq(status, 0);
 	cr_expect(h_contains(out, "ctl-box"), "%s", out);
+	cr_expect(
+	    h_contains(out, " CPU ") && h_contains(out, " SESSION"), "%s", out);
+	free(out);
+	/* top without a terminal: two looks, each sandbox with its rates. */
+	out = h_cli(dir, "top --json", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	j = h_parse(out);
+	cr_expect_str_eq(h_str(j, "sandbox_list.0.id"), cid);
+	cr_expect_not_null(h_get(j, "sandbox_list.0.cpu_percent"), "%s", out);
+	cr_expect_not_null(
+	    h_get(j, "sandbox_list.0.execs_per_second"), "%s", out);
+	json_object_put(j);
+	free(out);
+	out = h_cli(dir, "top", &status);
+	cr_expect_eq(status, 0, "%s", out);
+	cr_expect(
+	    h_contains(out, "sandboxes by CPU%") && h_contains(out, "ctl-box"),
+	    "%s", out);
 	free(out);
 
 	/* logs by name: the exec's command and output. */
