@@ -179,9 +179,10 @@ static const struct opt opts[] = {
         "134217728", 1024, 1LL << 40,
         "bytes of output per call before the command is killed"},
     {"inline-output", "MCP_SANDBOXD_INLINE_OUTPUT", OPT_LONG, O(inline_output),
-        "65536", 256, 1 << 24,
+        "8192", 256, 1 << 24,
         "bytes of each output stream kept in a tool result (head and tail; "
-        "the whole is a resource)"},
+        "the whole is a resource): a chatty command costs a model a few "
+        "thousand tokens"},
     {"max-image-kb", "MCP_SANDBOXD_MAX_IMAGE_KB", OPT_LONG, O(max_image_kb),
         "1024", 1, 8192,
         "largest picture given as an image in a result: a figure or value "

@@ -83,7 +83,7 @@ struct call {
  * (mcp_result_output(), mcp_result_max()).
  */
 #define MCP_RESULT_MAX (1024 * 1024)
-#define MCP_RESULT_OUTPUT (256 * 1024)
+#define MCP_RESULT_OUTPUT (64 * 1024)
 long long mcp_result_output(void);
 size_t mcp_result_max(void);
 

@@ -269,7 +269,12 @@ adv_procs(struct h_server *s, const char *cid, const char *what)
 		json_object_put(r);
 		return -1;
 	}
-	out = strdup(adv_out(r));
+	/* The whole list: a result shows only the head and tail of a long
+	 * one, and a process in the middle must be counted too. */
+	if (h_str(h_first(r), "stdout_uri") != NULL)
+		out = h_read_whole(s, h_str(h_first(r), "stdout_uri"));
+	else
+		out = strdup(adv_out(r));
 	json_object_put(r);
 	cr_assert(out != NULL);
 	for (p = out, line = strsep(&p, "\n"); line != NULL;

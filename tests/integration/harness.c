@@ -474,6 +474,37 @@ h_read_uri(struct h_server *s, const char *uri)
 	return p;
 }
 
+/* The whole text of a paged resource (an exec's output), read page by
+ * page to its end. */
+char *
+h_read_whole(struct h_server *s, const char *uri)
+{
+	json_object *m, *next;
+	char page[512], *out = strdup("");
+	const char *text;
+	long long off = 0;
+	size_t len = 0, n;
+
+	for (;;) {
+		snprintf(page, sizeof page, "%s?offset=%lld&length=1048576",
+		    uri, off);
+		m = h_read_uri(s, page);
+		text = h_str(m, "result.contents.0.text");
+		cr_assert_not_null(
+		    text, "%s: %s", page, json_object_to_json_string(m));
+		n = strlen(text);
+		out = realloc(out, len + n + 1);
+		cr_assert_not_null(out);
+		memcpy(out + len, text, n + 1);
+		len += n;
+		next = h_get(m, "result.contents.0._meta.next_offset");
+		off = next != NULL ? json_object_get_int64(next) : -1;
+		json_object_put(m);
+		if (off < 0)
+			return out;
+	}
+}
+
 /* Whether the sandbox's activity log (containers://CID/logs) has needle,
  * within ms (its lines come from the worker on their own). */
 int
@@ -756,7 +787,13 @@ h_exec_ok(struct h_server *s, const char *cid, const char *cmd)
 	f = h_first(r);
 	cr_assert(!h_is_error(r) && h_int(f, "exit_code") == 0,
 	    "command failed: %s\n%s", cmd, h_text(r));
-	out = strdup(h_str(f, "stdout") != NULL ? h_str(f, "stdout") : "");
+	/* A result shows the head and tail of a long output (--inline-output):
+	 * the whole is its resource. */
+	if (h_str(f, "stdout_uri") != NULL)
+		out = h_read_whole(s, h_str(f, "stdout_uri"));
+	else
+		out = strdup(
+		    h_str(f, "stdout") != NULL ? h_str(f, "stdout") : "");
 	json_object_put(r);
 	return out;
 }

@@ -63,6 +63,7 @@ json_object *h_wait_id_json(struct h_server *, json_object *, int);
 /* Send a request and wait for its response (the whole message). */
 json_object *h_request(struct h_server *, const char *, const char *, int);
 json_object *h_read_uri(struct h_server *, const char *);
+char *h_read_whole(struct h_server *, const char *);
 int h_log_has(struct h_server *, const char *, const char *, int);
 
 /* initialize (2025-11-25) + notifications/initialized; the result. */

@@ -312,7 +312,13 @@ Test(exec, output_cap, .timeout = 90)
 	r = h_exec(s, cid, "head -c 60000 /dev/zero | tr '\\0' b", 30);
 	f = h_first(r);
 	cr_expect(!h_bool(f, "truncated"));
-	cr_expect_eq(strlen(h_str(f, "stdout")), 60000);
+	cr_expect_eq(h_int(f, "stdout_bytes"), 60000);
+	/* The result shows its head and tail (--inline-output); the whole
+	 * is its resource. */
+	cr_expect_not_null(h_str(f, "stdout_uri"), "%s", h_text(r));
+	out = h_read_whole(s, h_str(f, "stdout_uri"));
+	cr_expect_eq(strlen(out), 60000);
+	free((char *)out);
 	json_object_put(r);
 	teardown(s, cid);
 }

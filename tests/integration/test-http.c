@@ -1553,9 +1553,12 @@ Test(http, isolation_between_sessions, .timeout = 120)
 	cr_expect_str_neq(a, b);
 	cid = mcp_create(s, a);
 	snprintf(args, sizeof args, "{\"container_id\":\"%s\"}", cid);
+	/* Another's, and said so (the full id is no secret to b now). */
 	r = mcp_tool(s, b, "get_sandbox_status", args);
-	cr_expect(h_is_error(r) && h_contains(h_text(r), "no sandbox"), "%s",
-	    h_text(r));
+	cr_expect(h_is_error(r) &&
+	              h_contains(h_text(r), "belongs to another open client "
+	                                    "session"),
+	    "%s", h_text(r));
 	json_object_put(r);
 	r = mcp_tool(s, b, "get_sandbox_status", "{}");
 	cr_expect_eq(

@@ -65,6 +65,21 @@ describe('LangChain MCP adapters', () => {
     assert.match(typeof py === 'string' ? py : JSON.stringify(py), /ValueError: bad value 3/);
   });
 
+  it('a chatty command costs the model a few thousand tokens; the whole is one resource read away', async () => {
+    // What LangChain puts in the model's context: the ToolMessage's content.
+    const msg = await tools.sandbox_exec.invoke({
+      type: 'tool_call', id: 'chatty', name: 'sandbox_exec', args: { container_id: id, commands: ['seq 1 30000'] },
+    });
+    const content = JSON.stringify(msg.content);
+    assert.ok(content.length < 16_000, `seq 1 30000 costs ${content.length} characters of context`);
+    assert.match(content, /29999\\n30000/, 'the tail is shown');
+    const uri = content.match(/sandbox:\/\/[0-9a-f]{64}\/exec\/\d+\/stdout/)?.[0];
+    assert.ok(uri, 'the whole output is linked');
+    const whole = await client.getClient('sandboxd');
+    const page = await whole.readResource({ uri: `${uri}?offset=0&length=1048576` });
+    assert.equal(page.contents[0]._meta.size, 168894);
+  });
+
   it('what the tool could not do is still a ToolException', async () => {
     await assert.rejects(
       tools.sandbox_exec.invoke({ container_id: 'f'.repeat(64), commands: ['true'] }),

@@ -212,6 +212,22 @@ export async function exec(client, args, options) {
   return { result, out: result.structuredContent };
 }
 
+/**
+ * A command result's whole stdout: the result shows the head and tail of a
+ * long one (--inline-output), the whole is its resource, read page by page.
+ */
+export async function wholeStdout(client, r) {
+  if (r.stdout_uri === undefined) return r.stdout;
+  let text = '';
+  let offset = 0;
+  for (;;) {
+    const page = (await client.readResource({ uri: `${r.stdout_uri}?offset=${offset}&length=1048576` })).contents[0];
+    text += page.text;
+    if (page._meta.next_offset === undefined) return text;
+    offset = page._meta.next_offset;
+  }
+}
+
 /** The server process's pid (the SDK transport's child), or null once it is gone. */
 export function serverPid(handle) {
   return handle.transport.pid ?? null;

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { closeAndCheckLeaks, closeQuietly, createSandbox, exec, startServer } from '../lib/harness.js';
+import { closeAndCheckLeaks, closeQuietly, createSandbox, exec, startServer, wholeStdout } from '../lib/harness.js';
 
 const OUTPUT_CAP = 4096;
 
@@ -29,7 +29,7 @@ describe('timeouts, output cap, cancellation', { timeout: 120_000 }, () => {
   async function ps() {
     const { out } = await exec(client, { container_id: sb.container_id, commands: 'ps -eo args' });
     assert.equal(out.results[0].exit_code, 0);
-    return out.results[0].stdout;
+    return wholeStdout(client, out.results[0]);
   }
 
   it('sleep 30 with timeout_seconds 2 times out within ~10 s and leaves no sleep', async () => {

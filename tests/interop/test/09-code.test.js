@@ -32,6 +32,7 @@ import {
   expectToolError,
   startServer,
   textOf,
+  wholeStdout,
 } from '../lib/harness.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -168,7 +169,8 @@ describe('execute_code, install_package, create_run_close, run_project', { timeo
   async function processes(id, re) {
     const { out } = await exec(client, { container_id: id, commands: 'ps -eo pid,args' });
     assert.equal(out.results[0].exit_code, 0, JSON.stringify(out));
-    return out.results[0].stdout
+    // The sessions' drivers make long lines: the whole output, not the result's cut.
+    return (await wholeStdout(client, out.results[0]))
       .split('\n')
       .map((l) => l.trim().replace(/^\d+\s+/, ''))
       .filter((l) => re.test(l));

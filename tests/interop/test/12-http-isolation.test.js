@@ -27,9 +27,12 @@ describe('isolation between HTTP clients', { timeout: 180_000 }, () => {
   ]) {
     it(`B cannot exec in, stop, or read A's sandbox by ${how}`, async () => {
       const id = key();
-      expectToolError(await call(b.client, 'sandbox_exec', { container_id: id, commands: 'echo pwned' }), /no sandbox/);
-      expectToolError(await call(b.client, 'get_sandbox_status', { container_id: id }), /no sandbox/);
-      expectToolError(await call(b.client, 'sandbox_stop', { container_id: id }), /no sandbox/);
+      // By full id B is told whose it is (the id is no secret to B then);
+      // by a prefix or a name, nothing of another session's.
+      const refused = how === 'full id' ? /belongs to another open client session/ : /no sandbox/;
+      expectToolError(await call(b.client, 'sandbox_exec', { container_id: id, commands: 'echo pwned' }), refused);
+      expectToolError(await call(b.client, 'get_sandbox_status', { container_id: id }), refused);
+      expectToolError(await call(b.client, 'sandbox_stop', { container_id: id }), refused);
     });
   }
 

@@ -75,7 +75,7 @@ describe('pictures over stdio', { timeout: 300_000 }, () => {
     assert.equal(link.uri, im.uri);
     assert.equal(link.mimeType, 'image/png');
     assert.equal(link.size, im.bytes);
-    assert.match(im.uri, /^sandbox:\/\/[0-9a-f]{12}\/files\/tmp\/mcp-output\/figure-\d+\.png$/);
+    assert.match(im.uri, /^sandbox:\/\/[0-9a-f]{64}\/files\/tmp\/mcp-output\/figure-\d+\.png$/);
     const rr = await h.client.readResource({ uri: link.uri });
     const [item] = rr.contents;
     assert.equal(item.mimeType, 'image/png');

@@ -383,7 +383,9 @@ describe('snapshot and restore in place: files, /tmp, pip --user packages, proce
   it('the code session starts anew: its variable is gone, it runs code and sees the restored packages', async () => {
     assert.ok(restored, 'the restore succeeded');
     const { result, out } = await runCode(client, id, 'print(secret)');
-    assert.equal(result.isError, true, JSON.stringify(result));
+    // The code ran and raised: a result, not a tool error.
+    assert.equal(result.isError, false, JSON.stringify(result));
+    assert.equal(out.success, false);
     assert.match(out.error ?? '', /NameError: name 'secret' is not defined/);
     assert.equal(await codeOk(client, id, 'import snapdemo\nprint(snapdemo.VERSION)'), '1.0\n');
     assert.equal(await codeOk(client, id, 'x = 6\nx * 7'), '42\n');
@@ -717,7 +719,7 @@ describe('over Streamable HTTP a snapshot belongs to its session, and goes with 
     expectToolError(await call(b.client, 'sandbox_initialize', { snapshot: id }), NO_SNAPSHOT);
     expectToolError(await call(b.client, 'snapshot_delete', { snapshot_id: id }), NO_SNAPSHOT);
     // Nor can B restore it into A's sandbox: that is not B's either.
-    expectToolError(await call(b.client, 'sandbox_restore', { container_id: sbA.container_id, snapshot_id: id }), /no sandbox|no snapshot/);
+    expectToolError(await call(b.client, 'sandbox_restore', { container_id: sbA.container_id, snapshot_id: id }), /no sandbox|no snapshot|belongs to another open client session/);
     // B's sandbox is untouched, A's snapshot still there.
     assert.equal(await sh(b.client, sbB.container_id, 'cat b.txt; test ! -e a.txt && echo no-a'), "B's file\nno-a\n");
     assert.deepEqual(storeEntries(state.dir), [snapA.snapshot_id]);
