@@ -308,6 +308,12 @@ adv_exec(struct h_server *s, const char *cid, const char *cmd,
 	return r;
 }
 
+int
+adv_failed(json_object *r)
+{
+	return h_is_error(r) || !h_bool(r, "structuredContent.success");
+}
+
 const char *
 adv_out(json_object *r)
 {

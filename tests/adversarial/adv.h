@@ -53,6 +53,9 @@ json_object *adv_exec(struct h_server *, const char *, const char *,
 
 /* stdout/stderr of results[0]; "" when absent. */
 const char *adv_out(json_object *);
+/* The call did not succeed: a command failed (ran and exited non-zero,
+ * was killed at a limit) or the tool refused it (isError). */
+int adv_failed(json_object *);
 const char *adv_err(json_object *);
 
 /* Worker pids (children of the server). */

@@ -344,6 +344,18 @@ has_type(json_object *schema, const char *type)
 	return 0;
 }
 
+/* Whether a single value of the type is taken where the schema wants an
+ * array of such (an array of one: supervisor/mcp/toolargs.c). */
+static int
+lifts(json_object *schema, const char *type)
+{
+	json_object *items;
+
+	return has_type(schema, "array") &&
+	       json_object_object_get_ex(schema, "items", &items) &&
+	       has_type(items, type);
+}
+
 /* Wrong values for a schema: every JSON type the schema does not allow
  * (null apart, see below), and arrays of the wrong item type. */
 static json_object *
@@ -351,15 +363,16 @@ wrong_values(json_object *schema)
 {
 	json_object *out = json_object_new_array(), *items, *a;
 
-	if (!has_type(schema, "string"))
+	if (!has_type(schema, "string") && !lifts(schema, "string"))
 		json_object_array_add(out, json_object_new_string("x"));
-	if (!has_type(schema, "integer") && !has_type(schema, "number"))
+	if (!has_type(schema, "integer") && !has_type(schema, "number") &&
+	    !lifts(schema, "integer") && !lifts(schema, "number"))
 		json_object_array_add(out, json_object_new_int(42));
 	if (has_type(schema, "integer") && !has_type(schema, "number"))
 		json_object_array_add(out, json_object_new_double(1.5));
-	if (!has_type(schema, "boolean"))
+	if (!has_type(schema, "boolean") && !lifts(schema, "boolean"))
 		json_object_array_add(out, json_object_new_boolean(1));
-	if (!has_type(schema, "object")) {
+	if (!has_type(schema, "object") && !lifts(schema, "object")) {
 		a = json_object_new_object();
 		json_object_object_add(a, "k", json_object_new_string("v"));
 		json_object_array_add(out, a);

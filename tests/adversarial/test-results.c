@@ -69,7 +69,7 @@ Test(results, hundred_loud_commands_fit_a_mebibyte, .timeout = 300)
 {
 	struct h_server *s;
 	json_object *m, *res, *r;
-	char *cid, *args, key[64];
+	char *cid, *args, key[256];
 	int i, n;
 
 	s = adv_start(NULL);
@@ -207,8 +207,11 @@ Test(results, task_results_past_their_cap_go_oldest_first, .timeout = 300)
 	char *cid, *args, *ids[6], p[128];
 	int i;
 
-	/* 4 MiB in all: a session keeps 1 MiB of results. */
-	s = adv_start("--max-task-results-mb", "4", NULL);
+	/* 4 MiB in all: a session keeps 1 MiB of results; each result
+	 * shows 64 KiB of each stream (not the default 8 KiB), so that six
+	 * of them pass the cap. */
+	s = adv_start(
+	    "--max-task-results-mb", "4", "--inline-output", "65536", NULL);
 	cid = h_create(s, NULL);
 	for (i = 0; i < 6; i++) {
 		/* About 300 KB each (the output twice, in the result). */
