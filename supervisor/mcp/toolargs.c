@@ -410,11 +410,6 @@ valid(json_object *schema, json_object *v, int depth)
 	       object_ok(schema, v, depth);
 }
 
-/*
- * The arguments of a call to t (an object, or NULL for none): 0 if the
- * schema allows them, else -1 and *why, a message for the client (to
- * free).  Arguments are named in it cut to 40 bytes.
- */
 /* A single value where the schema wants an array of such: an array of one. */
 static void
 toolargs_lift(json_object *props, json_object *args)
@@ -447,6 +442,11 @@ toolargs_lift(json_object *props, json_object *args)
 	}
 }
 
+/*
+ * The arguments of a call to t (an object, or NULL for none): 0 if the
+ * schema allows them, else -1 and *why, a message for the client (to
+ * free).  Arguments are named in it cut to 40 bytes.
+ */
 int
 toolargs_check(const struct tool *t, json_object *args, char **why)
 {
