@@ -315,12 +315,12 @@ draw_sandboxes(json_object *list, int cols, int rows)
 	    "SESSION");
 	if (n == 0)
 		return;
-	v = calloc(n, sizeof *v);
+	v = calloc(n, sizeof(json_object *));
 	if (v == NULL)
 		abort();
 	for (i = 0; i < n; i++)
 		v[i] = json_object_array_get_idx(list, i);
-	qsort(v, n, sizeof *v, by_key);
+	qsort(v, n, sizeof(json_object *), by_key);
 	for (i = 0; i < n && (rows < 0 || (int)i < rows); i++) {
 		sb = v[i];
 		if ((d = dbl(sb, "cpu_percent")) >= 0)

@@ -353,8 +353,8 @@ cmd_ls(struct cclient *c)
 		    o, "detached", json_object_new_boolean(sb->detach));
 		json_object_object_add(o, "idle_seconds",
 		    json_object_new_int64((int64_t)(now - sb->last_used)));
-		json_object_object_add(o, "pids_limit",
-		    json_object_new_int64(sb->lim.pids));
+		json_object_object_add(
+		    o, "pids_limit", json_object_new_int64(sb->lim.pids));
 		if (sb->worker != NULL)
 			json_object_object_add(o, "worker_pid",
 			    json_object_new_int(wproc_pid(sb->worker)));
