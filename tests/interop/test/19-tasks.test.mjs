@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { closeAndCheckLeaks, closeQuietly, createSandbox, exec, startServer } from '../lib/harness.js';
+import { closeAndCheckLeaks, closeQuietly, createSandbox, exec, startServer, wholeStdout } from '../lib/harness.js';
 import { connectClient, startHttpServer, stopHttpServer, stopQuietly } from '../lib/http.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -44,7 +44,7 @@ async function rejectsInvalidParams(promise, what) {
 
 async function runs(client, containerId, what) {
   const { out } = await exec(client, { container_id: containerId, commands: 'ps -eo args' });
-  return out.results[0].stdout.includes(what);
+  return (await wholeStdout(client, out.results[0])).includes(what);
 }
 
 async function until(fn, ms, what) {

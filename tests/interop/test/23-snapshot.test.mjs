@@ -29,6 +29,7 @@ import {
   expectToolError,
   startServer,
   textOf,
+  wholeStdout,
 } from '../lib/harness.js';
 import { authHeaders, connectClient, endClient, startHttpServer, stopHttpServer, stopQuietly } from '../lib/http.js';
 
@@ -119,7 +120,8 @@ async function run(client, id, commands, { env, timeout } = {}) {
 async function sh(client, id, commands, opts) {
   const r = await run(client, id, commands, opts);
   assert.equal(r.exit_code, 0, `${commands}: ${JSON.stringify(r)}`);
-  return r.stdout;
+  // The whole output, not the result's head and tail (--inline-output).
+  return wholeStdout(client, r);
 }
 
 async function manifest(client, id, roots) {
