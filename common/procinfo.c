@@ -1,6 +1,7 @@
 /* Facts about processes and this boot, from /proc. */
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -91,4 +92,76 @@ proc_rss(pid_t pid, long long *bytes)
 		return -1;
 	*bytes = pages * psize;
 	return 0;
+}
+
+/*
+ * The id of the container whose mounts one line of /proc/self/mountinfo
+ * shows, or -1: the engine binds its files /etc/hostname, /etc/hosts and
+ * /etc/resolv.conf from a directory of the container's own, named by its
+ * 64 hex digits (Docker: .../containers/ID/hostname, Podman:
+ * .../overlay-containers/ID/userdata/hostname).  A host's own mounts
+ * have no such line: /etc/hostname is not a mount point there.
+ */
+int
+proc_mountinfo_container(const char *line, char *id, size_t len)
+{
+	static const char *files[] = {
+	    "/etc/hostname", "/etc/hosts", "/etc/resolv.conf"};
+	const char *root, *mnt, *p;
+	size_t rootlen, mntlen, i, n;
+	int field;
+
+	/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ...: fields 4 and 5. */
+	p = line;
+	for (field = 1; field < 4; field++) {
+		if ((p = strchr(p, ' ')) == NULL)
+			return -1;
+		p++;
+	}
+	root = p;
+	if ((p = strchr(root, ' ')) == NULL)
+		return -1;
+	rootlen = (size_t)(p - root);
+	mnt = p + 1;
+	mntlen = strcspn(mnt, " \n");
+	for (i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (mntlen == strlen(files[i]) &&
+		    strncmp(mnt, files[i], mntlen) == 0)
+			break;
+	if (i == sizeof files / sizeof files[0] || len < 65)
+		return -1;
+	for (p = root; (p = memmem(p, (size_t)(root + rootlen - p),
+	                    "containers/", 11)) != NULL;
+	     p += 11) {
+		if (p == root || (p[-1] != '/' && p[-1] != '-') ||
+		    (size_t)(root + rootlen - p) < 11 + 64 + 1)
+			continue;
+		for (n = 0; n < 64; n++)
+			if (!isxdigit((unsigned char)p[11 + n]) ||
+			    isupper((unsigned char)p[11 + n]))
+				break;
+		if (n == 64 && p[11 + 64] == '/') {
+			memcpy(id, p + 11, 64);
+			id[64] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The container this process runs in (its id, 64 hex digits), or -1: not
+ * one, or not one this can tell (proc_mountinfo_container()). */
+int
+proc_self_container(char *id, size_t len)
+{
+	char line[4096];
+	FILE *f;
+	int rv = -1;
+
+	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
+		return -1;
+	while (rv == -1 && fgets(line, sizeof line, f) != NULL)
+		rv = proc_mountinfo_container(line, id, len);
+	fclose(f);
+	return rv;
 }

@@ -124,6 +124,9 @@ ed_parse_container(json_object *o, struct engine_container *c)
 	    json_object_object_get_ex(cfg, "Labels", &v) &&
 	    json_object_is_type(v, json_type_object))
 		c->labels = v;
+	if (json_object_object_get_ex(o, "Mounts", &v) &&
+	    json_object_is_type(v, json_type_array))
+		c->mounts = v;
 	return 0;
 }
 

@@ -40,6 +40,9 @@ struct engine_container {
 	int paused;
 	long long created; /* listings only: seconds since the epoch */
 	json_object *labels; /* an object of strings (borrowed), or NULL */
+	/* inspect only: its mounts, an array of objects with Type, Source
+	 * (a path on the engine's host) and Destination (borrowed), or NULL */
+	json_object *mounts;
 };
 
 /* Usage of a running container. */

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "core.h"
 #include "engine.h"
+#include "enginepath.h"
 #include "log.h"
 #include "mcp.h"
 #include "procinfo.h"
@@ -272,6 +273,8 @@ main(int argc, char **argv)
 		          "asking for egress are refused");
 	if (spool_init(sup.instance, sup.boot_id, sup.start_ticks) == -1)
 		fatal("cannot make a private directory for output spools");
+	/* A server in a container: where its files are for the engine. */
+	enginepath_init();
 #ifdef MCP_SANDBOXD_FIXTURES
 	fixtures_init(); /* the test-only mcp-sandboxd-fixtures binary */
 #endif
@@ -302,6 +305,7 @@ main(int argc, char **argv)
 	defer_flush();
 	spool_cleanup();
 	agentfile_forget();
+	enginepath_free();
 	pool_free();
 	sandbox_lost_free();
 	engines_close();

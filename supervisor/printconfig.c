@@ -8,6 +8,11 @@
  *   claude-http  an mcpServers entry for mcp-remote, the stdio-to-HTTP
  *                bridge, in front of this server's Streamable HTTP
  *                transport, with the token of --auth-token-file;
+ *   claude-docker an mcpServers entry that starts the server's image
+ *                (Dockerfile, built as SERVER_IMAGE) with docker run
+ *                over stdio: the engine's socket and each allowed
+ *                directory mounted at the same path, the snapshots in a
+ *                named volume;
  *   claude-code  the entry `claude mcp add-json NAME JSON` takes (the
  *                server's own object, no mcpServers around it): over
  *                stdio as claude's, or with --transport http the URL
@@ -30,6 +35,10 @@
 #include "xmalloc.h"
 
 #define PRINTCONFIG_TOKEN_MAX 4096
+/* The server's image, as docs/INSTALL.md builds it. */
+#define SERVER_IMAGE "mcp-sandboxd"
+/* Where the image keeps snapshots (its MCP_SANDBOXD_STATE_DIR). */
+#define SERVER_IMAGE_STATE "/var/lib/mcp-sandboxd"
 
 /* The server's entry (taken), inside mcpServers or (bare) alone. */
 static void
@@ -107,6 +116,98 @@ print_claude(const struct config *c, const char *self_exe, int bare)
 	}
 	json_object_object_add(server, "args", args);
 	entry_print(server, bare);
+	return 0;
+}
+
+static void
+args_add(json_object *args, const char *a, const char *b)
+{
+	json_object_array_add(args, json_object_new_string(a));
+	if (b != NULL)
+		json_object_array_add(args, json_object_new_string(b));
+}
+
+/*
+ * The server in its image: the client runs docker, which starts it as a
+ * container with the engine's socket, the allowed directories at the
+ * same paths (the file tools and the engine see one path), and a named
+ * volume for snapshots.  The options given pass on, but for the paths
+ * of this host's server (engine socket, runtime, state and control
+ * directories), which the image has of its own.
+ */
+static int
+print_claude_docker(const struct config *c)
+{
+	static const char *host_only[] = {"--docker-host", "--runtime-dir",
+	    "--state-dir", "--control-dir", "--allow-dir"};
+	struct hostpolicy hp;
+	json_object *server, *args;
+	const char *sock = "/var/run/docker.sock";
+	char **v, err[512], *mnt;
+	size_t k;
+	int n, i;
+
+	if (strcmp(c->transport, "stdio") != 0) {
+		fprintf(stderr,
+		    "--print-config claude-docker: the client starts "
+		    "the image and talks to it over stdio; drop "
+		    "--transport\n");
+		return 2;
+	}
+	if (strncmp(c->docker_host, "unix://", 7) == 0)
+		sock = c->docker_host + 7;
+	else {
+		fprintf(stderr, "--print-config claude-docker: the engine must "
+		                "be a unix socket to mount (--docker-host)\n");
+		return 2;
+	}
+	if (c->engines.n > 0) {
+		fprintf(stderr, "--print-config claude-docker: --engine is not "
+		                "passed into the image; give --docker-host\n");
+		return 2;
+	}
+	if (hostpolicy_init(&hp, c->allow_dirs, c->nallow_dirs, NULL, err,
+	        sizeof err) == -1) {
+		fprintf(stderr, "--print-config: %s\n", err);
+		return 2;
+	}
+	server = json_object_new_object();
+	args = json_object_new_array();
+	json_object_object_add(
+	    server, "command", json_object_new_string("docker"));
+	args_add(args, "run", "-i");
+	args_add(args, "--rm", NULL);
+	xasprintf(&mnt, "%s:/var/run/docker.sock", sock);
+	args_add(args, "-v", mnt);
+	free(mnt);
+	args_add(args, "-v", "mcp-sandboxd-state:" SERVER_IMAGE_STATE);
+	for (i = 0; i < hp.ndirs; i++) {
+		xasprintf(&mnt, "%s:%s", hp.dirs[i], hp.dirs[i]);
+		args_add(args, "-v", mnt);
+		free(mnt);
+	}
+	args_add(args, SERVER_IMAGE, NULL);
+	v = config_argv(c, &n);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < sizeof host_only / sizeof host_only[0]; k++)
+			if (strcmp(v[i], host_only[k]) == 0)
+				break;
+		if (k < sizeof host_only / sizeof host_only[0] && i + 1 < n)
+			i++; /* and its value */
+		else
+			args_add(args, v[i], NULL);
+	}
+	config_argv_free(v);
+	for (i = 0; i < hp.ndirs; i++)
+		args_add(args, "--allow-dir", hp.dirs[i]);
+	if (hostpolicy_empty(&hp))
+		fprintf(stderr,
+		    "--print-config: no host directory is allowed for the file "
+		    "tools (the current directory is / or a home directory); "
+		    "add --allow-dir DIR\n");
+	hostpolicy_free(&hp);
+	json_object_object_add(server, "args", args);
+	entry_print(server, 0);
 	return 0;
 }
 
@@ -285,10 +386,13 @@ print_config(const struct config *c, const char *client, const char *self_exe)
 		return print_claude(c, self_exe, 0);
 	if (strcmp(client, "claude-http") == 0)
 		return print_claude_http(c);
+	if (strcmp(client, "claude-docker") == 0)
+		return print_claude_docker(c);
 	if (strcmp(client, "claude-code") == 0)
 		return print_claude_code(c, self_exe);
 	fprintf(stderr,
-	    "--print-config: expected claude, claude-http or claude-code, "
+	    "--print-config: expected claude, claude-http, claude-docker or "
+	    "claude-code, "
 	    "got \"%s\"\n",
 	    client);
 	return 2;

@@ -32,6 +32,7 @@
 #include "config.h"
 #include "core.h"
 #include "engine.h"
+#include "enginepath.h"
 #include "log.h"
 #include "mcp.h"
 #include "random.h"
@@ -782,6 +783,7 @@ struct screate {
 	struct sandbox *sb;
 	struct engine_spec spec; /* its container; what it points to: */
 	char *cname, *network, *lifetime;
+	char *binds[2]; /* the engine's paths of the agent and channel */
 	const char *cmd[3];
 	json_object *env, *labels, *volumes;
 	int pulled;
@@ -851,6 +853,8 @@ screate_free(struct screate *s)
 	free(s->retry_name);
 	free(s->waiters);
 	free(s->network);
+	free(s->binds[0]);
+	free(s->binds[1]);
 	free(s->lifetime);
 	free(s->error);
 	free(s);
@@ -1577,10 +1581,15 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	const struct config *c = sup.conf;
 	struct engine_spec *spec = &s->spec;
 	struct sandbox *sb = s->sb;
+	const char *agent;
 	char *v, *k, *eq;
 	int has_home = 0, i;
 
 	memset(spec, 0, sizeof *spec);
+	for (i = 0; i < 2; i++) {
+		free(s->binds[i]);
+		s->binds[i] = NULL;
+	}
 	spec->image = sb->image;
 	/* The keep-alive, as a user the sandbox user cannot signal ... */
 	s->cmd[0] = "sleep";
@@ -1637,11 +1646,15 @@ sandbox_spec(struct screate *s, json_object *env, const char *network)
 	spec->fsize_bytes = c->fsize_mb * 1024 * 1024;
 	spec_tmpfs(spec, "/tmp", c->tmp_mb, 0, -1, 01777);
 	spec_tmpfs(spec, sb->workdir, c->workdir_mb, 1, sb->uid, 0755);
-	if ((spec->binds[0].source = agentfile_path()) != NULL) {
+	/* The engine binds them from its host's paths for ours. */
+	if ((agent = agentfile_path()) != NULL &&
+	    (s->binds[0] = enginepath_of(agent)) != NULL) {
+		spec->binds[0].source = s->binds[0];
 		spec->binds[0].target = AGENT_PATH;
 		spec->nbinds = 1;
-		if (sandbox_channel_dir(sb) == 0) {
-			spec->binds[1].source = sb->chandir;
+		if (sandbox_channel_dir(sb) == 0 &&
+		    (s->binds[1] = enginepath_of(sb->chandir)) != NULL) {
+			spec->binds[1].source = s->binds[1];
 			spec->binds[1].target = AGENT_CHANNEL_DIR;
 			spec->nbinds = 2;
 		}
