@@ -11,7 +11,10 @@
  * _data, which it binds like any other).  The server learns its mounts by
  * inspecting its own container (procinfo.c tells its id) once at start;
  * a path on no mount has no engine path, and a sandbox then runs without
- * the agent (every command a Docker exec), said once in the log.
+ * the agent (every command a Docker exec), said once in the log.  An
+ * engine that does not know the container is not the one it runs on (an
+ * engine inside the same container, or on another host): paths are then
+ * taken as they are, as before.
  */
 #include <sys/time.h>
 
@@ -105,6 +108,17 @@ enginepath_inspect_cb(const struct engine_resp *resp, void *arg)
 {
 	(void)arg;
 	req = NULL;
+	if (resp->notfound) {
+		/* Not the engine's: the engine shares this filesystem (it
+		 * runs in the same container) or is elsewhere; paths as
+		 * they are, as on a host. */
+		log_info("this server runs in container %.12s, which its "
+		         "engine does not know: sandboxes bind the server's "
+		         "paths as they are",
+		    self);
+		mode = EP_HOST;
+		return;
+	}
 	if (resp->error != NULL || resp->container == NULL ||
 	    resp->container->mounts == NULL) {
 		log_warnx("this server runs in container %.12s, which the "
