@@ -130,9 +130,10 @@ args_add(json_object *args, const char *a, const char *b)
 /*
  * The server in its image: the client runs docker, which starts it as a
  * container with the engine's socket, the allowed directories at the
- * same paths (the file tools and the engine see one path), and a named
- * volume for snapshots.  The options given pass on, but for the paths
- * of this host's server (engine socket, runtime, state and control
+ * same paths (the file tools and the engine see one path), a named
+ * volume for snapshots, and the host's cgroup tree (worker/cgroup.c finds
+ * a sandbox's group there by its id).  The options given pass on, but for the
+ * paths of this host's server (engine socket, runtime, state and control
  * directories), which the image has of its own.
  */
 static int
@@ -181,6 +182,10 @@ print_claude_docker(const struct config *c)
 	args_add(args, "-v", mnt);
 	free(mnt);
 	args_add(args, "-v", "mcp-sandboxd-state:" SERVER_IMAGE_STATE);
+	/* The engine host's cgroup tree: each run's CPU time and memory
+	 * peak, and OOM kills, are read from the sandbox's group. */
+	args_add(args, "--cgroupns", "host");
+	args_add(args, "-v", "/sys/fs/cgroup:/sys/fs/cgroup");
 	for (i = 0; i < hp.ndirs; i++) {
 		xasprintf(&mnt, "%s:%s", hp.dirs[i], hp.dirs[i]);
 		args_add(args, "-v", mnt);

@@ -1,10 +1,11 @@
 /*
  * A container's cgroup, found from its init process: /proc/PID/cgroup
  * says which group it is in, /proc/self/mountinfo where this process sees
- * each hierarchy mounted.  Both cgroup versions: v1 keeps memory and CPU
- * in two hierarchies (memory, cpuacct), v2 in one.  The counters read here
- * are those the engine's stats endpoint reports (memory_stats.max_usage,
- * cpu_stats.cpu_usage.total_usage).
+ * each hierarchy mounted; where that process is not this one's to see (a
+ * server in a container), by where engines put a group of that id.  Both cgroup
+ * versions: v1 keeps memory and CPU in two hierarchies (memory, cpuacct), v2 in
+ * one.  The counters read here are those the engine's stats endpoint reports
+ * (memory_stats.max_usage, cpu_stats.cpu_usage.total_usage).
  */
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -164,20 +165,11 @@ has_file(const char *dir, const char *name)
 	return access(path, R_OK) == 0;
 }
 
-int
-cgroup_find(struct cgroup *cg, const char *membership, const char *mountinfo,
-    const char *prefix, const char *id)
+/* The group of each hierarchy that wh's paths name, if it is the
+ * container's (its id in the path) and can be read: 0, or -1. */
+static int
+cg_take(struct cgroup *cg, const struct cg_where *wh, const char *id)
 {
-	struct cg_where *wh;
-	int rv = -1;
-
-	memset(cg, 0, sizeof *cg);
-	if (id == NULL || strlen(id) < 12)
-		return -1;
-	wh = calloc(1, sizeof *wh);
-	if (wh == NULL || cg_read_membership(wh, membership) == -1 ||
-	    cg_read_mounts(wh, mountinfo, prefix) == -1)
-		goto out;
 	if (strstr(wh->path[CG_MEM], id) != NULL &&
 	    strstr(wh->path[CG_CPU], id) != NULL &&
 	    has_file(wh->dir[CG_MEM], "memory.max_usage_in_bytes") &&
@@ -185,16 +177,56 @@ cgroup_find(struct cgroup *cg, const char *membership, const char *mountinfo,
 		cg->version = 1;
 		memcpy(cg->mem, wh->dir[CG_MEM], sizeof cg->mem);
 		memcpy(cg->cpu, wh->dir[CG_CPU], sizeof cg->cpu);
-		rv = 0;
+		return 0;
 	} else if (strstr(wh->path[CG_UNIFIED], id) != NULL &&
 	           has_file(wh->dir[CG_UNIFIED], "cpu.stat") &&
 	           has_file(wh->dir[CG_UNIFIED], "memory.current")) {
 		cg->version = 2;
 		memcpy(cg->mem, wh->dir[CG_UNIFIED], sizeof cg->mem);
 		memcpy(cg->cpu, wh->dir[CG_UNIFIED], sizeof cg->cpu);
-		rv = 0;
+		return 0;
 	}
-out:
+	return -1;
+}
+
+/*
+ * Where engines put a container's group, by its id: Docker's cgroupfs and
+ * systemd drivers, then Podman's.  For a worker whose /proc does not show
+ * the container's process (the server is itself a container, in a pid
+ * namespace of its own), with the engine's host's cgroup tree mounted.
+ */
+static const char *const cg_guesses[] = {"/docker/%s",
+    "/system.slice/docker-%s.scope", "/libpod_parent/libpod-%s",
+    "/machine.slice/libpod-%s.scope"};
+
+int
+cgroup_find(struct cgroup *cg, const char *membership, const char *mountinfo,
+    const char *prefix, const char *id)
+{
+	struct cg_where *wh;
+	size_t i;
+	int k, rv = -1;
+
+	memset(cg, 0, sizeof *cg);
+	if (id == NULL || strlen(id) < 12)
+		return -1;
+	if ((wh = calloc(1, sizeof *wh)) == NULL)
+		return -1;
+	if (cg_read_membership(wh, membership) == 0 &&
+	    cg_read_mounts(wh, mountinfo, prefix) == 0 &&
+	    cg_take(cg, wh, id) == 0)
+		rv = 0;
+	for (i = 0; rv == -1 && strlen(id) == 64 &&
+	            i < sizeof cg_guesses / sizeof cg_guesses[0];
+	     i++) {
+		memset(wh, 0, sizeof *wh);
+		for (k = 0; k < CG_N; k++)
+			snprintf(
+			    wh->path[k], sizeof wh->path[k], cg_guesses[i], id);
+		if (cg_read_mounts(wh, mountinfo, prefix) == 0 &&
+		    cg_take(cg, wh, id) == 0)
+			rv = 0;
+	}
 	free(wh);
 	return rv;
 }

@@ -417,3 +417,67 @@ Test(cgroup, a_real_oom_kill_is_heard, .fini = real_group_remove)
 		    "v1: the removal did not wake the watch");
 	close(fd);
 }
+
+/*
+ * A server that is itself a container does not see the sandbox's process
+ * (its own pid namespace): the group is found by the container's id where
+ * the engine puts it, in the host's tree mounted into the server's
+ * container (-v /sys/fs/cgroup:/sys/fs/cgroup).
+ */
+Test(cgroup, found_by_id_where_its_process_is_not_seen)
+{
+	struct cgroup cg;
+
+	v1_tree();
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/nonesuch"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
+	    0);
+	cr_expect_eq(cg.version, 1);
+	cr_expect_str_eq(cg.mem, tt_at("sys/fs/cgroup/memory/docker/" ID));
+	/* A pid that is another process here: its groups are not taken. */
+	put("proc/cgroup", "4:memory:/user.slice\n3:cpu,cpuacct:/user.slice\n");
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/cgroup"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
+	    0);
+	cr_expect_str_eq(cg.cpu, tt_at("sys/fs/cgroup/cpu,cpuacct/docker/" ID));
+	/* Only a full id is looked for by its place. */
+	cr_expect_eq(cgroup_find(&cg, tt_at("proc/nonesuch"),
+	                 tt_at("proc/mountinfo"), tt_root, "3f2a9c1b7d5e"),
+	    -1);
+}
+
+Test(cgroup, found_by_id_under_systemd_on_v2)
+{
+	struct cgroup cg;
+
+	put("proc/mountinfo", "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 "
+	                      "cgroup2 rw,nsdelegate\n");
+	put("sys/fs/cgroup/system.slice/docker-" ID ".scope/cpu.stat",
+	    "usage_usec 5\n");
+	put("sys/fs/cgroup/system.slice/docker-" ID ".scope/memory.current",
+	    "4096\n");
+	cr_assert_eq(cgroup_find(&cg, tt_at("proc/nonesuch"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
+	    0);
+	cr_expect_eq(cg.version, 2);
+	cr_expect_str_eq(
+	    cg.mem, tt_at("sys/fs/cgroup/system.slice/docker-" ID ".scope"));
+}
+
+/* Docker's own mount in a container shows only that container's group:
+ * the sandbox's is not there to find. */
+Test(cgroup, a_containers_own_view_has_no_other_group)
+{
+	struct cgroup cg;
+
+	put("proc/mountinfo",
+	    "218 217 0:31 /docker/" OTHER " /sys/fs/cgroup/cpu,cpuacct ro - "
+	    "cgroup cgroup rw,cpu,cpuacct\n"
+	    "219 217 0:32 /docker/" OTHER " /sys/fs/cgroup/memory ro - cgroup "
+	    "cgroup rw,memory\n");
+	put("sys/fs/cgroup/memory/memory.max_usage_in_bytes", "1\n");
+	put("sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "1\n");
+	cr_expect_eq(cgroup_find(&cg, tt_at("proc/nonesuch"),
+	                 tt_at("proc/mountinfo"), tt_root, ID),
+	    -1);
+}

@@ -99,6 +99,10 @@ describe('the image as a client starts it', () => {
     const res = await execThroughAgent(handle.client, id, 'cat from-host.txt');
     assert.equal(res.stdout, 'mounted at the same path\n');
     assert.equal(res.agent, true, `commands never ran through the agent: ${JSON.stringify(res)}\n${handle.stderr}`);
+    // The sandbox's cgroup, found by its id in the host's tree the entry
+    // mounts: each run's CPU time and memory peak.
+    assert.equal(typeof res.cpu_time_ms, 'number', JSON.stringify(res));
+    assert.equal(typeof res.memory_peak_bytes, 'number', JSON.stringify(res));
     assert.match(handle.stderr, /runs in container [0-9a-f]{12}: sandboxes bind its files/, handle.stderr);
 
     await handle.client.close();
