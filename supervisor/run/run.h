@@ -108,6 +108,7 @@ const char *xrun_failure(json_object *, const char *);
  * between a result with isError false and one with isError true.
  */
 int xrun_ran(json_object *);
+int xrun_succeeded(json_object *);
 void xrun_egress_refused(json_object *, char *, size_t);
 
 /* bgproc.c: background processes (sandbox_exec background: true) */

@@ -645,6 +645,22 @@ xrun_ran(json_object *r)
 }
 
 /*
+ * Whether a run's result is a success (its "success"): exit code 0 and
+ * within every limit (output not cut at the cap), no error of the run.
+ */
+int
+xrun_succeeded(json_object *r)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(r, "exit_code", &v) &&
+	       json_object_get_int64(v) == 0 &&
+	       !(json_object_object_get_ex(r, "truncated", &v) &&
+	           json_object_get_boolean(v)) &&
+	       !json_object_object_get_ex(r, "error", NULL);
+}
+
+/*
  * The hosts the egress proxy refused during a run (its result's egress),
  * "host:port, ..." into buf, for a message; "" when none was.
  */

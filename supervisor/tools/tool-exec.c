@@ -198,17 +198,14 @@ xcall_done(struct xrun *run, json_object *r, void *arg)
 	x->run = NULL;
 	json_object_array_add(x->results, json_object_get(r));
 	xrun_links(r, x->links);
-	bad = !json_object_object_get_ex(r, "exit_code", &v) ||
-	      json_object_get_int64(v) != 0;
+	bad = !xrun_succeeded(r);
 	if (json_object_object_get_ex(r, "timed_out", &v) &&
 	    json_object_get_boolean(v))
 		x->timed_out = 1;
 	/* Output over the cap is a limit hit, whatever the exit code. */
 	if (json_object_object_get_ex(r, "truncated", &v) &&
-	    json_object_get_boolean(v)) {
+	    json_object_get_boolean(v))
 		x->cap_left = 0;
-		bad = 1;
-	}
 	if (json_object_object_get_ex(r, "stdout_bytes", &v))
 		x->cap_left -= json_object_get_int64(v);
 	if (json_object_object_get_ex(r, "stderr_bytes", &v))

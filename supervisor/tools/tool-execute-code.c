@@ -40,8 +40,8 @@ const char tool_execute_code_schema[] =
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
     "\"exit_code\":{\"type\":\"integer\",\"description\":\"-1: the "
     "code did not run (see error)\"},"
-    "\"success\":{\"type\":\"boolean\",\"description\":\"exit code 0 "
-    "and no exception\"},"
+    "\"success\":{\"type\":\"boolean\",\"description\":\"exit code 0, "
+    "no exception, output not cut at the cap\"},"
     "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
         XRUN_EGRESS_SCHEMA
     "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
@@ -205,11 +205,8 @@ tool_execute_code_result(json_object *r, int fresh)
 	/* Code that ran is a result, its exception and exit code included;
 	 * isError is for code that could not run. */
 	bad = !xrun_ran(r);
-	json_object_object_add(r, "success",
-	    json_object_new_boolean(
-	        !bad && json_object_object_get_ex(r, "exit_code", &v) &&
-	        json_object_get_int(v) == 0 &&
-	        !json_object_object_get_ex(r, "error", NULL)));
+	json_object_object_add(
+	    r, "success", json_object_new_boolean(xrun_succeeded(r)));
 	if (fresh)
 		json_object_object_del(r, "container_id");
 	t = evbuffer_new();

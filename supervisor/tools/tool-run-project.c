@@ -54,7 +54,7 @@ static const char output_schema[] =
     "\"exit_code\":{\"type\":\"integer\",\"description\":\"the "
     "entrypoint's; -1: it did not run (see error)\"},"
     "\"success\":{\"type\":\"boolean\",\"description\":\"the "
-    "entrypoint ran and exited 0\"},"
+    "entrypoint ran and exited 0, its output not cut at the cap\"},"
     "\"duration_ms\":{\"type\":\"integer\"}," XRUN_USAGE_SCHEMA
         XRUN_EGRESS_SCHEMA "\"timed_out\":{\"type\":\"boolean\"},"
     "\"error\":{\"type\":\"string\"}},"
@@ -145,10 +145,8 @@ rproj_reply(void *arg, const char *err)
 		    o, "container_id", json_object_new_string(p->sandbox));
 	/* The entrypoint ran: a result, whatever its exit code. */
 	bad = !xrun_ran(o);
-	json_object_object_add(o, "success",
-	    json_object_new_boolean(
-	        !bad && json_object_object_get_ex(o, "exit_code", &v) &&
-	        json_object_get_int(v) == 0));
+	json_object_object_add(
+	    o, "success", json_object_new_boolean(xrun_succeeded(o)));
 	t = evbuffer_new();
 	evbuffer_add_printf(t, "project %s (%s), entrypoint %s\n",
 	    p->dir ? p->dir : "?", p->language ? p->language : "?",
