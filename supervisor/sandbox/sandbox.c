@@ -204,6 +204,20 @@ sandbox_lookup(struct call *c, const char *key)
 	return sb;
 }
 
+/* The sandbox whose container id is exactly id (a full id), or NULL. */
+static struct sandbox *
+sandbox_of_id(const char *id)
+{
+	struct sandbox *sb;
+
+	TAILQ_FOREACH(sb, &sandboxes, entry)
+	{
+		if (sb->id != NULL && strcmp(sb->id, id) == 0)
+			return sb;
+	}
+	return NULL;
+}
+
 /*
  * A detached sandbox named by its full container id (the id is the
  * capability): the session that names it takes it over, whether its
@@ -215,27 +229,20 @@ sandbox_lookup(struct call *c, const char *key)
 static struct sandbox *
 sandbox_adopt(struct session *sess, const char *id)
 {
-	struct sandbox *sb;
+	struct sandbox *sb = sandbox_of_id(id);
 
-	TAILQ_FOREACH(sb, &sandboxes, entry)
-	{
-		if (sb->id == NULL || strcmp(sb->id, id) != 0 ||
-		    (sb->owner != NULL && !sb->detach) || sb->owner == sess ||
-		    sb->state != SB_READY)
-			continue;
-		if (sb->owner != NULL)
-			log_info(
-			    "sandbox %.12s (detached) taken over by session "
-			    "%u from session %u",
-			    sb->id, sess->id, sb->owner->id);
-		else
-			log_info(
-			    "sandbox %.12s (detached) adopted by session %u",
-			    sb->id, sess->id);
-		sb->owner = sess;
-		return sb;
-	}
-	return NULL;
+	if (sb == NULL || (sb->owner != NULL && !sb->detach) ||
+	    sb->owner == sess || sb->state != SB_READY)
+		return NULL;
+	if (sb->owner != NULL)
+		log_info("sandbox %.12s (detached) taken over by session %u "
+		         "from session %u",
+		    sb->id, sess->id, sb->owner->id);
+	else
+		log_info("sandbox %.12s (detached) adopted by session %u",
+		    sb->id, sess->id);
+	sb->owner = sess;
+	return sb;
 }
 
 struct sandbox *
@@ -256,22 +263,17 @@ sandbox_claim(struct session *sess, const char *key)
 static int
 sandbox_elsewhere(struct session *sess, const char *id, char *buf, size_t len)
 {
-	struct sandbox *sb;
+	struct sandbox *sb = sandbox_of_id(id);
 
-	TAILQ_FOREACH(sb, &sandboxes, entry)
-	{
-		if (sb->id == NULL || strcmp(sb->id, id) != 0 ||
-		    sb->owner == NULL || sb->owner == sess)
-			continue;
-		snprintf(buf, len,
-		    "sandbox %.12s belongs to another open client session; a "
-		    "sandbox is its creator's only, unless it was made with "
-		    "detach: true (then a session that names its full "
-		    "container_id takes it over)",
-		    sb->id);
-		return 1;
-	}
-	return 0;
+	if (sb == NULL || sb->owner == NULL || sb->owner == sess)
+		return 0;
+	snprintf(buf, len,
+	    "sandbox %.12s belongs to another open client session; a sandbox "
+	    "is its creator's only, unless it was made with detach: true "
+	    "(then a session that names its full container_id takes it "
+	    "over)",
+	    sb->id);
+	return 1;
 }
 
 int
