@@ -34,7 +34,7 @@ export function containersWithLabel(label) {
   return out === '' ? [] : out.split('\n');
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
