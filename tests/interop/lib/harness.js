@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,6 +30,12 @@ export const GO_IMAGE = process.env.MCP_SANDBOXD_TEST_GO_IMAGE ?? 'mcp-sandboxd-
 // scripts/test runs the core tool tests under runsc too.
 export const RUNTIME = process.env.MCP_SANDBOXD_RUNTIME || undefined;
 export const GVISOR = /^runsc(-|$)/.test(RUNTIME ?? '');
+
+// The server's image when the server runs in it (scripts/test's stage
+// image): MCP_SANDBOXD_BIN is then image/mcp-sandboxd-in-image, whose
+// process is the docker CLI, and the pids the server reports are of its
+// container's pid namespace.
+export const SERVER_IMAGE = process.env.MCP_SANDBOXD_TEST_SERVER_IMAGE || undefined;
 
 /** A label value unique to this test file's run, e.g. interop-tools-1a2b3c4d. */
 export function uniqueLabel(tag) {
@@ -228,9 +234,48 @@ export async function wholeStdout(client, r) {
   }
 }
 
-/** The server process's pid (the SDK transport's child), or null once it is gone. */
+/**
+ * The server process's pid on this host, or null once it is gone: the SDK
+ * transport's child, or in the image the container's first process
+ * (image/mcp-sandboxd-in-image labels it with the docker CLI's pid).
+ */
 export function serverPid(handle) {
-  return handle.transport.pid ?? null;
+  const pid = handle.transport.pid ?? null;
+  if (pid === null || SERVER_IMAGE === undefined) return pid;
+  try {
+    const id = docker('ps', '-q', '--filter', `label=mcp-sandboxd-test.in-image=${pid}`);
+    const hostPid = id === '' ? 0 : Number(docker('inspect', '--format', '{{.State.Pid}}', id));
+    return hostPid > 0 ? hostPid : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The pids of a process in each pid namespace it is in, outermost first (NSpid). */
+export function nsPids(hostPid) {
+  const m = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${hostPid}/status`, 'utf8'));
+  return m[1].trim().split(/\s+/).map(Number);
+}
+
+/**
+ * A pid the server reported (a worker's) as a pid on this host: the same,
+ * but in the image, where it is of the server container's pid namespace
+ * (null if no process there has it).
+ */
+export function hostPid(handle, pid) {
+  if (SERVER_IMAGE === undefined) return pid;
+  const server = serverPid(handle);
+  if (server === null) return null;
+  const ns = readlinkSync(`/proc/${server}/ns/pid`);
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      if (readlinkSync(`/proc/${p}/ns/pid`) === ns && nsPids(p).at(-1) === pid) return Number(p);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return null;
 }
 
 /** Resident set size of a process in KiB, from /proc/<pid>/status (null if gone). */

@@ -19,6 +19,7 @@ import {
   exec,
   expectOk,
   expectToolError,
+  hostPid,
   serverPid,
   startServer,
   tapMessages,
@@ -356,7 +357,7 @@ describe('memory stays bounded while 200 MB of output streams', { timeout: 300_0
     it(`supervisor and worker stay under 64 MB${withProgress ? ' (with progress notifications)' : ''}`, async () => {
       const sb = await createSandbox(client);
       const status = expectOk(await call(client, 'get_sandbox_status', { container_id: sb.container_id }));
-      const workerPid = status.sandboxes[0].worker_pid;
+      const workerPid = hostPid(server, status.sandboxes[0].worker_pid);
       const supervisorPid = serverPid(server);
       assert.ok(Number.isInteger(workerPid) && workerPid > 0, JSON.stringify(status));
       assert.ok(Number.isInteger(supervisorPid));
