@@ -85,7 +85,12 @@ describe('the image as a client starts it', () => {
     const args = [...entry.args];
     args[at] = SERVER_IMAGE;
     handle = await connect(entry.command, args);
-    assert.match(handle.stderr, /ready \(instance [0-9a-f]+, pid 1\)/, handle.stderr);
+    // docker run passes stdout and stderr on as two streams: the log's
+    // ready line may come after the initialize answer (a loaded run).
+    const ready = /ready \(instance [0-9a-f]+, pid 1\)/;
+    const readyBy = Date.now() + 10_000;
+    while (!ready.test(handle.stderr) && Date.now() < readyBy) await new Promise((ok) => setTimeout(ok, 100));
+    assert.match(handle.stderr, ready, handle.stderr);
 
     const init = await call(handle.client, 'sandbox_initialize', {});
     assert.equal(init.isError, false, JSON.stringify(init));
