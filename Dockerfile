@@ -21,7 +21,7 @@ ARG BUILD_PACKAGES="build-essential meson ninja-build pkg-config python3 musl-to
 RUN if ! dpkg-query -W $BUILD_PACKAGES >/dev/null 2>&1; then \
 		apt-get update && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $BUILD_PACKAGES && \
-		rm -rf /var/lib/apt/lists/*; \
+		apt-get clean && rm -rf /var/lib/apt/lists/*; \
 	fi
 WORKDIR /src
 COPY . .
@@ -40,7 +40,7 @@ ARG RUNTIME_PACKAGES="libevent-core-2.1-7 libevent-extra-2.1-7 libjson-c5 libcur
 RUN if ! dpkg-query -W $RUNTIME_PACKAGES >/dev/null 2>&1; then \
 		apt-get update && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $RUNTIME_PACKAGES && \
-		rm -rf /var/lib/apt/lists/*; \
+		apt-get clean && rm -rf /var/lib/apt/lists/*; \
 	fi
 COPY --from=build /staging/usr/bin/mcp-sandboxd /usr/bin/mcp-sandboxd
 COPY --from=build /staging/usr/share/man/man1/mcp-sandboxd.1 /usr/share/man/man1/mcp-sandboxd.1
