@@ -19,7 +19,7 @@ import { after, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { IMAGE, call, containerExists, containersWithLabel, docker, uniqueLabel } from '../lib/harness.js';
+import { IMAGE, call, containerExists, containerLabels, containersWithLabel, docker, uniqueLabel } from '../lib/harness.js';
 
 const SERVER_IMAGE = process.env.MCP_SANDBOXD_TEST_SERVER_IMAGE ?? 'mcp-sandboxd-test/server:bookworm';
 const HOST_BIN = process.env.MCP_SANDBOXD_HOST_BIN;
@@ -136,16 +136,21 @@ describe('a server in the image beside one on the host', () => {
     assert.equal(init.isError, false, JSON.stringify(init));
     const kept = init.structuredContent.container_id;
 
-    // What a dead server (somewhere the reaper cannot judge) left two
-    // hours past its expiry: the reaper may remove it.
+    // A container bearing the live host server's own marks (boot and pid
+    // namespace, pid, start time) but another instance, two hours past
+    // its expiry: the host server judges its owner alive and keeps it; the
+    // server in the image cannot judge an owner in another pid namespace
+    // and keeps what it cannot judge only up to an hour past its expiry,
+    // so it is the image's reaper, and no other, that removes it.
+    const marks = containerLabels(kept);
     const expired = Math.floor(Date.now() / 1000) - 7200;
     const orphan = docker(
       'create', '--network', 'none',
       '--label', orphanLabel,
       '--label', 'io.mcp-sandboxd.instance=00000000000000000000000000000000',
-      '--label', 'io.mcp-sandboxd.pid=4242',
-      '--label', 'io.mcp-sandboxd.boot=elsewhere',
-      '--label', 'io.mcp-sandboxd.start=1',
+      '--label', `io.mcp-sandboxd.pid=${marks['io.mcp-sandboxd.pid']}`,
+      '--label', `io.mcp-sandboxd.boot=${marks['io.mcp-sandboxd.boot']}`,
+      '--label', `io.mcp-sandboxd.start=${marks['io.mcp-sandboxd.start']}`,
       '--label', `io.mcp-sandboxd.expires=${expired}`,
       IMAGE, 'true',
     );
