@@ -25,6 +25,8 @@ struct docker_req {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char *method, *path, *reqbody;
+	size_t reqlen; /* of a raw body (docker_call_raw), else 0 */
+	char *ctype; /* a raw body's Content-Type, or NULL: JSON */
 	char *body;
 	size_t len, cap;
 	size_t keep; /* 0, or keep this much of the body and drop the rest */
@@ -49,6 +51,7 @@ struct docker {
 	char *cert_path; /* DOCKER_CERT_PATH for tcp with TLS */
 	enum docker_vstate vstate;
 	char version[16];
+	int libpod; /* /_ping named a Libpod API: Podman's service */
 	struct docker_reqs waiting;
 	struct docker_reqs running;
 	struct docker_req *ping;

@@ -44,6 +44,19 @@ strings(const char *const *v)
 json_object *
 docker_spec_json(const struct engine_spec *spec)
 {
+	static const struct docker_spec_opts docker = {NULL, 1, 0};
+
+	return docker_spec_json_opts(spec, &docker);
+}
+
+/*
+ * The same for an engine that differs (Podman's compatible API: see
+ * struct docker_spec_opts and engine/podman.c).
+ */
+json_object *
+docker_spec_json_opts(
+    const struct engine_spec *spec, const struct docker_spec_opts *opts)
+{
 	const struct engine_tmpfs *m;
 	json_object *o, *h, *a, *t, *lc;
 	char *s, uid[64];
@@ -77,7 +90,8 @@ docker_spec_json(const struct engine_spec *spec)
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_string("no-new-privileges"));
 	/* The project's own profile, whatever the engine's default is. */
-	xasprintf(&s, "seccomp=%s", seccomp_profile);
+	xasprintf(&s, "seccomp=%s",
+	    opts->seccomp_file != NULL ? opts->seccomp_file : seccomp_profile);
 	json_object_array_add(a, json_object_new_string(s));
 	free(s);
 	json_object_object_add(h, "SecurityOpt", a);
@@ -89,7 +103,7 @@ docker_spec_json(const struct engine_spec *spec)
 	for (i = 0; i < spec->ntmpfs; i++) {
 		m = &spec->tmpfs[i];
 		uid[0] = '\0';
-		if (m->uid >= 0)
+		if (m->uid >= 0 && opts->tmpfs_owner)
 			snprintf(uid, sizeof uid, ",uid=%ld,gid=%ld", m->uid,
 			    m->uid);
 		xasprintf(&s, "rw,nosuid,nodev,%s,size=%ldm%s,mode=%04o",
@@ -126,6 +140,8 @@ docker_spec_json(const struct engine_spec *spec)
 	a = json_object_new_array();
 	add_ulimit(a, "nofile", spec->nofile);
 	add_ulimit(a, "fsize", spec->fsize_bytes);
+	if (opts->nproc > 0)
+		add_ulimit(a, "nproc", opts->nproc);
 	json_object_object_add(h, "Ulimits", a);
 	lc = json_object_new_object();
 	json_object_object_add(lc, "Type", json_object_new_string("json-file"));

@@ -181,6 +181,7 @@ docker_req_free(struct docker_req *r)
 	free(r->method);
 	free(r->path);
 	free(r->reqbody);
+	free(r->ctype);
 	free(r->body);
 	free(r);
 }
@@ -207,6 +208,17 @@ const char *
 docker_api_version(struct docker *d)
 {
 	return d->vstate == V_KNOWN ? d->version : NULL;
+}
+
+/*
+ * Whether the engine is Podman's service (its /_ping names a Libpod API
+ * version): 1 or 0 once the version is known (docker_api_version()),
+ * else -1.
+ */
+int
+docker_libpod(struct docker *d)
+{
+	return d->vstate == V_KNOWN ? d->libpod : -1;
 }
 
 static size_t
@@ -290,8 +302,11 @@ docker_ping_finish(
 		} else
 			minor = 24;
 		snprintf(d->version, sizeof d->version, "v1.%u", minor);
+		d->libpod = curl_easy_header(r->easy, "Libpod-Api-Version", 0,
+		                CURLH_HEADER, -1, &h) == CURLHE_OK;
 		d->vstate = V_KNOWN;
-		log_debug("%s: Docker API %s", __func__, d->version);
+		log_debug("%s: Docker API %s%s", __func__, d->version,
+		    d->libpod ? " (Podman)" : "");
 		while ((w = TAILQ_FIRST(&q)) != NULL) {
 			TAILQ_REMOVE(&q, w, entry);
 			docker_start(w);
@@ -371,8 +386,10 @@ docker_finish(struct docker_req *r, CURLcode code)
 	curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
 	resp.body = r->body != NULL ? r->body : "";
 	resp.len = r->len;
-	if (r->len > 0 && !r->overflow && ct != NULL &&
-	    strncmp(ct, "application/json", 16) == 0)
+	/* Podman's service answers some JSON (a container's stats) with no
+	 * type at all. */
+	if (r->len > 0 && !r->overflow &&
+	    (ct == NULL || strncmp(ct, "application/json", 16) == 0))
 		resp.json = json_tokener_parse(r->body);
 	if (code != CURLE_OK) {
 		err = docker_conn_error(r, code);
@@ -402,7 +419,7 @@ static void
 docker_start(struct docker_req *r)
 {
 	struct docker *d = r->d;
-	char *url;
+	char *url, *ct;
 
 	r->easy = curl_easy_init();
 	if (r->easy == NULL)
@@ -435,7 +452,14 @@ docker_start(struct docker_req *r)
 		curl_easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
 	else if (strcmp(r->method, "HEAD") == 0)
 		curl_easy_setopt(r->easy, CURLOPT_NOBODY, 1L);
-	if (r->reqbody != NULL) {
+	if (r->reqbody != NULL && r->ctype != NULL) {
+		xasprintf(&ct, "Content-Type: %s", r->ctype);
+		r->hdrs = curl_slist_append(r->hdrs, ct);
+		free(ct);
+		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)r->reqlen);
+		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->reqbody);
+	} else if (r->reqbody != NULL) {
 		r->hdrs = curl_slist_append(
 		    r->hdrs, "Content-Type: application/json");
 		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->reqbody);
@@ -487,6 +511,26 @@ docker_call(struct docker *d, const char *method, const char *path,
 {
 	return docker_submit(
 	    docker_req_new(d, method, path, body, NULL, done_cb, arg));
+}
+
+/*
+ * A request with a body of another type than JSON (len bytes of type
+ * ctype, copied), whose answer is handed to done_cb.
+ */
+struct docker_req *
+docker_call_raw(struct docker *d, const char *method, const char *path,
+    const char *ctype, const void *body, size_t len, docker_done_cb done_cb,
+    void *arg)
+{
+	struct docker_req *r;
+
+	r = docker_req_new(d, method, path, NULL, NULL, done_cb, arg);
+	r->ctype = xstrdup(ctype);
+	r->reqbody = xmalloc(len + 1);
+	memcpy(r->reqbody, body, len);
+	r->reqbody[len] = '\0';
+	r->reqlen = len;
+	return docker_submit(r);
 }
 
 /*

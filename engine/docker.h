@@ -30,9 +30,12 @@ typedef int (*docker_data_cb)(const char *, size_t, void *);
 struct docker *docker_new(struct event_base *, const char *, const char *);
 void docker_free(struct docker *);
 const char *docker_api_version(struct docker *);
+int docker_libpod(struct docker *);
 
 struct docker_req *docker_call(struct docker *, const char *, const char *,
     json_object *, docker_done_cb, void *);
+struct docker_req *docker_call_raw(struct docker *, const char *, const char *,
+    const char *, const void *, size_t, docker_done_cb, void *);
 struct docker_req *docker_call_capped(struct docker *, const char *,
     const char *, json_object *, size_t, docker_done_cb, void *);
 struct docker_req *docker_stream(struct docker *, const char *, const char *,
@@ -52,6 +55,19 @@ long docker_global_flags(const char *);
 
 /* docker-spec.c: a container create's body. */
 struct engine_spec;
+/* Where an engine's create body differs from Docker's. */
+struct docker_spec_opts {
+	/* The seccomp profile as a file on the engine's host, or NULL: the
+	 * profile itself, inline (Docker). */
+	const char *seccomp_file;
+	/* A tmpfs's owner as its uid= and gid= options (Docker); else the
+	 * engine refuses them and the owner is set after the start. */
+	int tmpfs_owner;
+	/* An nproc ulimit, or 0: none (the engine's own). */
+	long long nproc;
+};
 json_object *docker_spec_json(const struct engine_spec *);
+json_object *docker_spec_json_opts(
+    const struct engine_spec *, const struct docker_spec_opts *);
 
 #endif

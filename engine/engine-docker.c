@@ -3,6 +3,7 @@
  * request (docker.c, docker-hijack.c), and its answer turned into what
  * engine.h promises.  Every endpoint path of the server is spelt here.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "docker.h"
 #include "engine-int.h"
 #include "log.h"
+#include "podman.h"
 #include "xmalloc.h"
 
 /* Of a helper's output that nobody reads (the sandbox can write to it). */
@@ -31,7 +33,8 @@ enum ed_kind {
 	ED_PULL,
 	ED_EXEC_INSPECT,
 	ED_STREAM, /* logs, exec output */
-	ED_EVENTS
+	ED_EVENTS,
+	ED_START /* then the tmpfs owners Podman could not set at create */
 };
 
 /* Per request: what its stream or its answer needs. */
@@ -44,6 +47,14 @@ struct ed_state {
 	struct engine_container *list;
 	json_object *volumes;
 	char *why;
+	/* A create: its path, Docker's body and Podman's (NULL: cannot be
+	 * made; why says why), until the engine is known; the tmpfs owners
+	 * to keep once the id is; a start: the id and the next owner. */
+	char *path;
+	json_object *body, *pbody;
+	struct podman_owners *owners;
+	char *cid;
+	int next;
 };
 
 static struct docker *
@@ -74,6 +85,11 @@ ed_state_free(struct ed_state *st)
 	free(st->list);
 	json_object_put(st->volumes);
 	free(st->why);
+	free(st->path);
+	json_object_put(st->body);
+	json_object_put(st->pbody);
+	podman_owners_free(st->owners);
+	free(st->cid);
 	free(st);
 }
 
@@ -217,6 +233,12 @@ ed_done(const struct docker_resp *dr, void *arg)
 	case ED_CREATE:
 		if (dr->error == NULL)
 			resp.id = ed_str(dr->json, "Id");
+		/* Podman: the owners its tmpfs mounts could not be given. */
+		if (resp.id != NULL && st->owners != NULL &&
+		    docker_libpod(ed(req)) == 1) {
+			podman_owners_keep(st->owners, ed(req), resp.id);
+			st->owners = NULL;
+		}
 		break;
 	case ED_INSPECT:
 		if (dr->error == NULL) {
@@ -446,9 +468,25 @@ ed_open(
 	return d;
 }
 
+/*
+ * Once /_ping said the engine is Podman's service: ENGINE_LIBPOD, and no
+ * ENGINE_UPDATE (its compatible API has no /containers/{id}/update: 404
+ * "Not Found" from 4.3).
+ */
+static int
+ed_supports(void *state, int bits)
+{
+	if (docker_libpod(state) == 1) {
+		bits |= ENGINE_LIBPOD;
+		bits &= ~ENGINE_UPDATE;
+	}
+	return bits;
+}
+
 static void
 ed_close(void *state)
 {
+	podman_owners_drop_key(state);
 	docker_free(state);
 }
 
@@ -499,28 +537,161 @@ ed_ccall(struct engine_req *req, int kind, const char *method, const char *id,
 	free(path);
 }
 
+/* The create, once the engine is known: Docker's body or Podman's. */
+static void
+ed_create_send(struct engine_req *req)
+{
+	struct ed_state *st = req->state;
+	struct engine_resp resp;
+	json_object *body = st->body;
+
+	if (docker_libpod(ed(req)) == 1) {
+		if ((body = st->pbody) == NULL) {
+			engine_resp_init(&resp);
+			resp.error = st->why;
+			req->state = NULL;
+			engine_req_finish(req, &resp);
+			ed_state_free(st);
+			return;
+		}
+	}
+	req->impl = docker_call(ed(req), "POST", st->path, body, ed_done, req);
+}
+
+/* The engine answered /_ping (or did not: the create fails as it would). */
+static void
+ed_create_pinged(const struct docker_resp *dr, void *arg)
+{
+	struct engine_req *req = arg;
+
+	req->impl = NULL;
+	if (dr->error != NULL) {
+		ed_done(dr, arg);
+		return;
+	}
+	ed_create_send(req);
+}
+
+/*
+ * Podman's body for spec (ed_state: why, if it cannot be made): the
+ * profile as a file, no tmpfs owner (set after the start), an nproc
+ * ulimit (engine/podman.c).
+ */
+static void
+ed_create_podman(struct engine_req *req, const struct engine_spec *spec)
+{
+	struct ed_state *st = req->state;
+	struct docker_spec_opts opts = {NULL, 0, 0};
+	char *file;
+
+	if ((file = podman_seccomp_file(req->eng->dir)) == NULL) {
+		xasprintf(&st->why,
+		    "cannot give Podman the seccomp profile: it takes a file, "
+		    "and none could be written in the server's private "
+		    "directory (%s)",
+		    req->eng->dir != NULL ? strerror(errno) : "none");
+		return;
+	}
+	opts.seccomp_file = file;
+	opts.nproc = podman_nproc_here();
+	st->pbody = docker_spec_json_opts(spec, &opts);
+	st->owners = podman_owners_new(spec);
+	free(file);
+}
+
 static void
 ed_container_create(struct engine_req *req, const struct engine_spec *spec)
 {
-	json_object *body;
-	char *path, *esc;
+	struct ed_state *st;
+	char *esc;
+	int libpod = docker_libpod(ed(req));
 
-	body = docker_spec_json(spec);
+	st = ed_state(req, ED_CREATE);
 	if (spec->name != NULL) {
 		esc = docker_escape(spec->name);
-		xasprintf(&path, "/containers/create?name=%s", esc);
+		xasprintf(&st->path, "/containers/create?name=%s", esc);
 		free(esc);
 	} else
-		path = xstrdup("/containers/create");
-	ed_call(req, ED_CREATE, "POST", path, body);
+		st->path = xstrdup("/containers/create");
+	if (libpod != 1)
+		st->body = docker_spec_json(spec);
+	if (libpod != 0)
+		ed_create_podman(req, spec);
+	/* Which body is right is known once the engine was asked. */
+	if (libpod == -1)
+		req->impl = docker_call(
+		    ed(req), "GET", "/_ping", NULL, ed_create_pinged, req);
+	else
+		ed_create_send(req);
+}
+
+/*
+ * The start answered, or the last owner's archive: put the next owner's
+ * (Podman's tmpfs mounts, podman.c), or answer.
+ */
+static void
+ed_start_owners(const struct docker_resp *dr, void *arg)
+{
+	struct engine_req *req = arg;
+	struct ed_state *st = req->state;
+	const struct podman_owners *set;
+	struct docker_resp failed;
+	const char *mount, *why;
+	char *path, *esc;
+	size_t len;
+	void *tar;
+
+	req->impl = NULL;
+	/* Looked up again each time: a removal may have dropped it. */
+	set = podman_owners_find(st->cid);
+	if (dr->error != NULL && st->next > 0) {
+		why = dr->error;
+		goto fail;
+	}
+	if (dr->error != NULL || st->next >= podman_owners_count(set)) {
+		ed_done(dr, arg);
+		return;
+	}
+	if (podman_owners_tar(set, st->next, &mount, &tar, &len) == -1) {
+		why = "cannot make its archive";
+		goto fail;
+	}
+	st->next++;
+	esc = docker_escape(mount);
+	xasprintf(&path, "%s/archive?path=%s", st->path, esc);
+	req->impl = docker_call_raw(ed(req), "PUT", path, "application/x-tar",
+	    tar, len, ed_start_owners, req);
 	free(path);
-	json_object_put(body);
+	free(esc);
+	free(tar);
+	return;
+fail:
+	failed = *dr;
+	xasprintf(&st->why,
+	    "the container started, but a mount could not be given to the "
+	    "sandbox user: %s",
+	    why);
+	failed.error = st->why;
+	ed_done(&failed, arg);
 }
 
 static void
 ed_container_start(struct engine_req *req, const char *id)
 {
-	ed_ccall(req, ED_PLAIN, "POST", id, "/start", NULL);
+	struct ed_state *st;
+	char *path;
+
+	if (podman_owners_find(id) == NULL) {
+		ed_ccall(req, ED_PLAIN, "POST", id, "/start", NULL);
+		return;
+	}
+	st = ed_state(req, ED_START);
+	st->cid = xstrdup(id);
+	st->path = ed_cpath(id, "");
+	xasprintf(&path, "%s/start", st->path);
+	req->impl =
+	    docker_call(ed(req), "POST", path, NULL, ed_start_owners, req);
+	free(path);
 }
 
 static void
@@ -535,6 +706,7 @@ ed_container_stop(struct engine_req *req, const char *id, int grace)
 static void
 ed_container_remove(struct engine_req *req, const char *id)
 {
+	podman_owners_drop(id);
 	ed_ccall(req, ED_PLAIN, "DELETE", id, "?v=1&force=1", NULL);
 }
 
@@ -840,6 +1012,7 @@ const struct engine_ops engine_docker_ops = {
     .global_init = ed_global_init,
     .global_cleanup = ed_global_cleanup,
     .api_version = ed_api_version,
+    .supports = ed_supports,
     .ping = ed_ping,
     .container_create = ed_container_create,
     .container_start = ed_container_start,

@@ -38,6 +38,9 @@ struct engine_ops {
 	int (*global_init)(const char *);
 	void (*global_cleanup)(void);
 	const char *(*api_version)(void *);
+	/* What the backend has learnt since open() (the runtime behind an
+	 * API, once it answered): the bits given, changed; may be NULL. */
+	int (*supports)(void *, int);
 
 	void (*ping)(struct engine_req *);
 	void (*container_create)(
@@ -78,7 +81,8 @@ struct engine_ops {
 struct engine {
 	const struct engine_ops *ops;
 	void *state; /* the backend's */
-	int supports; /* ENGINE_* */
+	int supports; /* ENGINE_*; a backend may learn more as it goes */
+	char *dir; /* a private directory of this host, or NULL */
 	struct event_base *base;
 	TAILQ_HEAD(, engine_req) reqs; /* in flight */
 	TAILQ_HEAD(, engine_exec) execs; /* engine-exec.c: those alive */

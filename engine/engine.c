@@ -78,13 +78,30 @@ engine_free(struct engine *eng)
 		engine_req_cancel(req); // NOLINT(clang-analyzer-unix.Malloc)
 	if (eng->ops->close != NULL)
 		eng->ops->close(eng->state);
+	free(eng->dir);
 	free(eng);
 }
 
 int
 engine_supports(const struct engine *eng, int what)
 {
-	return (eng->supports & what) == what;
+	int bits = eng->supports;
+
+	if (eng->ops->supports != NULL)
+		bits = eng->ops->supports(eng->state, bits);
+	return (bits & what) == what;
+}
+
+/*
+ * A private directory of this host (the server's, mode 0700) where the
+ * backend may put files that its runtime reads by path (Podman's seccomp
+ * profile); NULL: none.  Copied.
+ */
+void
+engine_set_dir(struct engine *eng, const char *dir)
+{
+	free(eng->dir);
+	eng->dir = dir != NULL ? xstrdup(dir) : NULL;
 }
 
 const char *

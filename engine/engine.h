@@ -25,6 +25,7 @@ struct engine_exec;
 #define ENGINE_CGROUPS 0x1 /* its containers' cgroups are on this host */
 #define ENGINE_EXEC_STDIN 0x2 /* an exec's standard input can be streamed */
 #define ENGINE_UPDATE 0x4 /* a running container's limits can change */
+#define ENGINE_LIBPOD 0x8 /* Podman's compatible API (its /_ping says) */
 
 /* A container, as inspected or listed. */
 struct engine_container {
@@ -169,6 +170,7 @@ struct engine *engine_new(struct event_base *, const char *);
 struct engine *engine_new_tls(struct event_base *, const char *, const char *);
 void engine_free(struct engine *);
 int engine_supports(const struct engine *, int);
+void engine_set_dir(struct engine *, const char *);
 const char *engine_name(const struct engine *);
 const char *engine_api_version(const struct engine *);
 int engine_global_init(const char *);

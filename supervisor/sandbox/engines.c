@@ -35,6 +35,7 @@
 #include "enginespec.h"
 #include "log.h"
 #include "sandbox.h"
+#include "spool.h"
 #include "xmalloc.h"
 
 enum engines_state { ES_UNKNOWN, ES_UP, ES_DOWN };
@@ -459,6 +460,8 @@ engines_start(void)
 	int i;
 
 	for (i = 0; i < nrecs; i++) {
+		/* Where a backend may put files its runtime reads by path. */
+		engine_set_dir(recs[i].eng, spool_root_path());
 		recs[i].timer = event_new(
 		    sup.base, -1, EV_PERSIST, engines_timer_cb, &recs[i]);
 		evtimer_add(recs[i].timer, &tv);
