@@ -42,8 +42,16 @@ export function uniqueLabel(tag) {
   return `${LABEL_KEY}=interop-${tag}-${randomBytes(4).toString('hex')}`;
 }
 
+// The command that looks at the engine's containers: the docker CLI (which
+// follows DOCKER_HOST, as the server does), or MCP_SANDBOXD_TEST_CONTAINER_CLI,
+// words split on spaces (scripts/test's podman stage gives Podman's own CLI on
+// the storage of the service the server uses, e.g. "podman --root R --runroot
+// RR"), so that the leak checks look at the engine the server used.
+const CONTAINER_CLI = (process.env.MCP_SANDBOXD_TEST_CONTAINER_CLI ?? '').split(' ').filter((w) => w !== '');
+
 export function docker(...args) {
-  return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  const [cmd, ...pre] = CONTAINER_CLI.length > 0 ? CONTAINER_CLI : ['docker'];
+  return execFileSync(cmd, [...pre, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 }
 
 /** Ids of all containers (running or not) carrying the label. */
