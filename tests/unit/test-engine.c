@@ -21,8 +21,10 @@
 #include "docker.h"
 #include "engine.h"
 #include "fakesock.h"
+#include "tmptree.h"
 
 #define CID "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"
+#define ARCHIVE "PUT /v1.41/containers/" CID "/archive?path="
 
 /* --- the fake engine --- */
 
@@ -32,6 +34,9 @@ static struct {
 	int create, start, inspect, container; /* how each is answered */
 	long exit_code;
 	int requests;
+	int libpod; /* /_ping says Podman's service answers */
+	char body[65536]; /* of the last container create */
+	char order[256]; /* starts and archives put, in order */
 } fake;
 
 struct conn {
@@ -93,7 +98,7 @@ reply(struct evbuffer *out, int status, const char *body)
 
 /* One request (line and body) of a connection. */
 static void
-serve(struct conn *c, const char *line, int upgrade)
+serve(struct conn *c, const char *line, const char *in, int upgrade)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	char body[512];
@@ -101,8 +106,26 @@ serve(struct conn *c, const char *line, int upgrade)
 	fake.requests++;
 	if (strncmp(line, "GET /_ping", 10) == 0) {
 		evbuffer_add_printf(out,
-		    "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\n"
-		    "Content-Length: 2\r\n\r\nOK");
+		    "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\n%s"
+		    "Content-Length: 2\r\n\r\nOK",
+		    fake.libpod ? "Libpod-Api-Version: 4.3.1\r\n" : "");
+	} else if (strncmp(line, "GET /v1.41/_ping", 16) == 0) {
+		reply(out, 200, "{}");
+	} else if (strncmp(line, "POST /v1.41/containers/create", 29) == 0) {
+		snprintf(fake.body, sizeof fake.body, "%s", in);
+		reply(out, 201, "{\"Id\":\"" CID "\"}");
+	} else if (strstr(line, "/containers/" CID "/start") != NULL) {
+		strcat(fake.order, "start;");
+		reply(out, 204, "");
+	} else if (strncmp(line, ARCHIVE, strlen(ARCHIVE)) == 0) {
+		snprintf(fake.order + strlen(fake.order),
+		    sizeof fake.order - strlen(fake.order),
+		    "archive:%.*s:%.8s;",
+		    (int)strcspn(line + strlen(ARCHIVE), " "),
+		    line + strlen(ARCHIVE), in); /* the tar's first name */
+		reply(out, 200, "");
+	} else if (strncmp(line, "DELETE /v1.41/containers/" CID, 25) == 0) {
+		reply(out, 204, "");
 	} else if (strstr(line, "/exec HTTP") != NULL) {
 		if (fake.create == REFUSE)
 			reply(out, 500, "{\"message\":\"no exec for you\"}");
@@ -160,7 +183,7 @@ conn_read(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer_ptr end;
-	char *head, *cl, *nl;
+	char *head, *cl, *nl, *body;
 	size_t hlen, blen;
 	int upgrade;
 
@@ -179,11 +202,14 @@ conn_read(struct bufferevent *bev, void *arg)
 			free(head);
 			return;
 		}
-		evbuffer_drain(in, hlen + blen);
+		evbuffer_drain(in, hlen);
+		body = calloc(1, blen + 1);
+		evbuffer_remove(in, body, blen);
 		upgrade = strcasestr(head, "\r\nUpgrade: tcp") != NULL;
 		if ((nl = strstr(head, "\r\n")) != NULL)
 			*nl = '\0';
-		serve(c, head, upgrade);
+		serve(c, head, body, upgrade);
+		free(body);
 		free(head);
 	}
 	if (c->bev != NULL && c->raw)
@@ -630,4 +656,113 @@ Test(engine, gvisor_pids_limit_makes_room_for_its_own_tasks)
 	/* Every process inside may have its stub's threads, and more. */
 	cr_assert_geq(engine_runtime_pids("runsc", 128), 128 * 16);
 	cr_assert_eq(engine_runtime_pids("runsc", 0), 0);
+}
+
+/* --- Podman's compatible API, as /_ping tells it --- */
+
+static void
+answered(const struct engine_resp *resp, void *arg)
+{
+	struct seen *s = arg;
+
+	s->done = 1;
+	if (resp->error != NULL) {
+		snprintf(s->error, sizeof s->error, "%s", resp->error);
+		s->err = s->error;
+	}
+	if (resp->id != NULL)
+		snprintf(s->status, sizeof s->status, "%.12s", resp->id);
+}
+
+/* Create (answer in s) a container whose workdir /app is uid 4321's. */
+static void
+create_owned(struct seen *s)
+{
+	static const char *const cmd[] = {"sleep", "60", NULL};
+	struct engine_spec spec;
+
+	memset(&spec, 0, sizeof spec);
+	spec.image = "img";
+	spec.cmd = cmd;
+	spec.user = "65533:65533";
+	spec.workdir = "/app";
+	spec.network = "none";
+	spec.tmpfs[0] = (struct engine_tmpfs){"/tmp", 64, 0, -1, 01777};
+	spec.tmpfs[1] = (struct engine_tmpfs){"/app", 128, 1, 4321, 0755};
+	spec.ntmpfs = 2;
+	memset(s, 0, sizeof *s);
+	engine_container_create(eng, &spec, answered, s);
+	spin_until(&s->done);
+	cr_assert_eq(s->done, 1);
+	cr_assert_null(s->err, "create: %s", s->error);
+	cr_assert_str_eq(s->status, "c0ffee00c0ff");
+}
+
+static void
+start_it(void)
+{
+	struct seen s = {0};
+
+	engine_container_start(eng, CID, answered, &s);
+	spin_until(&s.done);
+	cr_assert_eq(s.done, 1);
+	cr_assert_null(s.err, "start: %s", s.error);
+}
+
+Test(engine, podman_gets_a_profile_file_and_the_owner_after_the_start)
+{
+	struct seen s = {0};
+	char want[2 * PATH_MAX + 32], *w;
+	const char *p;
+
+	fake.libpod = 1;
+	tt_make("engine-podman");
+	engine_set_dir(eng, tt_root);
+	/* Docker's bits until the engine said what it is. */
+	cr_expect(engine_supports(eng, ENGINE_UPDATE));
+	cr_expect(!engine_supports(eng, ENGINE_LIBPOD));
+	create_owned(&s);
+	cr_expect(engine_supports(eng, ENGINE_LIBPOD));
+	cr_expect(!engine_supports(eng, ENGINE_UPDATE));
+	/* The profile's path, its slashes escaped as json-c does. */
+	w = want + snprintf(want, sizeof want, "seccomp=");
+	for (p = tt_at("seccomp.json"); *p != '\0'; p++) {
+		if (*p == '/')
+			*w++ = '\\';
+		*w++ = *p;
+	}
+	*w = '\0';
+	cr_expect(strstr(fake.body, want) != NULL, "%s in %.300s", want,
+	    strstr(fake.body, "SecurityOpt"));
+	cr_expect(strstr(fake.body, "uid=") == NULL, "%s", fake.body);
+	cr_expect(strstr(fake.body, "\"nproc\"") != NULL);
+	cr_expect(strstr(fake.body, "defaultAction") == NULL);
+	cr_expect(access(tt_at("seccomp.json"), R_OK) == 0);
+	start_it();
+	cr_expect_str_eq(fake.order, "start;archive:%2Fapp:./;");
+	/* Again, as a restart would: the tmpfs is new, so is its owner. */
+	start_it();
+	cr_expect_str_eq(
+	    fake.order, "start;archive:%2Fapp:./;start;archive:%2Fapp:./;");
+	memset(&s, 0, sizeof s);
+	engine_container_remove(eng, CID, answered, &s);
+	spin_until(&s.done);
+	fake.order[0] = '\0';
+	start_it();
+	cr_expect_str_eq(fake.order, "start;"); /* removed: forgotten */
+	tt_remove();
+}
+
+Test(engine, docker_gets_the_profile_inline_and_the_owner_at_create)
+{
+	struct seen s = {0};
+
+	create_owned(&s);
+	cr_expect(!engine_supports(eng, ENGINE_LIBPOD));
+	cr_expect(engine_supports(eng, ENGINE_UPDATE));
+	cr_expect(strstr(fake.body, "uid=4321,gid=4321") != NULL);
+	cr_expect(strstr(fake.body, "defaultAction") != NULL);
+	cr_expect(strstr(fake.body, "\"nproc\"") == NULL);
+	start_it();
+	cr_expect_str_eq(fake.order, "start;");
 }
