@@ -584,6 +584,15 @@ ed_create_podman(struct engine_req *req, const struct engine_spec *spec)
 	struct docker_spec_opts opts = {NULL, 0, 0};
 	char *file;
 
+	/* The file is this host's: a remote service cannot open it. */
+	if (!engine_supports(req->eng, ENGINE_CGROUPS)) {
+		st->why = xstrdup(
+		    "Podman's compatible API takes the seccomp profile only as "
+		    "a file on its own host, and this engine is not on the "
+		    "server's host: run the server beside Podman (its unix "
+		    "socket), or use a Docker engine");
+		return;
+	}
 	if ((file = podman_seccomp_file(req->eng->dir)) == NULL) {
 		xasprintf(&st->why,
 		    "cannot give Podman the seccomp profile: it takes a file, "

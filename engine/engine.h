@@ -7,7 +7,8 @@
  * asynchronous on the handle's libevent loop and answers once, through its
  * callback, unless it was cancelled.
  *
- * Backends: engine-docker.c (the Docker Engine API, on docker.c).
+ * Backends: engine-docker.c (the Docker Engine API, on docker.c; Podman's
+ * compatible API too, with what it needs in podman.c).
  */
 #ifndef ENGINE_H
 #define ENGINE_H
