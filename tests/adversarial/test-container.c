@@ -24,23 +24,6 @@
 
 /* --- helpers --- */
 
-/* How many Docker volumes exist (every one, not only ours). */
-static int
-volume_count(void)
-{
-	char *out;
-	int st, n = 0;
-	const char *p;
-
-	out = h_run("docker volume ls -q", &st);
-	cr_assert_eq(st, 0, "docker volume ls failed: %s", out);
-	for (p = out; *p != '\0'; p++)
-		if (*p == '\n')
-			n++;
-	free(out);
-	return n;
-}
-
 /* Whether the container runs (0: stopped or gone). */
 static int
 container_running(const char *cid)
@@ -112,28 +95,33 @@ Test(container, image_volumes_become_capped_tmpfs, .timeout = 180,
 	struct h_server *s;
 	json_object *in, *r, *mounts;
 	char args[256], *cid, *out;
-	int before, after;
+	int volumes = 0;
 	size_t i;
 
 	volume_image_build();
-	before = volume_count();
 	s = adv_start("--volume-mb", "4", NULL);
 	snprintf(args, sizeof args, "{\"image\":\"%s\"}", volume_image);
 	cid = h_create(s, args);
-	after = volume_count();
+	/*
+	 * A volume the engine made for the container is one of its mounts.
+	 * (Not the host's count of volumes: the other lane's tests build
+	 * VOLUME images too, and the legacy builder's passing containers
+	 * make and remove volumes meanwhile.  scripts/test checks that the
+	 * run leaves none.)
+	 */
 	in = h_docker_inspect(cid);
 	mounts = h_get(in, "Mounts");
 	for (i = 0; mounts != NULL && i < json_object_array_length(mounts); i++)
-		cr_expect_str_neq(
-		    h_str(json_object_array_get_idx(mounts, i), "Type"),
-		    "volume", "a volume is mounted: %s",
-		    json_object_to_json_string(mounts));
-	fprintf(stderr, "volumes: %d before, %d with the sandbox; tmpfs %s\n",
-	    before, after,
+		if (h_contains(
+		        h_str(json_object_array_get_idx(mounts, i), "Type"),
+		        "volume"))
+			volumes++;
+	fprintf(stderr, "volumes of the sandbox: %d; mounts %s; tmpfs %s\n",
+	    volumes, json_object_to_json_string(mounts),
 	    json_object_to_json_string(h_get(in, "HostConfig.Tmpfs")));
-	cr_expect_eq(after, before,
-	    "the image's VOLUMEs made %d anonymous volume(s) on the host",
-	    after - before);
+	cr_expect_eq(volumes, 0,
+	    "the image's VOLUMEs made %d anonymous volume(s) on the host: %s",
+	    volumes, json_object_to_json_string(mounts));
 	cr_expect(h_contains(h_str(in, "HostConfig.Tmpfs./data"), "size=4m"),
 	    "/data: %s", h_str(in, "HostConfig.Tmpfs./data"));
 	cr_expect(
@@ -158,7 +146,6 @@ Test(container, image_volumes_become_capped_tmpfs, .timeout = 180,
 	cr_expect(h_wait_container_gone(cid, 15000));
 	free(cid);
 	adv_finish(s);
-	cr_expect_eq(volume_count(), before);
 }
 
 /* --- item 6: pulls --- */
