@@ -71,19 +71,27 @@ volume_image_remove(void)
 	volume_image[0] = '\0';
 }
 
-/* An image of the test image plus two VOLUMEs, built here (no registry). */
+/*
+ * An image of the test image plus two VOLUMEs, built here (no registry).
+ * Its own to this process (a LABEL naming it first): the suite runs in
+ * both builds' lanes at once, identical builds share their layers, and a
+ * build's passing container was once left behind while the others built
+ * and removed theirs (run 26's final check).
+ */
 static void
 volume_image_build(void)
 {
-	char cmd[512], *out;
+	char cmd[640], *out;
 	int st;
 
 	snprintf(volume_image, sizeof volume_image,
 	    "mcp-sandboxd-test/volume:adv-%d", (int)getpid());
 	snprintf(cmd, sizeof cmd,
-	    "printf 'FROM %s\\nVOLUME [\"/data\", \"/var/cache/vol/\"]\\n' | "
-	    "DOCKER_BUILDKIT=0 docker build -q --label %s -t %s - 2>&1",
-	    H_IMAGE, ADV_LABEL, volume_image);
+	    "printf 'FROM %s\\nLABEL %s.build=%d\\n"
+	    "VOLUME [\"/data\", \"/var/cache/vol/\"]\\n' | "
+	    "DOCKER_BUILDKIT=0 docker build -q --force-rm --label %s -t %s - "
+	    "2>&1",
+	    H_IMAGE, ADV_LABEL_KEY, (int)getpid(), ADV_LABEL, volume_image);
 	out = h_run(cmd, &st);
 	cr_assert_eq(st, 0, "docker build failed: %s", out);
 	free(out);
